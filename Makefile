@@ -1,0 +1,99 @@
+# kproxy: a Kubernetes service proxy in C.
+#
+#   make            build build/kproxy
+#   make check      install build dependencies, build, run every test (also under ASan/UBSan)
+#   make demo       install build dependencies, build, run the bundled example
+#   make bench      optimised build and benchmarks
+#
+# Out-of-tree builds: BUILD=dir. SANITIZE=1 builds with ASan and UBSan.
+
+BUILD    ?= build
+CC       ?= cc
+PKGS     := jansson yaml-0.1 libcrypto
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
+            -Wno-missing-field-initializers -Werror
+OPT      ?= -O2 -g
+CFLAGS   += -std=gnu11 $(OPT) $(WARN) -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+CFLAGS   += -DKPROXY_VERSION='"$(VERSION)"'
+
+ifeq ($(SANITIZE),1)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=address,undefined
+endif
+
+CORE_SRC := $(sort $(wildcard src/util/*.c src/config/*.c src/kube/*.c src/model/*.c \
+                               src/render/*.c src/apply/*.c src/host/*.c))
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
+MAIN_OBJ := $(BUILD)/src/main.o
+UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+all: $(BUILD)/kproxy
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/libkproxy-core.a: $(CORE_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/kproxy: $(MAIN_OBJ) $(BUILD)/libkproxy-core.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libkproxy-core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+unit: $(UNIT_BIN)
+
+# Debian packages the build and the tests need. Installs only what is missing.
+DEB_BUILD := build-essential pkg-config libjansson-dev libyaml-dev libssl-dev clang libclang-rt-14-dev
+DEB_TEST  := iptables iproute2 nfacct python3
+deps:
+	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "installing:" $$missing; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+check: deps
+	$(MAKE) all unit
+	tests/run-all.sh $(BUILD)
+	$(MAKE) BUILD=build-asan SANITIZE=1 OPT="-O1 -g" all unit
+	tests/run-all.sh build-asan
+	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+# libFuzzer over the whole render path (clang), for FUZZ_SECONDS, starting
+# from the checked-in corpus; any crash fails the build.
+FUZZ_SECONDS ?= 30
+FUZZ_SRC := $(filter-out src/main.c,$(CORE_SRC))
+build-fuzz/fuzz-state: tests/fuzz/fuzz-state.c $(FUZZ_SRC)
+	@mkdir -p build-fuzz
+	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -DKPROXY_VERSION='"fuzz"' -Isrc \
+	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	    -o $@ $^ $(LDLIBS)
+fuzz: build-fuzz/fuzz-state
+	@mkdir -p build-fuzz/corpus
+	@build-fuzz/fuzz-state -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
+	    -rss_limit_mb=1024 -print_final_stats=1 -artifact_prefix=build-fuzz/ \
+	    build-fuzz/corpus tests/fuzz/corpus >build-fuzz/fuzz.log 2>&1; r=$$?; \
+	    tail -15 build-fuzz/fuzz.log; \
+	    if [ $$r -eq 0 ]; then echo "fuzz: 1 passed, 0 failed"; else echo "fuzz: 0 passed, 1 failed"; exit 1; fi
+
+demo: deps
+	$(MAKE) all
+	examples/demo.sh $(BUILD)
+
+bench: deps
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all
+	bench/run.sh build-bench
+
+clean:
+	rm -rf build build-asan build-bench build-fuzz
+
+.PHONY: all unit deps check demo bench clean fuzz
+-include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)

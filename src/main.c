@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kproxy's entry point: argv and configuration, then one of
+ *
+ *   kproxy render [flags] STATE...   print the iptables-restore input for a cluster state
+ *   kproxy [flags]                   the node proxy (kube-proxy's command line)
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "host/host.h"
+#include "kube/decode.h"
+#include "kube/load.h"
+#include "model/model.h"
+#include "render/render.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#define EXIT_USAGE 2
+
+struct render_opts {
+        struct host_facts host;
+        int ip_family;
+        const char *node_name;
+        struct model *model;
+};
+
+static int parse_bool(const char *v, bool *ret) {
+        if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+                *ret = true;
+        else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+                *ret = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int set_host_addresses(void *u, const char *v) {
+        struct render_opts *o = u;
+        struct inet_cidr *a;
+        size_t n;
+        int r = host_parse_addresses(v, &a, &n);
+        if (r < 0)
+                return r;
+        free(o->host.addrs);
+        o->host.addrs = a;
+        o->host.n_addrs = n;
+        return 0;
+}
+
+static int set_random_fully(void *u, const char *v) {
+        return parse_bool(v, &((struct render_opts *) u)->host.random_fully);
+}
+
+static int set_nfacct(void *u, const char *v) {
+        return parse_bool(v, &((struct render_opts *) u)->host.nfacct);
+}
+
+static int set_tcp_be_liberal(void *u, const char *v) {
+        return parse_bool(v, &((struct render_opts *) u)->host.tcp_be_liberal);
+}
+
+static int set_ip_family(void *u, const char *v) {
+        struct render_opts *o = u;
+        if (strcmp(v, "4") == 0 || strcmp(v, "IPv4") == 0)
+                o->ip_family = 4;
+        else if (strcmp(v, "6") == 0 || strcmp(v, "IPv6") == 0)
+                o->ip_family = 6;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static const struct config_extra_flag render_flags[] = {
+        {"ip-family", false, "4|6", "IP family to render (default 4)", set_ip_family},
+        {"host-addresses", false, "CIDR,...",
+         "the node's interface addresses, for nodePortAddresses (default: probed)", set_host_addresses},
+        {"host-random-fully", true, "BOOL", "iptables supports MASQUERADE --random-fully (default: probed)",
+         set_random_fully},
+        {"host-nfacct", true, "BOOL", "the nfacct counters exist (default: probed)", set_nfacct},
+        {"host-tcp-be-liberal", true, "BOOL",
+         "net.netfilter.nf_conntrack_tcp_be_liberal is set (default: probed)", set_tcp_be_liberal},
+};
+
+/* Decodes one object from a state file into the model. A bad object is
+ * skipped with a warning naming it; the rest of the state still renders. */
+static int add_object(void *userdata, const json_t *obj) {
+        struct render_opts *o = userdata;
+        const char *kind = json_string_value(json_object_get(obj, "kind"));
+        char err[KUBE_ERRLEN], ref[512];
+        int r;
+
+        kube_object_ref(obj, ref, sizeof ref);
+        switch (kube_kind_from_string(kind)) {
+        case KUBE_KIND_SERVICE: {
+                struct svc *s;
+                r = kube_decode_service(obj, &s, err);
+                if (r == 0)
+                        model_service_upsert(o->model, s);
+                break;
+        }
+        case KUBE_KIND_ENDPOINT_SLICE: {
+                struct slice *s;
+                r = kube_decode_slice(obj, &s, err);
+                if (r == 0)
+                        model_slice_upsert(o->model, s);
+                break;
+        }
+        case KUBE_KIND_NODE: {
+                struct node *n;
+                const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+                if (!name || strcmp(name, o->node_name) != 0)
+                        return 0;       /* another node */
+                r = kube_decode_node(obj, &n, err);
+                if (r == 0)
+                        model_node_set(o->model, n);
+                break;
+        }
+        default:
+                log_v(2, "Ignoring object %s of kind %s", ref, kind ? kind : "(none)");
+                return 0;
+        }
+        if (r < 0)
+                log_warning("Skipping invalid %s %s: %s", kind, ref, err);
+        else if (r == KUBE_IGNORED)
+                log_v(2, "Ignoring %s %s: %s", kind, ref, err);
+        return 0;
+}
+
+static void log_lines(const struct buf *b) {
+        if (!b->data)
+                return;
+        for (const char *p = b->data; *p;) {
+                size_t len = strcspn(p, "\n");
+                log_warning("%.*s", (int) len, p);
+                p += len + (p[len] == '\n');
+        }
+}
+
+static int cmd_render(int argc, char **argv) {
+        struct kproxy_config cfg;
+        struct render_opts o = {.ip_family = 4};
+        struct render_params params;
+        struct buf out = BUF_INIT, warnings = BUF_INIT;
+        char **files = NULL;
+        size_t n_files = 0;
+        int r, ret = EXIT_USAGE;
+
+        if (config_init(&cfg) < 0 || host_probe(&o.host) < 0)
+                return EXIT_FAILURE;
+        r = config_parse_args(&cfg, argc, argv, render_flags, ELEMENTSOF(render_flags), &o, &files, &n_files);
+        if (r < 0)
+                goto out;
+        if (cfg.show_help) {
+                config_print_help("Usage: kproxy render [flags] STATE...\n\n"
+                                  "Print the iptables-restore input that kproxy would apply on a first full\n"
+                                  "sync for the cluster state in STATE (files as printed by `kubectl get\n"
+                                  "services,endpointslices,nodes -A -o json|yaml`, or YAML manifests; - is\n"
+                                  "stdin).\n",
+                                  render_flags, ELEMENTSOF(render_flags));
+                ret = 0;
+                goto out;
+        }
+        if (config_finish(&cfg) < 0)
+                goto out;
+        log_set_verbosity(cfg.verbosity);
+        if (n_files == 0) {
+                fprintf(stderr, "kproxy render: no STATE file given (see kproxy render --help)\n");
+                goto out;
+        }
+
+        o.node_name = cfg.hostname_override && *cfg.hostname_override ? cfg.hostname_override
+                      : o.host.hostname                                 ? o.host.hostname
+                                                                        : "";
+        o.model = model_new();
+        if (!o.model) {
+                ret = EXIT_FAILURE;
+                goto out;
+        }
+        for (size_t i = 0; i < n_files; i++) {
+                char err[KUBE_LOAD_ERRLEN];
+                r = kube_load_file(files[i], add_object, &o, err);
+                if (r < 0) {
+                        fprintf(stderr, "kproxy render: %s\n", err);
+                        goto out;
+                }
+        }
+        if (!model_node(o.model))
+                log_warning("Node %s is not in the state: no node IPs, labels or pod CIDRs", o.node_name);
+
+        r = render_params_init(&params, (uint8_t) o.ip_family, &cfg, o.node_name, model_node(o.model), &o.host,
+                               &warnings);
+        log_lines(&warnings);
+        if (r < 0)
+                goto out;
+        r = render_iptables(o.model, &params, &out);
+        render_params_done(&params);
+        if (r < 0) {
+                log_error_errno(r, "Failed to render rules");
+                ret = EXIT_FAILURE;
+                goto out;
+        }
+        if (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+                log_error_errno(-errno, "Failed to write the rules");
+                ret = EXIT_FAILURE;
+                goto out;
+        }
+        ret = 0;
+out:
+        free(files);
+        buf_done(&out);
+        buf_done(&warnings);
+        model_free(o.model);
+        host_facts_done(&o.host);
+        config_done(&cfg);
+        return ret;
+}
+
+static int cmd_proxy(int argc, char **argv) {
+        struct kproxy_config cfg;
+        char **args = NULL;
+        size_t n_args = 0;
+        int ret = EXIT_USAGE;
+
+        if (config_init(&cfg) < 0)
+                return EXIT_FAILURE;
+        if (config_parse_args(&cfg, argc, argv, NULL, 0, NULL, &args, &n_args) < 0)
+                goto out;
+        if (cfg.show_help) {
+                config_print_help("Usage: kproxy [flags]\n       kproxy render [flags] STATE...\n\n"
+                                  "kproxy is a Kubernetes service proxy, a drop-in replacement for\n"
+                                  "kube-proxy: it takes kube-proxy's flags and configuration file.\n",
+                                  NULL, 0);
+                ret = 0;
+                goto out;
+        }
+        if (cfg.show_version) {
+                printf("kproxy version %s (kube-proxy compatible)\n", KPROXY_VERSION);
+                ret = 0;
+                goto out;
+        }
+        if (n_args > 0) {
+                fprintf(stderr, "kproxy: unexpected argument \"%s\" (see kproxy --help)\n", args[0]);
+                goto out;
+        }
+        if (config_finish(&cfg) < 0)
+                goto out;
+        if (cfg.write_config_to) {
+                int r = config_write(&cfg, cfg.write_config_to);
+                if (r < 0) {
+                        fprintf(stderr, "kproxy: cannot write %s: %s\n", cfg.write_config_to, strerror(-r));
+                        ret = EXIT_FAILURE;
+                } else {
+                        ret = 0;
+                }
+                goto out;
+        }
+        fprintf(stderr, "kproxy: the node proxy daemon is not built yet; use `kproxy render` (issue 3)\n");
+        ret = EXIT_FAILURE;
+out:
+        free(args);
+        config_done(&cfg);
+        return ret;
+}
+
+int main(int argc, char **argv) {
+        if (argc > 1 && strcmp(argv[1], "render") == 0)
+                return cmd_render(argc - 2, argv + 2);
+        return cmd_proxy(argc - 1, argv + 1);
+}

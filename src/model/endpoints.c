@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Principle of categorisation: reproduce upstream's CategorizeEndpoints()
+ * exactly, because which endpoints get rules decides where packets go:
+ *
+ *  - cluster list: ready endpoints, narrowed by topology hints when every
+ *    ready endpoint carries hints and at least one names this node (node
+ *    hints, feature-gated) or this node's zone; if none is ready, the
+ *    serving-and-terminating ones (no topology on the fallback);
+ *  - local list: this node's ready endpoints, or else its serving and
+ *    terminating ones;
+ *  - reachable: the union; each of them gets a KUBE-SEP chain.
+ */
+#include "model/endpoints.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+
+void endpoint_format(const struct inet_addr *a, uint16_t port, char *out) {
+        char ip[INET_ADDR_STRLEN];
+        inet_addr_format(a, ip);
+        if (a->family == 6)
+                snprintf(out, ENDPOINT_STRLEN, "[%s]:%u", ip, port);
+        else
+                snprintf(out, ENDPOINT_STRLEN, "%s:%u", ip, port);
+}
+
+void endpoints_done(struct svc_port_endpoints *e) {
+        free(e->all);
+        free(e->cluster);
+        free(e->local);
+        free(e->reachable);
+        *e = (struct svc_port_endpoints) {0};
+}
+
+static int cmp_endpoint_seq(const void *a, const void *b) {
+        const struct endpoint *x = a, *y = b;
+        int c = strcmp(x->str, y->str);
+        return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static bool strv_contains(char *const *v, size_t n, const char *s) {
+        if (!s)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(v[i], s) == 0)
+                        return true;
+        return false;
+}
+
+static bool svc_externally_accessible_by_type(const struct svc *svc) {
+        /* Upstream's ExternallyAccessible(service), on the API object. */
+        return svc->type == SVC_TYPE_LOAD_BALANCER || svc->type == SVC_TYPE_NODE_PORT ||
+               (svc->type == SVC_TYPE_CLUSTER_IP && svc->n_external_ips > 0);
+}
+
+static size_t count_family(const struct inet_addr *a, size_t n, uint8_t family) {
+        size_t c = 0;
+        for (size_t i = 0; i < n; i++)
+                c += a[i].family == family;
+        return c;
+}
+
+/* Merges slice endpoints; duplicates of one ip:port keep the first copy
+ * unless a later one is not terminating. Sorted by the endpoint string. */
+static int merge(const struct svc_port *port, uint8_t family, const struct slice *const *slices,
+                 size_t n_slices, const char *node_name, struct svc_port_endpoints *r) {
+        size_t cap = 0;
+        for (size_t i = 0; i < n_slices; i++)
+                cap += slices[i]->n_endpoints;
+        if (cap == 0)
+                return 0;
+        r->all = malloc(cap * sizeof *r->all);
+        if (!r->all)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n_slices; i++) {
+                const struct slice *s = slices[i];
+                if (s->family != family)
+                        continue;
+                for (size_t j = 0; j < s->n_ports; j++) {
+                        const struct slice_port *sp = &s->ports[j];
+                        if (!sp->name || sp->port == 0 || sp->proto != port->proto ||
+                            strcmp(sp->name, port->name) != 0)
+                                continue;
+                        for (size_t k = 0; k < s->n_endpoints; k++) {
+                                const struct slice_endpoint *se = &s->endpoints[k];
+                                struct endpoint ep = {
+                                        .addr = se->addr,
+                                        .port = sp->port,
+                                        .ready = se->ready,
+                                        .serving = se->serving,
+                                        .terminating = se->terminating,
+                                        .local = se->node_name && node_name &&
+                                                 strcmp(se->node_name, node_name) == 0,
+                                        .src = se,
+                                };
+                                endpoint_format(&ep.addr, ep.port, ep.str);
+                                ep.ip_off = family == 6;
+                                ep.ip_len = (uint8_t) (strrchr(ep.str, ':') - ep.str - 2 * ep.ip_off);
+                                r->all[r->n_all++] = ep;
+                        }
+                }
+        }
+        if (r->n_all == 0)
+                return 0;
+
+        /* Stable dedup: sort by (str, arrival), keep one copy per str. */
+        for (size_t i = 0; i < r->n_all; i++)
+                r->all[i].seq = (uint32_t) i;
+        qsort(r->all, r->n_all, sizeof *r->all, cmp_endpoint_seq);
+        size_t n = 0;
+        for (size_t i = 0; i < r->n_all; i++) {
+                const struct endpoint *e = &r->all[i];
+                if (n > 0 && strcmp(r->all[n - 1].str, e->str) == 0) {
+                        if (r->all[n - 1].terminating && !e->terminating)
+                                r->all[n - 1] = *e;
+                        continue;
+                }
+                r->all[n++] = *e;
+        }
+        r->n_all = n;
+        return 0;
+}
+
+enum topology {
+        TOPOLOGY_NONE,
+        TOPOLOGY_SAME_ZONE,
+        TOPOLOGY_SAME_NODE,
+};
+
+static enum topology topology_from_hints(const struct svc_port_endpoints *r,
+                                         const struct endpoint_filter *f) {
+        bool all_node = true, any_node = false, all_zone = true, any_zone = false;
+
+        for (size_t i = 0; i < r->n_all; i++) {
+                const struct endpoint *e = &r->all[i];
+                if (!e->ready)
+                        continue;
+                if (e->src->n_node_hints == 0)
+                        all_node = false;
+                else if (strv_contains(e->src->node_hints, e->src->n_node_hints, f->node_name))
+                        any_node = true;
+                if (e->src->n_zone_hints == 0)
+                        all_zone = false;
+                else if (strv_contains(e->src->zone_hints, e->src->n_zone_hints, f->zone))
+                        any_zone = true;
+        }
+        if (f->prefer_same_node && all_node && any_node)
+                return TOPOLOGY_SAME_NODE;
+        if (all_zone && any_zone)
+                return TOPOLOGY_SAME_ZONE;
+        return TOPOLOGY_NONE;
+}
+
+static bool topology_admits(const struct endpoint *e, enum topology t, const struct endpoint_filter *f) {
+        switch (t) {
+        case TOPOLOGY_SAME_NODE:
+                return strv_contains(e->src->node_hints, e->src->n_node_hints, f->node_name);
+        case TOPOLOGY_SAME_ZONE:
+                return strv_contains(e->src->zone_hints, e->src->n_zone_hints, f->zone);
+        default:
+                return true;
+        }
+}
+
+int endpoints_collect(const struct svc *svc, const struct svc_port *port, uint8_t family,
+                      const struct slice *const *slices, size_t n_slices,
+                      const struct endpoint_filter *f, struct svc_port_endpoints *ret) {
+        struct svc_port_endpoints r = {0};
+        int rr;
+
+        r.externally_accessible = port->node_port != 0 ||
+                                  count_family(svc->lb_ips, svc->n_lb_ips, family) > 0 ||
+                                  count_family(svc->external_ips, svc->n_external_ips, family) > 0;
+        r.external_policy_local = svc->external_policy == TRAFFIC_POLICY_LOCAL &&
+                                  svc_externally_accessible_by_type(svc);
+        r.internal_policy_local = svc->internal_policy == TRAFFIC_POLICY_LOCAL;
+        r.uses_cluster = !r.internal_policy_local || r.externally_accessible;
+        r.uses_local = r.internal_policy_local || (r.external_policy_local && r.externally_accessible);
+
+        rr = merge(port, family, slices, n_slices, f->node_name, &r);
+        if (rr < 0)
+                goto fail;
+        if (r.n_all == 0) {
+                *ret = r;
+                return 0;
+        }
+
+        r.cluster = malloc(r.n_all * sizeof *r.cluster);
+        r.local = malloc(r.n_all * sizeof *r.local);
+        r.reachable = malloc(r.n_all * sizeof *r.reachable);
+        if (!r.cluster || !r.local || !r.reachable) {
+                rr = -ENOMEM;
+                goto fail;
+        }
+
+        for (size_t i = 0; i < r.n_all; i++)
+                if (r.all[i].local && r.all[i].ready)
+                        r.n_local_ready++;
+
+        if (r.uses_cluster) {
+                enum topology t = topology_from_hints(&r, f);
+                for (size_t i = 0; i < r.n_all; i++)
+                        if (r.all[i].ready && topology_admits(&r.all[i], t, f))
+                                r.cluster[r.n_cluster++] = &r.all[i];
+                if (r.n_cluster == 0)
+                        for (size_t i = 0; i < r.n_all; i++)
+                                if (r.all[i].serving && r.all[i].terminating)
+                                        r.cluster[r.n_cluster++] = &r.all[i];
+                r.has_any = r.n_cluster > 0;
+        }
+
+        if (r.uses_local) {
+                for (size_t i = 0; i < r.n_all; i++) {
+                        const struct endpoint *e = &r.all[i];
+                        if (e->ready || (e->serving && e->terminating))
+                                r.has_any = true;
+                }
+                for (size_t i = 0; i < r.n_all; i++)
+                        if (r.all[i].local && r.all[i].ready)
+                                r.local[r.n_local++] = &r.all[i];
+                if (r.n_local == 0)
+                        for (size_t i = 0; i < r.n_all; i++)
+                                if (r.all[i].local && r.all[i].serving && r.all[i].terminating)
+                                        r.local[r.n_local++] = &r.all[i];
+        }
+
+        /* Both lists are in r.all order (sorted), so the union is a merge. */
+        for (size_t i = 0, a = 0, b = 0; i < r.n_all; i++) {
+                bool in_a = a < r.n_cluster && r.cluster[a] == &r.all[i];
+                bool in_b = b < r.n_local && r.local[b] == &r.all[i];
+                a += in_a;
+                b += in_b;
+                if ((in_a && r.uses_cluster) || (in_b && r.uses_local))
+                        r.reachable[r.n_reachable++] = &r.all[i];
+        }
+
+        *ret = r;
+        return 0;
+fail:
+        endpoints_done(&r);
+        return rr;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * The proxy's view of one service port in one IP family: its endpoints
+ * merged from every slice of the service, and upstream kube-proxy's
+ * categorisation of them into the lists the renderers use (cluster, local,
+ * all-reachable), with the traffic-policy booleans that decide which lists
+ * are used. Pure: no I/O, no logging.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/inet.h"
+
+struct svc;
+struct svc_port;
+struct slice;
+struct slice_endpoint;
+
+#define ENDPOINT_STRLEN (INET_ADDR_STRLEN + 8)
+
+struct endpoint {
+        struct inet_addr addr;
+        uint16_t port;
+        bool ready, serving, terminating, local;
+        char str[ENDPOINT_STRLEN];      /* "10.0.0.1:80", "[fd00::1]:80" */
+        uint8_t ip_off, ip_len;         /* the address text inside str */
+        const struct slice_endpoint *src;       /* for hints; borrowed */
+        uint32_t seq;                   /* arrival order, for the stable merge */
+};
+
+struct endpoint_filter {
+        const char *node_name;          /* this node */
+        const char *zone;               /* this node's zone label, or NULL */
+        bool prefer_same_node;          /* feature gate PreferSameTrafficDistribution */
+};
+
+struct svc_port_endpoints {
+        struct endpoint *all;           /* every endpoint of the family, sorted by str */
+        size_t n_all;
+        struct endpoint **cluster;      /* used with Cluster policy */
+        size_t n_cluster;
+        struct endpoint **local;        /* used with Local policy */
+        size_t n_local;
+        struct endpoint **reachable;    /* cluster ∪ local, sorted by str: these get SEP chains */
+        size_t n_reachable;
+        size_t n_local_ready;           /* for health-check node ports */
+        bool has_any;                   /* some usable endpoint anywhere */
+
+        /* Upstream's per-port policy booleans (reference §6.2). */
+        bool externally_accessible;     /* NodePort, or an LB or external IP of the family */
+        bool external_policy_local;
+        bool internal_policy_local;
+        bool uses_cluster, uses_local;
+};
+
+/* Merges the endpoints of svc's port from slices (in the given order) for
+ * family 4 or 6 and categorises them. Returns 0, or -ENOMEM (ret is then
+ * left empty). */
+int endpoints_collect(const struct svc *svc, const struct svc_port *port, uint8_t family,
+                      const struct slice *const *slices, size_t n_slices,
+                      const struct endpoint_filter *filter, struct svc_port_endpoints *ret);
+void endpoints_done(struct svc_port_endpoints *e);
+
+/* "ip:port" as Go's net.JoinHostPort writes it. out holds ENDPOINT_STRLEN. */
+void endpoint_format(const struct inet_addr *a, uint16_t port, char *out);

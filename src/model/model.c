@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "model/model.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/cleanup.h"
+
+/* The slices that name one service: a small unsorted array (a service has a
+ * handful of slices; 100 endpoints each by default). */
+struct slice_group {
+        char *service_key;      /* owned */
+        struct slice **items;
+        size_t n, cap;
+};
+
+struct model {
+        struct hmap services;   /* key -> struct svc */
+        struct hmap slices;     /* key -> struct slice */
+        struct hmap groups;     /* service key -> struct slice_group */
+        struct node *node;
+};
+
+static const char *const l4_proto_table[_L4_MAX] = {
+        [L4_TCP] = "TCP",
+        [L4_UDP] = "UDP",
+        [L4_SCTP] = "SCTP",
+};
+static const char *const l4_proto_lower_table[_L4_MAX] = {
+        [L4_TCP] = "tcp",
+        [L4_UDP] = "udp",
+        [L4_SCTP] = "sctp",
+};
+static const char *const svc_type_table[_SVC_TYPE_MAX] = {
+        [SVC_TYPE_CLUSTER_IP] = "ClusterIP",
+        [SVC_TYPE_NODE_PORT] = "NodePort",
+        [SVC_TYPE_LOAD_BALANCER] = "LoadBalancer",
+        [SVC_TYPE_EXTERNAL_NAME] = "ExternalName",
+};
+static const char *const traffic_policy_table[_TRAFFIC_POLICY_MAX] = {
+        [TRAFFIC_POLICY_CLUSTER] = "Cluster",
+        [TRAFFIC_POLICY_LOCAL] = "Local",
+};
+
+static int table_lookup(const char *const *table, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (table[i] && strcmp(table[i], s) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
+const char *l4_proto_to_string(enum l4_proto p) {
+        return p >= 0 && p < _L4_MAX ? l4_proto_table[p] : NULL;
+}
+const char *l4_proto_to_lower(enum l4_proto p) {
+        return p >= 0 && p < _L4_MAX ? l4_proto_lower_table[p] : NULL;
+}
+enum l4_proto l4_proto_from_string(const char *s) {
+        return table_lookup(l4_proto_table, _L4_MAX, s);
+}
+const char *svc_type_to_string(enum svc_type t) {
+        return t >= 0 && t < _SVC_TYPE_MAX ? svc_type_table[t] : NULL;
+}
+enum svc_type svc_type_from_string(const char *s) {
+        return table_lookup(svc_type_table, _SVC_TYPE_MAX, s);
+}
+const char *traffic_policy_to_string(enum traffic_policy p) {
+        return p >= 0 && p < _TRAFFIC_POLICY_MAX ? traffic_policy_table[p] : NULL;
+}
+enum traffic_policy traffic_policy_from_string(const char *s) {
+        return table_lookup(traffic_policy_table, _TRAFFIC_POLICY_MAX, s);
+}
+
+static void strv_free(char **v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+struct svc *svc_free(struct svc *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_ports; i++)
+                free(s->ports[i].name);
+        free(s->ports);
+        free(s->external_ips);
+        free(s->lb_ips);
+        free(s->source_ranges);
+        free(s->key);
+        free(s);
+        return NULL;
+}
+
+struct slice *slice_free(struct slice *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_ports; i++)
+                free(s->ports[i].name);
+        free(s->ports);
+        for (size_t i = 0; i < s->n_endpoints; i++) {
+                struct slice_endpoint *e = &s->endpoints[i];
+                free(e->node_name);
+                strv_free(e->zone_hints, e->n_zone_hints);
+                strv_free(e->node_hints, e->n_node_hints);
+        }
+        free(s->endpoints);
+        free(s->service_key);
+        free(s->key);
+        free(s);
+        return NULL;
+}
+
+struct node *node_free(struct node *n) {
+        if (!n)
+                return NULL;
+        free(n->name);
+        free(n->zone);
+        free(n->addrs);
+        free(n->pod_cidrs);
+        strv_free(n->labels, n->n_labels);
+        free(n);
+        return NULL;
+}
+
+struct model *model_new(void) {
+        return calloc(1, sizeof(struct model));
+}
+
+struct model *model_free(struct model *m) {
+        const char *k;
+        void *v;
+
+        if (!m)
+                return NULL;
+        for (size_t i = 0; hmap_next(&m->services, &i, &k, &v);)
+                svc_free(v);
+        for (size_t i = 0; hmap_next(&m->slices, &i, &k, &v);)
+                slice_free(v);
+        for (size_t i = 0; hmap_next(&m->groups, &i, &k, &v);) {
+                struct slice_group *g = v;
+                free(g->items);
+                free(g->service_key);
+                free(g);
+        }
+        hmap_done(&m->services);
+        hmap_done(&m->slices);
+        hmap_done(&m->groups);
+        node_free(m->node);
+        free(m);
+        return NULL;
+}
+
+void model_service_upsert(struct model *m, struct svc *svc) {
+        svc_free(hmap_put(&m->services, svc->key, svc));
+}
+
+int model_service_delete(struct model *m, const char *key) {
+        struct svc *s = hmap_remove(&m->services, key);
+        if (!s)
+                return -ENOENT;
+        svc_free(s);
+        return 0;
+}
+
+static void group_remove(struct model *m, struct slice *s) {
+        struct slice_group *g = hmap_get(&m->groups, s->service_key);
+        if (!g)
+                return;
+        for (size_t i = 0; i < g->n; i++)
+                if (g->items[i] == s) {
+                        g->items[i] = g->items[--g->n];
+                        break;
+                }
+        if (g->n == 0) {
+                hmap_remove(&m->groups, g->service_key);
+                free(g->items);
+                free(g->service_key);
+                free(g);
+        }
+}
+
+static void group_add(struct model *m, struct slice *s) {
+        struct slice_group *g = hmap_get(&m->groups, s->service_key);
+        if (!g) {
+                g = calloc(1, sizeof *g);
+                if (!g || !(g->service_key = strdup(s->service_key)))
+                        abort();
+                hmap_put(&m->groups, g->service_key, g);
+        }
+        if (g->n == g->cap) {
+                g->cap = g->cap ? g->cap * 2 : 2;
+                g->items = realloc(g->items, g->cap * sizeof *g->items);
+                if (!g->items)
+                        abort();
+        }
+        g->items[g->n++] = s;
+}
+
+void model_slice_upsert(struct model *m, struct slice *slice) {
+        struct slice *old = hmap_get(&m->slices, slice->key);
+        if (old)
+                group_remove(m, old);
+        hmap_put(&m->slices, slice->key, slice);
+        slice_free(old);
+        group_add(m, slice);
+}
+
+int model_slice_delete(struct model *m, const char *key) {
+        struct slice *s = hmap_remove(&m->slices, key);
+        if (!s)
+                return -ENOENT;
+        group_remove(m, s);
+        slice_free(s);
+        return 0;
+}
+
+void model_node_set(struct model *m, struct node *node) {
+        node_free(m->node);
+        m->node = node;
+}
+
+const struct svc *model_service_get(const struct model *m, const char *key) {
+        return hmap_get(&m->services, key);
+}
+
+const struct slice *model_slice_get(const struct model *m, const char *key) {
+        return hmap_get(&m->slices, key);
+}
+
+const struct node *model_node(const struct model *m) {
+        return m->node;
+}
+
+size_t model_n_services(const struct model *m) {
+        return m->services.len;
+}
+
+size_t model_n_slices(const struct model *m) {
+        return m->slices.len;
+}
+
+static int cmp_svc(const void *a, const void *b) {
+        return strcmp((*(const struct svc *const *) a)->key, (*(const struct svc *const *) b)->key);
+}
+
+static int cmp_slice(const void *a, const void *b) {
+        return strcmp((*(const struct slice *const *) a)->key, (*(const struct slice *const *) b)->key);
+}
+
+const struct svc **model_services_sorted(const struct model *m, size_t *ret_n) {
+        size_t n = 0;
+        void *v;
+
+        *ret_n = 0;
+        if (m->services.len == 0)
+                return NULL;
+        const struct svc **arr = malloc(m->services.len * sizeof *arr);
+        if (!arr)
+                return NULL;
+        for (size_t i = 0; hmap_next(&m->services, &i, NULL, &v);)
+                arr[n++] = v;
+        qsort(arr, n, sizeof *arr, cmp_svc);
+        *ret_n = n;
+        return arr;
+}
+
+const struct slice **model_service_slices(const struct model *m, const char *service_key,
+                                          size_t *ret_n) {
+        const struct slice_group *g = hmap_get(&m->groups, service_key);
+
+        *ret_n = 0;
+        if (!g || g->n == 0)
+                return NULL;
+        const struct slice **arr = malloc(g->n * sizeof *arr);
+        if (!arr)
+                return NULL;
+        memcpy(arr, g->items, g->n * sizeof *arr);
+        qsort(arr, g->n, sizeof *arr, cmp_slice);
+        *ret_n = g->n;
+        return arr;
+}

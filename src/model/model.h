@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * The cluster-state model: the Services, EndpointSlices and Node that kproxy
+ * has been told about, already validated and typed (kube/ decodes and checks
+ * them; nothing here is a raw API string except names, which the decoder
+ * has checked against the Kubernetes grammar). The model owns every object;
+ * it does no I/O and never logs.
+ *
+ * Objects are keyed by "namespace/name". Slices are also indexed by their
+ * service ("namespace/<kubernetes.io/service-name>"), so a service's
+ * endpoints are found without scanning.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/hmap.h"
+#include "util/inet.h"
+
+enum l4_proto {
+        L4_TCP,
+        L4_UDP,
+        L4_SCTP,
+        _L4_MAX,
+        _L4_INVALID = -22,
+};
+
+enum svc_type {
+        SVC_TYPE_CLUSTER_IP,
+        SVC_TYPE_NODE_PORT,
+        SVC_TYPE_LOAD_BALANCER,
+        SVC_TYPE_EXTERNAL_NAME,
+        _SVC_TYPE_MAX,
+        _SVC_TYPE_INVALID = -22,
+};
+
+enum traffic_policy {
+        TRAFFIC_POLICY_CLUSTER,
+        TRAFFIC_POLICY_LOCAL,
+        _TRAFFIC_POLICY_MAX,
+        _TRAFFIC_POLICY_INVALID = -22,
+};
+
+struct svc_port {
+        char *name;             /* "" when unnamed */
+        enum l4_proto proto;
+        uint16_t port;
+        uint16_t node_port;     /* 0: none */
+};
+
+struct svc {
+        char *key;              /* "namespace/name" */
+        const char *name;       /* points into key, past the slash */
+        enum svc_type type;
+        struct inet_addr cluster_ips[2];        /* at most one per family */
+        size_t n_cluster_ips;
+        struct svc_port *ports;
+        size_t n_ports;
+        struct inet_addr *external_ips;
+        size_t n_external_ips;
+        struct inet_addr *lb_ips;               /* VIP-mode ingress IPs only */
+        size_t n_lb_ips;
+        struct inet_cidr *source_ranges;
+        size_t n_source_ranges;
+        enum traffic_policy external_policy;
+        enum traffic_policy internal_policy;
+        uint16_t health_check_node_port;        /* only for LoadBalancer + ETP Local */
+        bool affinity_client_ip;
+        uint32_t affinity_timeout;              /* seconds */
+};
+
+struct slice_port {
+        char *name;             /* "" when unnamed */
+        enum l4_proto proto;
+        uint16_t port;
+};
+
+struct slice_endpoint {
+        struct inet_addr addr;  /* addresses[0] */
+        bool ready, serving, terminating;
+        char *node_name;        /* NULL when unset */
+        char **zone_hints;
+        size_t n_zone_hints;
+        char **node_hints;
+        size_t n_node_hints;
+};
+
+struct slice {
+        char *key;              /* "namespace/name" */
+        char *service_key;      /* "namespace/service-name" */
+        uint8_t family;         /* 4, 6, or 0 for FQDN (never used) */
+        struct slice_port *ports;
+        size_t n_ports;
+        struct slice_endpoint *endpoints;
+        size_t n_endpoints;
+};
+
+#define NODE_ADDR_INTERNAL 1
+#define NODE_ADDR_EXTERNAL 2
+
+struct node_addr {
+        struct inet_addr addr;
+        int type;               /* NODE_ADDR_* */
+};
+
+struct node {
+        char *name;
+        char *zone;             /* label topology.kubernetes.io/zone, or NULL */
+        struct node_addr *addrs;
+        size_t n_addrs;
+        struct inet_cidr *pod_cidrs;
+        size_t n_pod_cidrs;
+        char **labels;          /* "key=value", sorted: a change forces a full sync */
+        size_t n_labels;
+};
+
+struct model;
+
+struct model *model_new(void);
+struct model *model_free(struct model *m);
+
+/* Inserts or replaces an object; takes ownership of it in every case. */
+void model_service_upsert(struct model *m, struct svc *svc);
+void model_slice_upsert(struct model *m, struct slice *slice);
+void model_node_set(struct model *m, struct node *node);
+/* Removes and frees; returns 0, or -ENOENT if absent. */
+int model_service_delete(struct model *m, const char *key);
+int model_slice_delete(struct model *m, const char *key);
+
+const struct svc *model_service_get(const struct model *m, const char *key);
+const struct slice *model_slice_get(const struct model *m, const char *key);
+const struct node *model_node(const struct model *m);
+size_t model_n_services(const struct model *m);
+size_t model_n_slices(const struct model *m);
+
+/* The services in key order: an owned array of borrowed pointers; *ret_n is
+ * its length. Returns NULL only on an empty model or out of memory. */
+const struct svc **model_services_sorted(const struct model *m, size_t *ret_n);
+/* The slices of one service, in slice-key order (deterministic merges):
+ * an owned array of borrowed pointers, NULL when there are none. */
+const struct slice **model_service_slices(const struct model *m, const char *service_key,
+                                          size_t *ret_n);
+
+struct svc *svc_free(struct svc *s);
+struct slice *slice_free(struct slice *s);
+struct node *node_free(struct node *n);
+
+const char *l4_proto_to_string(enum l4_proto p);       /* "TCP" */
+const char *l4_proto_to_lower(enum l4_proto p);        /* "tcp" */
+enum l4_proto l4_proto_from_string(const char *s);
+const char *svc_type_to_string(enum svc_type t);
+enum svc_type svc_type_from_string(const char *s);
+const char *traffic_policy_to_string(enum traffic_policy p);
+enum traffic_policy traffic_policy_from_string(const char *s);
+
+static inline void svc_freep(struct svc **p) { svc_free(*p); }
+static inline void slice_freep(struct slice **p) { slice_free(*p); }
+static inline void node_freep(struct node **p) { node_free(*p); }

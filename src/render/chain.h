@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * Upstream's chain names: a prefix and the first 16 characters of the
+ * RFC 4648 base32 encoding of SHA-256(service-port-name + protocol
+ * [+ endpoint]). The same cluster gives the same names as kube-proxy, so
+ * operators' `iptables-save | grep KUBE-SVC-…` habits carry over.
+ */
+#define CHAIN_HASH_LEN 16
+#define CHAIN_NAME_MAX 29       /* iptables allows 28 characters, plus NUL */
+
+/* out receives 16 characters and a NUL. ep may be NULL (service chains). */
+void chain_hash(const char *spn, const char *proto, const char *ep, char out[CHAIN_HASH_LEN + 1]);
+
+/* base32 (RFC 4648, upper case, no padding) of n bytes into out, which must
+ * hold (n * 8 + 4) / 5 + 1 bytes. Exposed for tests. */
+void chain_base32(const unsigned char *in, unsigned n, char *out);

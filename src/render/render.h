@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * Renderers: the model, seen through one IP family's proxier parameters, to
+ * the text the kernel tools take. Pure functions: no I/O, no clock, no logs.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/inet.h"
+
+struct buf;
+struct model;
+struct kproxy_config;
+struct node;
+struct host_facts;
+
+enum detector_kind {
+        DETECTOR_NONE,          /* not implemented for this family: no masquerade by source */
+        DETECTOR_SOURCE_CIDR,   /* ClusterCIDR, NodeCIDR:   -s CIDR  / ! -s CIDR */
+        DETECTOR_INTERFACE,     /* BridgeInterface, InterfaceNamePrefix: -i IF / ! -i IF */
+};
+
+struct render_params {
+        uint8_t family;                 /* 4 or 6 */
+        const char *node_name;
+        const char *node_zone;          /* NULL: no zone label */
+        struct inet_addr node_ip;       /* primary node IP of the family */
+        char mark[16];                  /* masquerade mark, "0x00004000" */
+        bool masquerade_all;
+        enum detector_kind detector;
+        char detector_arg[64];          /* "10.0.0.0/8", "br0", "veth+" */
+        bool localhost_nodeports;       /* effective: IPv4, flag set, loopback in nodePortAddresses */
+        bool nodeports_match_all;
+        struct inet_addr *nodeport_ips; /* when not match-all: host IPs inside nodePortAddresses */
+        size_t n_nodeport_ips;
+        size_t n_skipped_nodeport_ips;  /* loopback IPs that cannot carry NodePorts */
+        bool random_fully;
+        bool nfacct;
+        bool tcp_be_liberal;
+        bool prefer_same_node;          /* feature gate PreferSameTrafficDistribution */
+        size_t large_cluster_endpoints; /* comments dropped above this many endpoints (1000) */
+};
+
+/* Derives one family's parameters from the configuration, this node's Node
+ * object (may be NULL) and the host's facts. Problems that upstream logs
+ * and tolerates (no cluster CIDR of this family, a NodePort address that is
+ * loopback) are written, one per line, to *warnings (may be NULL). Returns
+ * 0 or -EINVAL for configuration the caller should have refused (message in
+ * warnings). p->nodeport_ips is owned: release with render_params_done(). */
+int render_params_init(struct render_params *p, uint8_t family, const struct kproxy_config *c,
+                       const char *node_name, const struct node *node, const struct host_facts *h,
+                       struct buf *warnings);
+void render_params_done(struct render_params *p);
+
+/* The iptables-restore input of a full sync (filter and nat tables) for
+ * p->family, appended to out. Returns 0 or -ENOMEM. */
+int render_iptables(const struct model *m, const struct render_params *p, struct buf *out);

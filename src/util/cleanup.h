@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * Scope-bound cleanup, the small subset kproxy needs (gcc/clang only).
+ * A variable marked _cleanup_free_ is freed when it leaves scope; TAKE_PTR()
+ * hands ownership out of such a variable.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+static inline void freep(void *p) { free(*(void **)p); }
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline void closep(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+#define TAKE_PTR(p)                                  \
+        ({                                           \
+                __typeof__(p) _ptr_ = (p);           \
+                (p) = NULL;                          \
+                _ptr_;                               \
+        })
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))

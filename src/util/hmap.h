@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * Open-addressing hash map from a NUL-terminated string key to a pointer.
+ * The map borrows keys: each key must live as long as its entry (kproxy keys
+ * objects by a "namespace/name" string the object itself owns). Linear
+ * probing with tombstones; grows at 70% load (tombstones included).
+ */
+#include <stddef.h>
+
+struct hmap_entry {
+        const char *key;        /* NULL: empty; HMAP_TOMBSTONE: deleted */
+        void *value;
+        size_t hash;
+};
+
+struct hmap {
+        struct hmap_entry *entries;
+        size_t cap;             /* power of two, or 0 */
+        size_t len;             /* live entries */
+        size_t used;            /* live + tombstones */
+};
+
+#define HMAP_INIT {NULL, 0, 0, 0}
+
+void *hmap_get(const struct hmap *m, const char *key);
+/* Inserts or replaces; returns the previous value (or NULL). Aborts on OOM. */
+void *hmap_put(struct hmap *m, const char *key, void *value);
+/* Removes the entry; returns its value (or NULL if absent). */
+void *hmap_remove(struct hmap *m, const char *key);
+void hmap_done(struct hmap *m);
+
+/* Iteration: for (size_t i = 0; hmap_next(m, &i, &k, &v); ) */
+int hmap_next(const struct hmap *m, size_t *iter, const char **ret_key, void **ret_value);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs every test against one build: unit tests, golden renders, and the
+# kernel's acceptance of the rules inside test namespaces.
+# Usage: tests/run-all.sh BUILD_DIR
+set -u
+build=$1
+here=$(cd "$(dirname "$0")" && pwd)
+suites=0
+bad=0
+
+run() {
+    local name=$1
+    shift
+    suites=$((suites + 1))
+    if "$@"; then
+        echo "== $name: ok"
+    else
+        echo "== $name: FAILED"
+        bad=$((bad + 1))
+    fi
+}
+
+for t in "$build"/tests/test-*; do
+    [ -x "$t" ] || continue
+    run "unit $(basename "$t")" "$t"
+done
+run golden "$here/golden/run.sh" "$build"
+run netns-restore "$here/netns/test-restore.sh" "$build"
+
+echo "$build: $((suites - bad)) passed, $bad failed"
+[ "$bad" -eq 0 ]

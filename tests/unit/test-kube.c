@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Loading state files (JSON, YAML, Lists, multi-document) and decoding
+ * objects, including the error messages that name the bad field. */
+#include <errno.h>
+#include <jansson.h>
+
+#include "kube/decode.h"
+#include "kube/load.h"
+#include "model/model.h"
+#include "test.h"
+
+struct collect {
+        json_t *objs;
+};
+
+static int collect_fn(void *u, const json_t *obj) {
+        struct collect *c = u;
+        json_array_append(c->objs, (json_t *) obj);
+        return 0;
+}
+
+static json_t *load(const char *text, int *ret_r, char *err) {
+        struct collect c = {json_array()};
+        *ret_r = kube_load_buffer("t", text, strlen(text), collect_fn, &c, err);
+        return c.objs;
+}
+
+static void test_yaml_scalars(void) {
+        char err[KUBE_LOAD_ERRLEN];
+        int r;
+        json_t *o = load("a: 80\nb: \"80\"\nc: true\nd: yes\ne: ~\nf: 1.5\ng: 0x10\nh: http\ni: ''\nj: 10.0.0.1\n",
+                         &r, err);
+        CHECK(r == 0);
+        json_t *d = json_array_get(o, 0);
+        CHECK(json_is_integer(json_object_get(d, "a")) && json_integer_value(json_object_get(d, "a")) == 80);
+        CHECK(json_is_string(json_object_get(d, "b")));
+        CHECK(json_is_true(json_object_get(d, "c")));
+        CHECK(json_is_true(json_object_get(d, "d")));
+        CHECK(json_is_null(json_object_get(d, "e")));
+        CHECK(json_is_real(json_object_get(d, "f")));
+        CHECK(json_integer_value(json_object_get(d, "g")) == 16);
+        CHECK_STREQ(json_string_value(json_object_get(d, "h")), "http");
+        CHECK_STREQ(json_string_value(json_object_get(d, "i")), "");
+        CHECK_STREQ(json_string_value(json_object_get(d, "j")), "10.0.0.1");
+        json_decref(o);
+}
+
+static void test_lists_and_documents(void) {
+        char err[KUBE_LOAD_ERRLEN];
+        int r;
+        json_t *o = load("{\"kind\":\"List\",\"items\":[{\"kind\":\"Service\"},{\"kind\":\"Node\"}]}", &r, err);
+        CHECK(r == 0 && json_array_size(o) == 2);
+        json_decref(o);
+        o = load("---\nkind: Service\n---\n---\nkind: ServiceList\nitems:\n- kind: Service\n- kind: Service\n", &r, err);
+        CHECK(r == 0 && json_array_size(o) == 3);
+        json_decref(o);
+        o = load("a: &x {p: 1}\nb: *x\n", &r, err);
+        CHECK(r == 0 && json_integer_value(json_object_get(json_object_get(json_array_get(o, 0), "b"), "p")) == 1);
+        json_decref(o);
+}
+
+static void test_syntax_errors(void) {
+        char err[KUBE_LOAD_ERRLEN];
+        int r;
+        json_t *o = load("{\"kind\": \"List\",\n \"items\": [,]}", &r, err);
+        CHECK(r == -EINVAL);
+        CHECK(strncmp(err, "t:2:", 4) == 0);
+        json_decref(o);
+        o = load("kind: Service\n  bad: : indent\n", &r, err);
+        CHECK(r == -EINVAL);
+        CHECK(strncmp(err, "t:2:", 4) == 0);
+        json_decref(o);
+        o = load("a: 1\na: 2\n", &r, err);
+        CHECK(r == -EINVAL && strstr(err, "duplicate"));
+        json_decref(o);
+        o = load("- 1\n- 2\n", &r, err);
+        CHECK(r == -EINVAL && strstr(err, "not an object"));
+        json_decref(o);
+}
+
+static json_t *obj(const char *text) {
+        json_error_t e;
+        json_t *j = json_loads(text, 0, &e);
+        if (!j)
+                fprintf(stderr, "bad test JSON: %s\n", e.text);
+        return j;
+}
+
+static void test_decode_service(void) {
+        char err[KUBE_ERRLEN];
+        struct svc *s = NULL;
+        json_t *j = obj("{\"kind\":\"Service\",\"metadata\":{\"name\":\"web\",\"namespace\":\"ns\"},"
+                        "\"spec\":{\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.10\",\"clusterIPs\":[\"10.96.0.10\",\"fd00::10\"],"
+                        "\"ports\":[{\"name\":\"http\",\"port\":80,\"targetPort\":\"http\",\"nodePort\":30080},"
+                        "{\"name\":\"dns\",\"protocol\":\"UDP\",\"port\":53}],"
+                        "\"externalTrafficPolicy\":\"Local\",\"healthCheckNodePort\":32000,"
+                        "\"loadBalancerSourceRanges\":[\" 203.0.113.7/25\"],"
+                        "\"sessionAffinity\":\"ClientIP\",\"sessionAffinityConfig\":{\"clientIP\":{\"timeoutSeconds\":60}}},"
+                        "\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"1.2.3.4\"},{\"ip\":\"5.6.7.8\",\"ipMode\":\"Proxy\"},{\"hostname\":\"lb.example\"}]}}}");
+        CHECK(kube_decode_service(j, &s, err) == 0);
+        if (s) {
+                CHECK_STREQ(s->key, "ns/web");
+                CHECK_STREQ(s->name, "web");
+                CHECK(s->type == SVC_TYPE_LOAD_BALANCER);
+                CHECK(s->n_cluster_ips == 2 && s->cluster_ips[1].family == 6);
+                CHECK(s->n_ports == 2 && s->ports[0].node_port == 30080 && s->ports[1].proto == L4_UDP);
+                CHECK(s->n_lb_ips == 1);
+                CHECK(s->n_source_ranges == 1 && s->source_ranges[0].prefix == 25);
+                CHECK(s->health_check_node_port == 32000);
+                CHECK(s->affinity_client_ip && s->affinity_timeout == 60);
+                CHECK(s->external_policy == TRAFFIC_POLICY_LOCAL);
+        }
+        svc_free(s);
+        json_decref(j);
+}
+
+static void expect_service_error(const char *text, int want, const char *needle) {
+        char err[KUBE_ERRLEN];
+        struct svc *s = NULL;
+        json_t *j = obj(text);
+        int r = kube_decode_service(j, &s, err);
+        CHECK(r == want);
+        if (!strstr(err, needle)) {
+                fprintf(stderr, "error \"%s\" does not contain \"%s\"\n", err, needle);
+                CHECK(!"error text");
+        }
+        CHECK(s == NULL);
+        json_decref(j);
+}
+
+static void test_decode_service_errors(void) {
+        expect_service_error("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},\"spec\":{\"clusterIP\":\"10.0.0.300\",\"ports\":[{\"port\":80}]}}",
+                             -EINVAL, "spec.clusterIP: \"10.0.0.300\"");
+        expect_service_error("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},\"spec\":{\"clusterIP\":\"10.0.0.3\",\"ports\":[{\"port\":80},{\"port\":70000}]}}",
+                             -EINVAL, "spec.ports[1].port: 70000 is out of range");
+        expect_service_error("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},\"spec\":{\"clusterIP\":\"10.0.0.3\",\"ports\":[{\"port\":80,\"protocol\":\"FOO\"}]}}",
+                             -EINVAL, "spec.ports[0].protocol: unknown protocol \"FOO\"");
+        expect_service_error("{\"metadata\":{\"name\":\"a\\\" -j ACCEPT\",\"namespace\":\"n\"},\"spec\":{\"clusterIP\":\"10.0.0.3\"}}",
+                             -EINVAL, "metadata.name");
+        expect_service_error("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},\"spec\":{\"clusterIP\":\"10.0.0.3\",\"ports\":[{\"port\":80,\"name\":\"a b\"}]}}",
+                             -EINVAL, "spec.ports[0].name");
+        expect_service_error("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},\"spec\":{\"clusterIP\":\"None\"}}",
+                             KUBE_IGNORED, "headless");
+        expect_service_error("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"labels\":{\"service.kubernetes.io/service-proxy-name\":\"x\"}},\"spec\":{\"clusterIP\":\"10.0.0.3\"}}",
+                             KUBE_IGNORED, "another proxy");
+        expect_service_error("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},\"spec\":{\"type\":\"ExternalName\",\"externalName\":\"x.example\"}}",
+                             KUBE_IGNORED, "ExternalName");
+        expect_service_error("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},\"spec\":{\"clusterIP\":\"10.0.0.3\",\"loadBalancerSourceRanges\":[\"1.2.3.4\"]}}",
+                             -EINVAL, "spec.loadBalancerSourceRanges[0]");
+        expect_service_error("[1,2]", -EINVAL, "object");
+}
+
+static void test_decode_slice(void) {
+        char err[KUBE_ERRLEN];
+        struct slice *s = NULL;
+        json_t *j = obj("{\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"web-abc\",\"namespace\":\"ns\","
+                        "\"labels\":{\"kubernetes.io/service-name\":\"web\"}},\"addressType\":\"IPv4\","
+                        "\"ports\":[{\"name\":\"http\",\"port\":8080,\"protocol\":\"TCP\"},{\"name\":\"x\"}],"
+                        "\"endpoints\":[{\"addresses\":[\"10.0.0.1\"],\"conditions\":{\"ready\":false,\"terminating\":true},"
+                        "\"nodeName\":\"n1\",\"hints\":{\"forZones\":[{\"name\":\"z1\"}]}},{\"addresses\":[]},"
+                        "{\"addresses\":[\"10.0.0.2\"]}]}");
+        CHECK(kube_decode_slice(j, &s, err) == 0);
+        if (s) {
+                CHECK_STREQ(s->service_key, "ns/web");
+                CHECK(s->family == 4 && s->n_ports == 2 && s->ports[1].port == 0);
+                CHECK(s->n_endpoints == 2);
+                CHECK(!s->endpoints[0].ready && s->endpoints[0].serving && s->endpoints[0].terminating);
+                CHECK(s->endpoints[0].n_zone_hints == 1);
+                CHECK(s->endpoints[1].ready && !s->endpoints[1].node_name);
+        }
+        slice_free(s);
+        json_decref(j);
+
+        j = obj("{\"metadata\":{\"name\":\"web-abc\",\"namespace\":\"ns\",\"labels\":{\"kubernetes.io/service-name\":\"web\"}},"
+                "\"addressType\":\"IPv4\",\"endpoints\":[{\"addresses\":[\"fd00::1\"]}]}");
+        s = NULL;
+        CHECK(kube_decode_slice(j, &s, err) == -EINVAL && strstr(err, "endpoints[0].addresses[0]"));
+        json_decref(j);
+        j = obj("{\"metadata\":{\"name\":\"web-abc\",\"namespace\":\"ns\"},\"addressType\":\"IPv4\"}");
+        CHECK(kube_decode_slice(j, &s, err) == -EINVAL && strstr(err, "kubernetes.io/service-name"));
+        json_decref(j);
+}
+
+static void test_names(void) {
+        CHECK(kube_valid_dns_label("kube-system") == 0);
+        CHECK(kube_valid_dns_label("-a") < 0);
+        CHECK(kube_valid_dns_label("A") < 0);
+        CHECK(kube_valid_dns_label("a.b") < 0);
+        CHECK(kube_valid_dns_subdomain("a.b-c.d") == 0);
+        CHECK(kube_valid_dns_subdomain("a..b") < 0);
+        CHECK(kube_valid_dns_subdomain("a.") < 0);
+        CHECK(kube_valid_label_value("us-east-1a") == 0);
+        CHECK(kube_valid_label_value("a b") < 0);
+}
+
+int main(void) {
+        TEST_RUN(test_yaml_scalars);
+        TEST_RUN(test_lists_and_documents);
+        TEST_RUN(test_syntax_errors);
+        TEST_RUN(test_decode_service);
+        TEST_RUN(test_decode_service_errors);
+        TEST_RUN(test_decode_slice);
+        TEST_RUN(test_names);
+        TEST_DONE();
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The model's containers and upstream's endpoint categorisation. */
+#include <errno.h>
+
+#include "model/endpoints.h"
+#include "model/model.h"
+#include "util/hmap.h"
+#include "test.h"
+
+static void test_hmap(void) {
+        struct hmap m = HMAP_INIT;
+        static char keys[2000][24];
+        for (int i = 0; i < 2000; i++) {
+                snprintf(keys[i], sizeof keys[i], "ns/svc%d", i);
+                CHECK(hmap_put(&m, keys[i], keys[i]) == NULL);
+        }
+        CHECK(m.len == 2000);
+        for (int i = 0; i < 2000; i += 2)
+                CHECK(hmap_remove(&m, keys[i]) == keys[i]);
+        CHECK(m.len == 1000);
+        CHECK(hmap_get(&m, "ns/svc2") == NULL);
+        CHECK(hmap_get(&m, "ns/svc3") == keys[3]);
+        /* Re-adding after removals reuses tombstones without losing entries. */
+        for (int i = 0; i < 2000; i += 2)
+                hmap_put(&m, keys[i], keys[i]);
+        size_t n = 0;
+        for (size_t it = 0; hmap_next(&m, &it, NULL, NULL);)
+                n++;
+        CHECK(n == 2000 && m.len == 2000);
+        hmap_done(&m);
+}
+
+static struct slice *mk_slice(const char *key, const char *svc_key, int n, const char *const *ips,
+                              const char *const *nodes, const bool *ready, const bool *terminating) {
+        struct slice *s = calloc(1, sizeof *s);
+        s->key = strdup(key);
+        s->service_key = strdup(svc_key);
+        s->family = 4;
+        s->n_ports = 1;
+        s->ports = calloc(1, sizeof *s->ports);
+        s->ports[0] = (struct slice_port) {strdup("p"), L4_TCP, 8080};
+        s->n_endpoints = (size_t) n;
+        s->endpoints = calloc((size_t) n, sizeof *s->endpoints);
+        for (int i = 0; i < n; i++) {
+                struct slice_endpoint *e = &s->endpoints[i];
+                inet_addr_parse(ips[i], &e->addr);
+                e->ready = ready ? ready[i] : true;
+                e->terminating = terminating ? terminating[i] : false;
+                e->serving = true;
+                e->node_name = nodes && nodes[i] ? strdup(nodes[i]) : NULL;
+        }
+        return s;
+}
+
+static struct svc *mk_svc(enum traffic_policy etp, enum traffic_policy itp, uint16_t node_port) {
+        struct svc *s = calloc(1, sizeof *s);
+        s->key = strdup("ns/web");
+        s->name = s->key + 3;
+        s->type = node_port ? SVC_TYPE_NODE_PORT : SVC_TYPE_CLUSTER_IP;
+        s->n_cluster_ips = 1;
+        inet_addr_parse("10.96.0.1", &s->cluster_ips[0]);
+        s->n_ports = 1;
+        s->ports = calloc(1, sizeof *s->ports);
+        s->ports[0] = (struct svc_port) {strdup("p"), L4_TCP, 80, node_port};
+        s->external_policy = etp;
+        s->internal_policy = itp;
+        return s;
+}
+
+static void test_model_slices_follow_their_service(void) {
+        struct model *m = model_new();
+        const char *ips[] = {"10.0.0.1"};
+        model_slice_upsert(m, mk_slice("ns/a", "ns/web", 1, ips, NULL, NULL, NULL));
+        model_slice_upsert(m, mk_slice("ns/b", "ns/web", 1, ips, NULL, NULL, NULL));
+        size_t n;
+        const struct slice **v = model_service_slices(m, "ns/web", &n);
+        CHECK(n == 2 && strcmp(v[0]->key, "ns/a") == 0);
+        free(v);
+        /* A slice relabelled to another service moves with it. */
+        model_slice_upsert(m, mk_slice("ns/b", "ns/api", 1, ips, NULL, NULL, NULL));
+        v = model_service_slices(m, "ns/web", &n);
+        CHECK(n == 1);
+        free(v);
+        v = model_service_slices(m, "ns/api", &n);
+        CHECK(n == 1);
+        free(v);
+        CHECK(model_slice_delete(m, "ns/b") == 0);
+        CHECK(model_slice_delete(m, "ns/b") == -ENOENT);
+        CHECK(model_service_slices(m, "ns/api", &n) == NULL && n == 0);
+        CHECK(model_n_slices(m) == 1);
+        model_free(m);
+}
+
+static void test_merge_sort_dedup(void) {
+        const char *ips1[] = {"10.0.0.10", "10.0.0.1"};
+        const char *ips2[] = {"10.0.0.1", "10.0.0.2"};
+        bool term1[] = {false, true}, ready1[] = {true, false};
+        struct slice *a = mk_slice("ns/a", "ns/web", 2, ips1, NULL, ready1, term1);
+        struct slice *b = mk_slice("ns/b", "ns/web", 2, ips2, NULL, NULL, NULL);
+        const struct slice *sl[] = {a, b};
+        struct svc *s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_CLUSTER, 0);
+        struct endpoint_filter f = {.node_name = "n1"};
+        struct svc_port_endpoints e;
+
+        CHECK(endpoints_collect(s, &s->ports[0], 4, sl, 2, &f, &e) == 0);
+        /* Byte-wise order, as upstream: "10.0.0.10:8080" < "10.0.0.1:8080". */
+        CHECK(e.n_all == 3);
+        CHECK_STREQ(e.all[0].str, "10.0.0.10:8080");
+        CHECK_STREQ(e.all[1].str, "10.0.0.1:8080");
+        /* The terminating copy of 10.0.0.1 lost to the later ready one. */
+        CHECK(e.all[1].ready && !e.all[1].terminating);
+        CHECK(e.n_cluster == 3 && e.has_any);
+        endpoints_done(&e);
+        /* The other family sees nothing. */
+        CHECK(endpoints_collect(s, &s->ports[0], 6, sl, 2, &f, &e) == 0);
+        CHECK(e.n_all == 0 && !e.has_any);
+        endpoints_done(&e);
+        svc_free(s);
+        slice_free(a);
+        slice_free(b);
+}
+
+static void test_policies(void) {
+        const char *ips[] = {"10.0.0.1", "10.0.0.2", "10.0.0.3"};
+        const char *nodes[] = {"n1", "n2", "n1"};
+        bool ready[] = {true, true, false}, term[] = {false, false, true};
+        struct slice *a = mk_slice("ns/a", "ns/web", 3, ips, nodes, ready, term);
+        const struct slice *sl[] = {a};
+        struct endpoint_filter f = {.node_name = "n1"};
+        struct svc_port_endpoints e;
+
+        /* ETP Local on a NodePort: cluster list for internal traffic, local
+         * ready endpoints for external; both get SEP chains. */
+        struct svc *s = mk_svc(TRAFFIC_POLICY_LOCAL, TRAFFIC_POLICY_CLUSTER, 30080);
+        CHECK(endpoints_collect(s, &s->ports[0], 4, sl, 1, &f, &e) == 0);
+        CHECK(e.external_policy_local && e.uses_cluster && e.uses_local);
+        CHECK(e.n_cluster == 2 && e.n_local == 1 && e.n_reachable == 2);
+        CHECK_STREQ(e.local[0]->str, "10.0.0.1:8080");
+        endpoints_done(&e);
+        svc_free(s);
+
+        /* ITP Local on a ClusterIP service: only local endpoints. */
+        s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_LOCAL, 0);
+        CHECK(endpoints_collect(s, &s->ports[0], 4, sl, 1, &f, &e) == 0);
+        CHECK(!e.uses_cluster && e.uses_local && e.n_local == 1 && e.n_reachable == 1);
+        endpoints_done(&e);
+        /* On another node with no local endpoint: still has_any, no local. */
+        f.node_name = "n3";
+        CHECK(endpoints_collect(s, &s->ports[0], 4, sl, 1, &f, &e) == 0);
+        CHECK(e.has_any && e.n_local == 0 && e.n_reachable == 0);
+        endpoints_done(&e);
+        svc_free(s);
+
+        /* ETP Local on a ClusterIP service without external IPs is Cluster. */
+        s = mk_svc(TRAFFIC_POLICY_LOCAL, TRAFFIC_POLICY_CLUSTER, 0);
+        CHECK(endpoints_collect(s, &s->ports[0], 4, sl, 1, &f, &e) == 0);
+        CHECK(!e.external_policy_local && !e.uses_local);
+        endpoints_done(&e);
+        svc_free(s);
+        slice_free(a);
+}
+
+static void test_terminating_fallback_local(void) {
+        const char *ips[] = {"10.0.0.1", "10.0.0.2"};
+        const char *nodes[] = {"n1", "n2"};
+        bool ready[] = {false, true}, term[] = {true, false};
+        struct slice *a = mk_slice("ns/a", "ns/web", 2, ips, nodes, ready, term);
+        const struct slice *sl[] = {a};
+        struct endpoint_filter f = {.node_name = "n1"};
+        struct svc_port_endpoints e;
+        struct svc *s = mk_svc(TRAFFIC_POLICY_LOCAL, TRAFFIC_POLICY_CLUSTER, 30080);
+
+        /* Cluster list has a ready endpoint; the local list falls back to
+         * this node's serving-and-terminating one. */
+        CHECK(endpoints_collect(s, &s->ports[0], 4, sl, 1, &f, &e) == 0);
+        CHECK(e.n_cluster == 1 && strcmp(e.cluster[0]->str, "10.0.0.2:8080") == 0);
+        CHECK(e.n_local == 1 && strcmp(e.local[0]->str, "10.0.0.1:8080") == 0);
+        CHECK(e.n_reachable == 2 && e.n_local_ready == 0);
+        endpoints_done(&e);
+        svc_free(s);
+        slice_free(a);
+}
+
+int main(void) {
+        TEST_RUN(test_hmap);
+        TEST_RUN(test_model_slices_follow_their_service);
+        TEST_RUN(test_merge_sort_dedup);
+        TEST_RUN(test_policies);
+        TEST_RUN(test_terminating_fallback_local);
+        TEST_DONE();
+}
