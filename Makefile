@@ -89,8 +89,12 @@ demo: deps
 	examples/demo.sh $(BUILD)
 
 bench: deps
-	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all
-	bench/run.sh build-bench
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render
+	bench/run.sh build-bench $(BENCH_SIZES)
+
+BENCH_SIZES ?= 1000 10000 50000
+$(BUILD)/bench-render: $(BUILD)/bench/bench-render.o $(BUILD)/libkproxy-core.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 clean:
 	rm -rf build build-asan build-bench build-fuzz

@@ -1,55 +1,69 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# kproxy benchmarks. Usage: bench/run.sh BUILD_DIR [SIZES]
+# kproxy benchmarks. Usage: bench/run.sh BUILD_DIR [SIZES...]
 #
-# render: `kproxy render` of N services x 10 endpoints (generated), timed as
-# the best of 3 runs (wall and CPU, one process on one core) with its peak
-# RSS; the state-file load (JSON decode) and the render itself are also
-# reported separately with --bench-phases. Results go to stdout and to
-# bench/RESULTS-render.md.
+# For each N (default 1000 10000 50000) services with 10 endpoints each
+# (bench/gen_cluster.py): the state file is loaded once (read, JSON decode,
+# validation, model) and the full iptables-restore input rendered 5 times
+# by build/bench-render, which reports both phases separately (best of 5
+# for the render, wall and CPU time of the one thread) and the peak RSS;
+# then the whole `kproxy render` command is timed once end to end.
+# Results: stdout and bench/RESULTS.md.
 set -eu
 build=$1
-sizes=${2:-"1000 10000 50000"}
+shift
+sizes=${*:-"1000 10000 50000"}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-python3 - "$build/kproxy" "$here" "$tmp" $sizes <<'PY'
-import os, resource, subprocess, sys, time
-kproxy, here, tmp = sys.argv[1:4]
+python3 - "$build" "$here" "$tmp" $sizes <<'PY'
+import os, platform, subprocess, sys, time
+build, here, tmp = sys.argv[1:4]
 sizes = [int(s) for s in sys.argv[4:]]
-flags = ["render", "--hostname-override", "node-0", "--cluster-cidr", "10.128.0.0/9",
-         "--host-addresses", "127.0.0.1/8,192.168.0.2/24", "--host-nfacct=true",
-         "--host-random-fully=true", "--host-tcp-be-liberal=false"]
 rows = []
 for n in sizes:
     state = os.path.join(tmp, "state-%d.json" % n)
     with open(state, "w") as f:
-        subprocess.run([sys.executable, os.path.join(here, "gen_cluster.py"), str(n), "10", "node-0"], stdout=f, check=True)
-    size_mb = os.path.getsize(state) / 1e6
-    best = None
-    for _ in range(3):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        p = subprocess.run([kproxy] + flags + [state], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if p.returncode != 0:
-            sys.exit("render failed at N=%d" % n)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        rss = after.ru_maxrss / 1024.0
-        lines = p.stdout.count(b"\n")
-        if best is None or wall < best[0]:
-            best = (wall, cpu, rss, lines, len(p.stdout) / 1e6)
-    rows.append((n, size_mb) + best)
-    print("N=%6d  state %6.1f MB  wall %7.3f s  cpu %7.3f s  peak RSS %7.1f MiB  %8d lines (%.1f MB)" %
-          ((n, size_mb) + best), flush=True)
-with open(os.path.join(here, "RESULTS-render.md"), "w") as f:
-    f.write("# kproxy render benchmark\n\n")
-    f.write("`bench/run.sh`, %s, %s, %d cores. Best of 3 runs; 10 endpoints per service; "
-            "peak RSS is the largest child's (includes reading the whole state file).\n\n" %
-            (time.strftime("%Y-%m-%d"), os.uname().release, os.cpu_count()))
-    f.write("| services | state file | wall | CPU | peak RSS | output |\n|---|---|---|---|---|---|\n")
-    for n, mb, wall, cpu, rss, lines, omb in rows:
-        f.write("| %d | %.1f MB | %.3f s | %.3f s | %.1f MiB | %d lines, %.1f MB |\n" % (n, mb, wall, cpu, rss, lines, omb))
+        subprocess.run([sys.executable, os.path.join(here, "gen_cluster.py"), str(n), "10", "node-0"],
+                       stdout=f, check=True)
+    mb = os.path.getsize(state) / 1e6
+    out = subprocess.run([os.path.join(build, "bench-render"), state, "node-0", "10.128.0.0/9", "5"],
+                         stdout=subprocess.PIPE, check=True, text=True).stdout
+    r = dict(kv.split("=") for kv in out.split())
+    t0 = time.perf_counter()
+    subprocess.run([os.path.join(build, "kproxy"), "render", "--hostname-override", "node-0",
+                    "--cluster-cidr", "10.128.0.0/9", "--host-addresses", "127.0.0.1/8,192.168.0.2/24",
+                    "--host-nfacct=true", "--host-random-fully=true", "--host-tcp-be-liberal=false", state],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    total = time.perf_counter() - t0
+    row = (n, mb, float(r["load_wall"]), float(r["render_wall"]), float(r["render_cpu"]),
+           int(r["output_bytes"]) / 1e6, float(r["peak_rss_mib"]), total)
+    rows.append(row)
+    print("N=%6d  state %6.1f MB  load %6.3f s  render %6.3f s (cpu %6.3f s)  output %6.1f MB  "
+          "peak RSS %7.1f MiB  `kproxy render` %6.3f s" % row, flush=True)
+
+cpu = ""
+try:
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+except OSError:
+    pass
+with open(os.path.join(here, "RESULTS.md"), "w") as f:
+    f.write("# kproxy benchmark results\n\n")
+    f.write("Generated by `make bench` on %s: %s, %d cores, Linux %s.\n\n" %
+            (time.strftime("%Y-%m-%d"), cpu or platform.machine(), os.cpu_count(), platform.release()))
+    f.write("## Render (issue 2)\n\n")
+    f.write("N services x 10 endpoints (`bench/gen_cluster.py`: 1 in 10 NodePort, 1 in 20 LoadBalancer "
+            "with a source range, ETP Local and ClientIP affinity mixed in). *load* is reading, decoding "
+            "and validating the state file into the model once; *render* is the full iptables-restore "
+            "input (best of 5, one thread), what the daemon pays per full sync; peak RSS includes the "
+            "whole parsed JSON document held by `render`.\n\n")
+    f.write("| services | state file | load | render (wall) | render (CPU) | output | peak RSS | `kproxy render` end to end |\n")
+    f.write("|---|---|---|---|---|---|---|---|\n")
+    for n, mb, load, rw, rc, omb, rss, total in rows:
+        f.write("| %d | %.1f MB | %.3f s | %.3f s | %.3f s | %.1f MB | %.0f MiB | %.3f s |\n" %
+                (n, mb, load, rw, rc, omb, rss, total))
 PY

@@ -14,6 +14,8 @@ void log_set_verbosity(int v) {
 }
 
 static void log_vwrite(enum log_severity sev, int err, const char *file, int line, const char *fmt,
+                       va_list ap) __attribute__((format(printf, 5, 0)));
+static void log_vwrite(enum log_severity sev, int err, const char *file, int line, const char *fmt,
                        va_list ap) {
         static const char letters[] = {
                 [LOG_SEV_INFO] = 'I',
