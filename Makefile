@@ -9,7 +9,7 @@
 
 BUILD    ?= build
 CC       ?= cc
-PKGS     := jansson yaml-0.1 libcrypto
+PKGS     := jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
             -Wno-missing-field-initializers -Werror
 OPT      ?= -O2 -g
@@ -23,7 +23,7 @@ CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
-CORE_SRC := $(sort $(wildcard src/util/*.c src/config/*.c src/kube/*.c src/model/*.c \
+CORE_SRC := $(sort $(wildcard src/util/*.c src/config/*.c src/kube/*.c src/model/*.c src/ev/*.c src/http/*.c \
                                src/render/*.c src/apply/*.c src/host/*.c))
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/src/main.o
@@ -50,7 +50,8 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libkproxy-core.a
 unit: $(UNIT_BIN)
 
 # Debian packages the build and the tests need. Installs only what is missing.
-DEB_BUILD := build-essential pkg-config libjansson-dev libyaml-dev libssl-dev clang libclang-rt-14-dev
+DEB_BUILD := build-essential pkg-config libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev \
+             libmicrohttpd-dev libnetfilter-conntrack-dev clang libclang-rt-14-dev
 DEB_TEST  := iptables iproute2 nfacct python3
 deps:
 	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do \

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * Stale UDP conntrack entries (libnetfilter_conntrack). UDP has no
+ * connection end: an entry DNAT-ed to an endpoint that has gone, or created
+ * while a service had no endpoint, keeps black-holing a client's flow until
+ * it times out. After each sync kproxy reconciles, as upstream's reconciler
+ * does: an entry whose original destination is a UDP service frontend but
+ * whose reply source is not one of that frontend's serving endpoints is
+ * deleted. Entries of live flows to serving endpoints are never touched,
+ * also not on restart (upstream flushes them all then, #122740).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/inet.h"
+
+struct ct_backend {
+        struct inet_addr ip;
+        uint16_t port;
+};
+
+struct ct_frontend {
+        struct inet_addr ip;            /* cluster IP, external IP or LB IP; ignored for NodePorts */
+        uint16_t port;                  /* service port, or the node port */
+        int node_port;                  /* 1: match any original destination with this port */
+        const struct ct_backend *backends;      /* serving endpoints (may be 0: nothing is valid) */
+        size_t n_backends;
+};
+
+/* Lists the family's (4 or 6) UDP entries in the current network namespace
+ * and deletes the stale ones. Returns the number deleted, or -errno. */
+int conntrack_reconcile_udp(uint8_t family, const struct ct_frontend *frontends, size_t n);

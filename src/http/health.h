@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * The proxy health server (kube-proxy's --healthz-bind-address, default
+ * 0.0.0.0:10256): /healthz and /livez with upstream's semantics and JSON
+ * body, served by libmicrohttpd on kproxy's event loop (no threads).
+ *
+ * The sync loop reports what it does; the server derives health from it:
+ * healthy once a first sync has succeeded, unhealthy while a queued change
+ * has waited longer than the timeout (upstream: 2 x syncPeriod) without a
+ * successful sync.
+ */
+#include <stdint.h>
+
+struct ev_loop;
+struct health_server;
+
+/* Binds bind ("IP:PORT", "[IPv6]:PORT"; port 0 means disabled: *ret is
+ * then NULL and 0 is returned) and registers with the loop. timeout_ms is
+ * how long a queued change may wait before /healthz fails. Returns 0, or
+ * -errno with a log line naming the address (e.g. -EADDRINUSE). */
+int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, struct health_server **ret);
+struct health_server *health_server_free(struct health_server *h);
+
+/* Events from the sync loop, per IP family (4 or 6). NULL h is a no-op. */
+void health_server_queued(struct health_server *h, int family);    /* a change waits for a sync */
+void health_server_synced(struct health_server *h, int family);    /* a sync succeeded */
