@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
                 struct buf out = BUF_INIT;
                 t0 = now();
                 c0 = cpu_now();
-                render_iptables(m, &p, &out);
+                render_iptables(m, &p, NULL, &out);
                 double w = now() - t0, c = cpu_now() - c0;
                 if (w < best_wall)
                         best_wall = w;

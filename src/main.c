@@ -16,6 +16,7 @@
 #include "kube/decode.h"
 #include "kube/load.h"
 #include "model/model.h"
+#include "proxy/daemon.h"
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -198,7 +199,7 @@ static int cmd_render(int argc, char **argv) {
         log_lines(&warnings);
         if (r < 0)
                 goto out;
-        r = render_iptables(o.model, &params, &out);
+        r = render_iptables(o.model, &params, NULL, &out);
         render_params_done(&params);
         if (r < 0) {
                 log_error_errno(r, "Failed to render rules");
@@ -221,21 +222,32 @@ out:
         return ret;
 }
 
+static int set_watch_idle(void *u, const char *v) {
+        return config_parse_duration(v, &((struct daemon_opts *) u)->watch_idle_timeout_ms);
+}
+
+/* kproxy's own tuning flags (not kube-proxy's). */
+static const struct config_extra_flag proxy_flags[] = {
+        {"watch-idle-timeout", false, "DURATION",
+         "restart a watch that has sent nothing (not even a bookmark) for this long (default 5m)", set_watch_idle},
+};
+
 static int cmd_proxy(int argc, char **argv) {
         struct kproxy_config cfg;
+        struct daemon_opts dopts = {0};
         char **args = NULL;
         size_t n_args = 0;
         int ret = EXIT_USAGE;
 
         if (config_init(&cfg) < 0)
                 return EXIT_FAILURE;
-        if (config_parse_args(&cfg, argc, argv, NULL, 0, NULL, &args, &n_args) < 0)
+        if (config_parse_args(&cfg, argc, argv, proxy_flags, ELEMENTSOF(proxy_flags), &dopts, &args, &n_args) < 0)
                 goto out;
         if (cfg.show_help) {
                 config_print_help("Usage: kproxy [flags]\n       kproxy render [flags] STATE...\n\n"
                                   "kproxy is a Kubernetes service proxy, a drop-in replacement for\n"
                                   "kube-proxy: it takes kube-proxy's flags and configuration file.\n",
-                                  NULL, 0);
+                                  proxy_flags, ELEMENTSOF(proxy_flags));
                 ret = 0;
                 goto out;
         }
@@ -260,8 +272,8 @@ static int cmd_proxy(int argc, char **argv) {
                 }
                 goto out;
         }
-        fprintf(stderr, "kproxy: the node proxy daemon is not built yet; use `kproxy render` (issue 3)\n");
-        ret = EXIT_FAILURE;
+        log_set_verbosity(cfg.verbosity);
+        ret = cfg.cleanup ? daemon_cleanup(&cfg) : daemon_run(&cfg, &dopts);
 out:
         free(args);
         config_done(&cfg);

@@ -9,7 +9,7 @@
  *   --hostname-override and the logging flags (-v), which win over the file.
  *
  * The struct is public because main wires its fields into every subsystem;
- * nothing but config.c writes it.
+ * nothing but src/config/ writes it.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,7 +58,7 @@ struct config_feature_gate {
 
 /* What config_parse_args() remembers for config_finish() (which flags were
  * given, and flags upstream keeps outside the configuration); private to
- * config.c. */
+ * src/config/. */
 struct config_cmdline;
 
 /* Optional strings are NULL when unset or empty, whichever way the input

@@ -22,6 +22,7 @@
 #include "render/chain.h"
 #include "render/render.h"
 #include "util/buf.h"
+#include "util/hmap.h"
 
 #define SPN_MAX 340
 #define PROB_CACHE 128
@@ -31,6 +32,7 @@ struct ipt {
         struct buf filter_chains, filter_rules;
         struct buf nat_chains, nat_rules;
         bool large;             /* large-cluster mode: no per-endpoint comments */
+        struct render_ipt_sync *sync;   /* may be NULL */
         char prob[PROB_CACHE][16];
 };
 
@@ -179,7 +181,14 @@ static void write_sep_chain(struct ipt *t, const struct port_ctx *c, const struc
         buf_putc(b, '\n');
 }
 
-static void render_port(struct ipt *t, struct port_ctx *c) {
+static void note_active(struct ipt *t, const char *chain) {
+        if (t->sync && t->sync->active) {
+                buf_puts(t->sync->active, chain);
+                buf_putc(t->sync->active, '\n');
+        }
+}
+
+static void render_port(struct ipt *t, struct port_ctx *c, bool own_chains) {
         const struct render_params *p = t->p;
         const struct svc_port_endpoints *e = c->eps;
         const struct svc *s = c->svc;
@@ -311,7 +320,21 @@ static void render_port(struct ipt *t, struct port_ctx *c) {
                 buf_printf(&t->filter_rules, " -m tcp -p tcp --dport %u -j ACCEPT\n", s->health_check_node_port);
         }
 
-        /* §7.6-7.10: the service port's own chains. */
+        /* §7.6-7.10: the service port's own chains. A partial sync leaves
+         * those of unchanged services alone; they stay active all the same. */
+        if (uses_svc)
+                note_active(t, c->svc_chain);
+        if (uses_svl)
+                note_active(t, c->svl_chain);
+        if (uses_ext)
+                note_active(t, c->ext_chain);
+        if (uses_fw)
+                note_active(t, c->fw_chain);
+        for (size_t i = 0; i < e->n_reachable; i++)
+                note_active(t, sep_name(c, e->reachable[i]));
+        if (!own_chains)
+                return;
+
         if (uses_svc)
                 chain_line(&t->nat_chains, c->svc_chain);
         if (uses_svl)
@@ -434,8 +457,46 @@ struct collected {
         struct svc_port_endpoints eps;
 };
 
-int render_iptables(const struct model *m, const struct render_params *p, struct buf *out) {
-        struct ipt t = {.p = p};
+/* Owned nat chains in the kernel that no rule uses any more: flushed and
+ * deleted in the same transaction (§10.5). */
+static int write_stale(struct ipt *t) {
+        const struct hmap *existing = t->sync ? t->sync->existing : NULL;
+        struct hmap active = HMAP_INIT;
+        const char *k;
+
+        if (!existing || existing->len == 0)
+                return 0;
+        if (t->sync->active && t->sync->active->data)
+                for (char *line = t->sync->active->data; *line;) {
+                        char *nl = strchr(line, '\n');
+                        *nl = '\0';
+                        hmap_put(&active, line, line);
+                        line = nl + 1;
+                }
+        for (size_t i = 0; hmap_next(existing, &i, &k, NULL);) {
+                if (hmap_get(&active, k))
+                        continue;
+                chain_line(&t->nat_chains, k);
+                buf_printf(&t->nat_rules, "-X %s\n", k);
+        }
+        /* Restore the newline-separated form for the caller. */
+        for (size_t i = 0; hmap_next(&active, &i, &k, NULL);)
+                ((char *) k)[strlen(k)] = '\n';
+        hmap_done(&active);
+        return 0;
+}
+
+static size_t count_rules(const struct buf *b) {
+        size_t n = 0;
+        for (size_t i = 0; i + 2 < b->len; i++)
+                if ((i == 0 || b->data[i - 1] == '\n') && b->data[i] == '-' && b->data[i + 1] == 'A')
+                        n++;
+        return n;
+}
+
+int render_iptables(const struct model *m, const struct render_params *p, struct render_ipt_sync *sync,
+                    struct buf *out) {
+        struct ipt t = {.p = p, .sync = sync};
         struct endpoint_filter f = {
                 .node_name = p->node_name,
                 .zone = p->node_zone,
@@ -516,9 +577,11 @@ int render_iptables(const struct model *m, const struct render_params *p, struct
         for (size_t i = 0; i < n_all; i++) {
                 struct port_ctx c = {.sep_names = sep_names};
                 port_ctx_init(&c, all[i].svc, all[i].port, &all[i].eps, all[i].cip);
-                render_port(&t, &c);
+                render_port(&t, &c, !sync || !sync->changed || hmap_get(sync->changed, all[i].svc->key));
         }
         free(sep_names);
+
+        write_stale(&t);
 
         /* §7.11: NodePort dispatch is the last rule of nat KUBE-SERVICES. */
         if (p->nodeports_match_all) {
@@ -552,6 +615,10 @@ int render_iptables(const struct model *m, const struct render_params *p, struct
         comment(&t.filter_rules, "kubernetes forwarding conntrack rule");
         buf_puts(&t.filter_rules, " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n");
 
+        if (sync) {
+                sync->n_filter_rules = count_rules(&t.filter_rules);
+                sync->n_nat_rules = count_rules(&t.nat_rules);
+        }
         buf_reserve(out, t.filter_chains.len + t.filter_rules.len + t.nat_chains.len + t.nat_rules.len + 64);
         buf_puts(out, "*filter\n");
         buf_put(out, t.filter_chains.data, t.filter_chains.len);

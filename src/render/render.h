@@ -54,6 +54,26 @@ int render_params_init(struct render_params *p, uint8_t family, const struct kpr
                        struct buf *warnings);
 void render_params_done(struct render_params *p);
 
-/* The iptables-restore input of a full sync (filter and nat tables) for
- * p->family, appended to out. Returns 0 or -ENOMEM. */
-int render_iptables(const struct model *m, const struct render_params *p, struct buf *out);
+struct hmap;
+
+/* What a sync asks of the iptables renderer beyond the full ruleset. */
+struct render_ipt_sync {
+        /* Service keys ("ns/name") whose own chains (SVC, SVL, EXT, FW, SEP)
+         * must be written; the others' chains are left as they are in the
+         * kernel. NULL: write every chain (a full sync). */
+        const struct hmap *changed;
+        /* nat chains with kube-proxy's owned prefixes that exist in the
+         * kernel now; those no longer used are flushed and deleted (-X).
+         * NULL: none known. */
+        const struct hmap *existing;
+        /* Out: the owned nat chains the rules use, one "NAME\n" each. */
+        struct buf *active;
+        /* Out: counts of rules written per table, for metrics and logs. */
+        size_t n_filter_rules, n_nat_rules;
+};
+
+/* The iptables-restore input for p->family (filter and nat tables),
+ * appended to out. sync may be NULL: a first full sync on an empty
+ * kernel, which is what `kproxy render` prints. Returns 0 or -ENOMEM. */
+int render_iptables(const struct model *m, const struct render_params *p, struct render_ipt_sync *sync,
+                    struct buf *out);

@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 struct render_params p;
                 struct buf out = BUF_INIT;
                 if (render_params_init(&p, family, &cfg, "node-1", model_node(m), &host, NULL) == 0) {
-                        render_iptables(m, &p, &out);
+                        render_iptables(m, &p, NULL, &out);
                         for (size_t i = 0; i < out.len; i++) {
                                 char c = out.data[i];
                                 assert(c == '\n' || (c >= 0x20 && c < 0x7f));

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Principle: every change to the kernel's iptables goes through here, as an
+ * argv array (never a shell string) of fixed words and names kproxy made.
+ * The wait flags are upstream's (-w 5 -W 100000: wait for the xtables lock
+ * up to 5 s, polling every 100 ms) so kproxy and kubelet share the lock.
+ */
+#include "apply/iptables.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply/exec.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+#include "util/hmap.h"
+#include "util/log.h"
+
+struct jump {
+        const char *table, *builtin, *target;
+        const char *const *args;        /* matches before -j, as iptables-save prints them */
+};
+
+static const char *const a_ext[] = {"-m", "conntrack", "--ctstate", "NEW", "-m", "comment", "--comment",
+                                    "kubernetes externally-visible service portals", NULL};
+static const char *const a_hc[] = {"-m", "comment", "--comment", "kubernetes health check service ports", NULL};
+static const char *const a_svc_new[] = {"-m", "conntrack", "--ctstate", "NEW", "-m", "comment", "--comment",
+                                        "kubernetes service portals", NULL};
+static const char *const a_fwd[] = {"-m", "comment", "--comment", "kubernetes forwarding rules", NULL};
+static const char *const a_lbfw[] = {"-m", "conntrack", "--ctstate", "NEW", "-m", "comment", "--comment",
+                                     "kubernetes load balancer firewall", NULL};
+static const char *const a_svc[] = {"-m", "comment", "--comment", "kubernetes service portals", NULL};
+static const char *const a_post[] = {"-m", "comment", "--comment", "kubernetes postrouting rules", NULL};
+static const char *const a_none[] = {NULL};
+
+/* Reference §2, in upstream's order; each is inserted at position 1, so a
+ * fresh table ends up with them in reverse. */
+static const struct jump jumps[] = {
+        {"filter", "INPUT", "KUBE-EXTERNAL-SERVICES", a_ext},
+        {"filter", "FORWARD", "KUBE-EXTERNAL-SERVICES", a_ext},
+        {"filter", "INPUT", "KUBE-NODEPORTS", a_hc},
+        {"filter", "FORWARD", "KUBE-SERVICES", a_svc_new},
+        {"filter", "OUTPUT", "KUBE-SERVICES", a_svc_new},
+        {"filter", "FORWARD", "KUBE-FORWARD", a_fwd},
+        {"filter", "INPUT", "KUBE-PROXY-FIREWALL", a_lbfw},
+        {"filter", "OUTPUT", "KUBE-PROXY-FIREWALL", a_lbfw},
+        {"filter", "FORWARD", "KUBE-PROXY-FIREWALL", a_lbfw},
+        {"nat", "OUTPUT", "KUBE-SERVICES", a_svc},
+        {"nat", "PREROUTING", "KUBE-SERVICES", a_svc},
+        {"nat", "POSTROUTING", "KUBE-POSTROUTING", a_post},
+        {"filter", "INPUT", "KUBE-FIREWALL", a_none},
+        {"filter", "OUTPUT", "KUBE-FIREWALL", a_none},
+};
+
+static const char *const owned_prefixes[] = {"KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-"};
+
+/* "-A BUILTIN args -j TARGET" as iptables-save prints it. */
+static void jump_text(const struct jump *j, struct buf *b) {
+        buf_printf(b, "-A %s", j->builtin);
+        for (const char *const *a = j->args; *a; a++)
+                buf_arg(b, *a);
+        buf_printf(b, " -j %s", j->target);
+}
+
+static bool has_owned_prefix(const char *chain) {
+        for (size_t i = 0; i < ELEMENTSOF(owned_prefixes); i++)
+                if (strncmp(chain, owned_prefixes[i], strlen(owned_prefixes[i])) == 0)
+                        return true;
+        return false;
+}
+
+static int save(uint8_t family, const char *table, struct buf *out) {
+        const char *argv[] = {family == 6 ? "ip6tables-save" : "iptables-save", "-t", table, NULL};
+        struct buf err = BUF_INIT;
+        int r = exec_run(argv, NULL, 0, out, &err);
+        if (r != 0) {
+                log_error("%s -t %s failed (%d): %s", argv[0], table, r, err.data ? err.data : "");
+                r = r < 0 ? r : -EIO;
+        }
+        buf_done(&err);
+        return r;
+}
+
+/* Whether a line "-A ..." of the saved table text exists. */
+static bool saved_has_line(const struct buf *saved, const char *line) {
+        size_t n = strlen(line);
+        for (const char *p = saved->data; p && (p = strstr(p, line)); p += n)
+                if ((p == saved->data || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+                        return true;
+        return false;
+}
+
+int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok) {
+        struct buf nat = BUF_INIT, filter = BUF_INIT, names = BUF_INIT, line = BUF_INIT;
+        int r;
+
+        *ret_names = NULL;
+        r = save(family, "nat", &nat);
+        if (r == 0)
+                r = save(family, "filter", &filter);
+        if (r < 0)
+                goto out;
+
+        /* Names first into one buffer, then the map over it (stable pointers). */
+        for (const char *p = nat.data; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t) (nl - p) : strlen(p);
+                if (len > 1 && p[0] == ':') {
+                        size_t end = strcspn(p + 1, " \n");
+                        char chain[64];
+                        if (end < sizeof chain) {
+                                memcpy(chain, p + 1, end);
+                                chain[end] = '\0';
+                                if (has_owned_prefix(chain)) {
+                                        buf_put(&names, chain, end);
+                                        buf_putc(&names, '\0');
+                                }
+                        }
+                }
+                p += len + (nl ? 1 : 0);
+        }
+        for (size_t off = 0; off < names.len; off += strlen(names.data + off) + 1)
+                hmap_put(existing, names.data + off, NULL);
+
+        *ret_jumps_ok = true;
+        for (size_t i = 0; i < ELEMENTSOF(jumps); i++) {
+                buf_clear(&line);
+                jump_text(&jumps[i], &line);
+                const struct buf *saved = strcmp(jumps[i].table, "nat") == 0 ? &nat : &filter;
+                if (!saved_has_line(saved, line.data))
+                        *ret_jumps_ok = false;
+        }
+        *ret_names = names.data ? buf_steal(&names) : NULL;
+out:
+        buf_done(&nat);
+        buf_done(&filter);
+        buf_done(&names);
+        buf_done(&line);
+        return r;
+}
+
+void iptables_names_free(struct hmap *existing, char *names) {
+        hmap_done(existing);
+        free(names);
+}
+
+/* iptables -w 5 -W 100000 -t TABLE OP CHAIN [1] [args -j TARGET]. */
+static int run_iptables(uint8_t family, const char *table, const char *op, const char *chain, bool pos1,
+                        const struct jump *j, struct buf *err) {
+        const char *argv[32];
+        size_t n = 0;
+        argv[n++] = family == 6 ? "ip6tables" : "iptables";
+        argv[n++] = "-w";
+        argv[n++] = "5";
+        argv[n++] = "-W";
+        argv[n++] = "100000";
+        argv[n++] = "-t";
+        argv[n++] = table;
+        argv[n++] = op;
+        argv[n++] = chain;
+        if (pos1)
+                argv[n++] = "1";
+        if (j) {
+                for (const char *const *a = j->args; *a && n < 28; a++)
+                        argv[n++] = *a;
+                argv[n++] = "-j";
+                argv[n++] = j->target;
+        }
+        argv[n] = NULL;
+        return exec_run(argv, NULL, 0, NULL, err);
+}
+
+int iptables_ensure_jumps(uint8_t family) {
+        struct buf saved_nat = BUF_INIT, saved_filter = BUF_INIT, line = BUF_INIT, err = BUF_INIT;
+        int r = save(family, "nat", &saved_nat);
+        if (r == 0)
+                r = save(family, "filter", &saved_filter);
+
+        for (size_t i = 0; r == 0 && i < ELEMENTSOF(jumps); i++) {
+                const struct jump *j = &jumps[i];
+                const struct buf *saved = strcmp(j->table, "nat") == 0 ? &saved_nat : &saved_filter;
+                char decl[64];
+
+                snprintf(decl, sizeof decl, ":%s ", j->target);
+                if (!strstr(saved->data ? saved->data : "", decl)) {
+                        buf_clear(&err);
+                        /* "Chain already exists" is fine: another writer raced us. */
+                        run_iptables(family, j->table, "-N", j->target, false, NULL, &err);
+                }
+                buf_clear(&line);
+                jump_text(j, &line);
+                if (saved_has_line(saved, line.data))
+                        continue;
+                buf_clear(&err);
+                int q = run_iptables(family, j->table, "-I", j->builtin, true, j, &err);
+                if (q != 0) {
+                        log_error("Failed to insert the jump %s in table %s: %s", line.data, j->table,
+                                  err.data ? err.data : "");
+                        r = q < 0 ? q : -EIO;
+                }
+        }
+        buf_done(&saved_nat);
+        buf_done(&saved_filter);
+        buf_done(&line);
+        buf_done(&err);
+        return r;
+}
+
+/* Logs the lines around the one the tool complains about ("line N failed"). */
+static void log_restore_failure(const char *tool_name, const char *input, size_t len, const char *err) {
+        const char *l = err ? strstr(err, "line ") : NULL;
+        long bad = l ? strtol(l + 5, NULL, 10) : 0;
+        log_error("%s failed: %s", tool_name, err && *err ? err : "(no message)");
+        if (bad <= 0)
+                return;
+        long n = 1;
+        for (const char *p = input; p < input + len && n <= bad + 2;) {
+                const char *nl = memchr(p, '\n', (size_t) (input + len - p));
+                size_t ll = nl ? (size_t) (nl - p) : (size_t) (input + len - p);
+                if (n >= bad - 2)
+                        log_error("%c%5ld: %.*s", n == bad ? '>' : ' ', n, (int) (ll > 400 ? 400 : ll), p);
+                p += ll + 1;
+                n++;
+        }
+}
+
+int iptables_restore(uint8_t family, const char *input, size_t len) {
+        const char *argv[] = {family == 6 ? "ip6tables-restore" : "iptables-restore", "-w", "5", "-W", "100000",
+                              "--noflush", "--counters", NULL};
+        struct buf err = BUF_INIT;
+        int r = exec_run(argv, input, len, NULL, &err);
+        if (r != 0) {
+                log_restore_failure(argv[0], input, len, err.data);
+                r = r < 0 ? r : -EIO;
+        }
+        buf_done(&err);
+        return r;
+}
+
+static const char *const canary_tables[] = {"mangle", "nat", "filter"};
+
+int iptables_canary_ensure(uint8_t family) {
+        struct buf err = BUF_INIT;
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(canary_tables); i++) {
+                buf_clear(&err);
+                if (run_iptables(family, canary_tables[i], "-S", "KUBE-PROXY-CANARY", false, NULL, NULL) == 0)
+                        continue;
+                int q = run_iptables(family, canary_tables[i], "-N", "KUBE-PROXY-CANARY", false, NULL, &err);
+                if (q != 0) {
+                        log_error("Failed to create KUBE-PROXY-CANARY in %s: %s", canary_tables[i],
+                                  err.data ? err.data : "");
+                        r = q < 0 ? q : -EIO;
+                }
+        }
+        buf_done(&err);
+        return r;
+}
+
+bool iptables_canary_present(uint8_t family) {
+        /* Upstream watches the mangle canary: nothing else uses that table,
+         * so it disappears only when someone flushes everything. */
+        return run_iptables(family, "mangle", "-S", "KUBE-PROXY-CANARY", false, NULL, NULL) == 0;
+}
+
+static const char *const nat_fixed[] = {"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ",
+                                        "KUBE-PROXY-CANARY"};
+static const char *const filter_fixed[] = {"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD",
+                                           "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"};
+
+/* Flushes and deletes the listed chains of one table that exist. */
+static void cleanup_table(const char *table, const struct buf *saved, const char *const *fixed, size_t n_fixed,
+                          bool owned, struct buf *in) {
+        struct buf decl = BUF_INIT, del = BUF_INIT;
+        for (const char *p = saved->data; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t) (nl - p) : strlen(p);
+                if (len > 1 && p[0] == ':') {
+                        size_t end = strcspn(p + 1, " \n");
+                        char chain[64];
+                        if (end < sizeof chain) {
+                                memcpy(chain, p + 1, end);
+                                chain[end] = '\0';
+                                bool ours = owned && has_owned_prefix(chain);
+                                for (size_t i = 0; i < n_fixed && !ours; i++)
+                                        ours = strcmp(chain, fixed[i]) == 0;
+                                if (ours) {
+                                        buf_printf(&decl, ":%s - [0:0]\n", chain);
+                                        buf_printf(&del, "-X %s\n", chain);
+                                }
+                        }
+                }
+                p += len + (nl ? 1 : 0);
+        }
+        if (decl.len > 0) {
+                buf_printf(in, "*%s\n", table);
+                buf_put(in, decl.data, decl.len);
+                buf_put(in, del.data, del.len);
+                buf_puts(in, "COMMIT\n");
+        }
+        buf_done(&decl);
+        buf_done(&del);
+}
+
+int iptables_cleanup(uint8_t family) {
+        struct buf nat = BUF_INIT, filter = BUF_INIT, mangle = BUF_INIT, line = BUF_INIT, in = BUF_INIT;
+        int r = save(family, "nat", &nat);
+        if (r == 0)
+                r = save(family, "filter", &filter);
+        if (r == 0)
+                r = save(family, "mangle", &mangle);
+        if (r < 0)
+                goto out;
+
+        /* Jumps first, so the chains are unreferenced. KUBE-FIREWALL and its
+         * jumps stay: kubelet made them first, as upstream's cleanup knows. */
+        for (size_t i = 0; i < ELEMENTSOF(jumps); i++) {
+                const struct jump *j = &jumps[i];
+                if (strcmp(j->target, "KUBE-FIREWALL") == 0)
+                        continue;
+                buf_clear(&line);
+                jump_text(j, &line);
+                if (!saved_has_line(strcmp(j->table, "nat") == 0 ? &nat : &filter, line.data))
+                        continue;
+                if (run_iptables(family, j->table, "-D", j->builtin, false, j, NULL) != 0)
+                        log_warning("Failed to delete %s from table %s, ignoring", line.data, j->table);
+        }
+        cleanup_table("nat", &nat, nat_fixed, ELEMENTSOF(nat_fixed), true, &in);
+        cleanup_table("filter", &filter, filter_fixed, ELEMENTSOF(filter_fixed), false, &in);
+        static const char *const mangle_fixed[] = {"KUBE-PROXY-CANARY"};
+        cleanup_table("mangle", &mangle, mangle_fixed, 1, false, &in);
+        if (in.len > 0)
+                r = iptables_restore(family, in.data, in.len);
+out:
+        buf_done(&nat);
+        buf_done(&filter);
+        buf_done(&mangle);
+        buf_done(&line);
+        buf_done(&in);
+        return r;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * The only code that changes iptables (with apply/exec). Per IP family:
+ * reading what is there (iptables-save), the jump rules from the built-in
+ * chains, the canary chains, restoring a rendered ruleset in one
+ * transaction (iptables-restore --noflush --counters, as upstream), and
+ * --cleanup.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf;
+struct hmap;
+
+/* Reads the kernel's rules for the family. Fills *existing (names owned by
+ * *ret_names; free both with iptables_names_free) with nat chains that have
+ * upstream's owned prefixes (KUBE-SVC-, KUBE-SVL-, KUBE-EXT-, KUBE-FW-,
+ * KUBE-SEP-), and *ret_jumps_ok with whether every jump rule from the
+ * built-in chains is in place. Returns 0 or -errno (iptables-save failed). */
+int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok);
+void iptables_names_free(struct hmap *existing, char *names);
+
+/* Creates kproxy's top-level chains and inserts the missing jump rules at
+ * the head of the built-in chains (reference §2), as upstream does on every
+ * full sync. Returns 0 or -errno (a tool failed; logged). */
+int iptables_ensure_jumps(uint8_t family);
+
+/* Applies a restore input. On failure, logs the tool's complaint with the
+ * offending input lines and returns -EIO; the kernel keeps the previous
+ * rules (the tool's transaction is all-or-nothing). */
+int iptables_restore(uint8_t family, const char *input, size_t len);
+
+/* KUBE-PROXY-CANARY in mangle, nat and filter: created empty; gone means a
+ * third party flushed the tables and a full resync is needed. */
+int iptables_canary_ensure(uint8_t family);
+bool iptables_canary_present(uint8_t family);
+
+/* Removes every jump rule and chain kproxy (or kube-proxy) made in the
+ * family's tables. Idempotent. Returns 0 or -errno. */
+int iptables_cleanup(uint8_t family);

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * The Kubernetes API client: list-then-watch "reflectors" over HTTPS
+ * (libcurl's multi-socket API on kproxy's event loop; TLS always verified
+ * unless the kubeconfig says insecure-skip-tls-verify).
+ *
+ * A reflector lists a resource in pages (limit/continue), reports every
+ * object, then watches from the list's resourceVersion with bookmarks,
+ * resuming from the last resourceVersion it saw when a watch ends. A 410
+ * Gone (too old a resourceVersion) means relist; after a relist, objects
+ * that vanished meanwhile are reported deleted, so the consumer never keeps
+ * a ghost. Failures are retried with capped exponential backoff and jitter;
+ * a watch silent for longer than idle_timeout_ms is dropped and restarted.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct json_t json_t;
+struct ev_loop;
+struct kube_conn;
+struct kube_client;
+struct kube_watch;
+
+enum kube_event {
+        KUBE_EVENT_UPSERT,      /* obj is the object */
+        KUBE_EVENT_DELETE,      /* obj is the last state, or NULL after a relist */
+        KUBE_EVENT_SYNCED,      /* a (re)list completed: everything listed has been reported */
+};
+
+/* key is "namespace/name" (or "name" for cluster-scoped objects). */
+typedef void (*kube_event_fn)(void *userdata, enum kube_event ev, const char *key, const json_t *obj);
+
+struct kube_watch_opts {
+        const char *path;               /* collection path, e.g. "/api/v1/services" */
+        const char *label_selector;     /* NULL: none */
+        const char *field_selector;     /* NULL: none */
+        unsigned page_size;             /* list page size; 0: 500 */
+        uint64_t idle_timeout_ms;       /* 0: 5 minutes */
+};
+
+/* The client borrows conn and loop; both must outlive it. Returns 0 or -errno. */
+int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_client **ret);
+struct kube_client *kube_client_free(struct kube_client *c);
+
+/* Starts a reflector; events go to fn until the client is freed. */
+int kube_watch_start(struct kube_client *c, const struct kube_watch_opts *o, kube_event_fn fn, void *userdata,
+                     struct kube_watch **ret);
+
+/* Counters for logs and tests. */
+uint64_t kube_watch_lists(const struct kube_watch *w);     /* completed lists */
+uint64_t kube_watch_restarts(const struct kube_watch *w);  /* watches restarted after an error or silence */

@@ -1,0 +1,859 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Principle of resolving the connection: do what kube-proxy's createClient()
+ * does through client-go's clientcmd, and where kproxy cannot do the same
+ * (exec and auth-provider plugins, basic auth, impersonation, proxies,
+ * tls-server-name), refuse at startup with the file and field named rather
+ * than connect differently. Everything a request needs is read here, once,
+ * so the HTTP client never touches the kubeconfig or its paths again; the
+ * only exception is the token file, which service-account tokens rotate.
+ *
+ * Where kproxy is stricter than client-go, on purpose: a context, cluster or
+ * user that is named but missing is an error (client-go quietly goes on
+ * with an empty one), and so is a client key without a certificate.
+ */
+#include "kube/kubeconfig.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kube/load.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#define SA_TOKEN_PATH "/var/run/secrets/kubernetes.io/serviceaccount/token"
+#define SA_CA_PATH "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+/* Far above any real CA bundle or kubeconfig; stops a mistyped path such
+ * as /dev/zero from eating memory. */
+#define MAX_FILE_SIZE (16u << 20)
+
+#define PEM_CERT "-----BEGIN CERTIFICATE-----"
+#define PEM_KEY "PRIVATE KEY-----"
+
+_Static_assert(KUBE_LOAD_ERRLEN <= KUBE_CONN_ERRLEN, "YAML errors are written into the caller's buffer");
+
+static bool isempty(const char *s) {
+        return !s || !*s;
+}
+
+/* --- Secrets-aware buffers ---------------------------------------------- */
+
+/* Bytes read from a file or decoded from base64, always NUL-terminated.
+ * Keys and tokens pass through these, so they are wiped before free. */
+struct blob {
+        char *data;
+        size_t len;
+};
+
+static void blob_done(struct blob *b) {
+        if (b->data) {
+                explicit_bzero(b->data, b->len);
+                free(b->data);
+        }
+        *b = (struct blob) {NULL, 0};
+}
+
+static void secret_free(char *s, size_t len) {
+        if (!s)
+                return;
+        explicit_bzero(s, len ? len : strlen(s));
+        free(s);
+}
+
+/* Reads all of path. Grows by copying rather than realloc() so that no
+ * stale copy of a key is left behind unwiped. */
+static int read_file(const char *path, struct blob *ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_(blob_done) struct blob b = {NULL, 0};
+        size_t cap = 0;
+        struct stat st;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (S_ISREG(st.st_mode) && (size_t) st.st_size > MAX_FILE_SIZE)
+                return -EFBIG;
+        for (;;) {
+                if (b.len + 1 >= cap) {
+                        size_t ncap = cap ? cap * 2 : S_ISREG(st.st_mode) ? (size_t) st.st_size + 2 : 4096;
+                        char *n = malloc(ncap);
+                        if (!n)
+                                return -ENOMEM;
+                        if (b.data)
+                                memcpy(n, b.data, b.len);
+                        blob_done(&(struct blob) {b.data, b.len});
+                        b.data = n;
+                        cap = ncap;
+                }
+                ssize_t k = read(fd, b.data + b.len, cap - b.len - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                b.len += (size_t) k;
+                if (b.len > MAX_FILE_SIZE)
+                        return -EFBIG;
+        }
+        b.data[b.len] = '\0';
+        *ret = b;
+        b = (struct blob) {NULL, 0};
+        return 0;
+}
+
+/* Standard base64 with padding, as Go's encoding/json decodes []byte
+ * fields; line breaks and other whitespace are skipped (YAML folds long
+ * values). EVP_DecodeBlock() does the arithmetic, but it accepts "Q===" and
+ * "QQ=A" and counts padding as output, so the shape is checked here first. */
+static int base64_decode(const char *in, size_t in_len, struct blob *ret) {
+        _cleanup_(blob_done) struct blob packed = {NULL, 0}, out = {NULL, 0};
+        size_t n = 0, pad = 0;
+
+        packed.data = malloc(in_len + 1);
+        if (!packed.data)
+                return -ENOMEM;
+        for (size_t i = 0; i < in_len; i++)
+                if (!isspace((unsigned char) in[i]))
+                        packed.data[n++] = in[i];
+        packed.len = n;
+        if (n == 0 || n % 4 != 0)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char ch = (unsigned char) packed.data[i];
+                if (ch == '=') {
+                        if (i < n - 2)
+                                return -EINVAL;
+                        pad++;
+                } else if (pad > 0 || !(isalnum(ch) || ch == '+' || ch == '/')) {
+                        return -EINVAL;
+                }
+        }
+        out.data = malloc(n / 4 * 3 + 1);
+        if (!out.data)
+                return -ENOMEM;
+        int k = EVP_DecodeBlock((unsigned char *) out.data, (const unsigned char *) packed.data, (int) n);
+        if (k < 0 || (size_t) k < pad)
+                return -EINVAL;
+        out.len = (size_t) k - pad;
+        out.data[out.len] = '\0';
+        *ret = out;
+        out = (struct blob) {NULL, 0};
+        return 0;
+}
+
+/* --- Tokens -------------------------------------------------------------- */
+
+/* A token goes into an HTTP header verbatim; a control character there
+ * would end the header (or start another one). */
+static const char *token_problem(const char *t) {
+        for (; *t; t++)
+                if ((unsigned char) *t < 0x20 || *t == 0x7f)
+                        return "contains control characters";
+        return NULL;
+}
+
+/* Reads a bearer token as client-go's file token source does: whitespace
+ * around it (the trailing newline of `echo`) is dropped and an empty file
+ * is an error. On -EINVAL, *ret_problem says what is wrong; other errors
+ * are from reading the file. */
+static int token_read(const char *path, char **ret, const char **ret_problem) {
+        _cleanup_(blob_done) struct blob b = {NULL, 0};
+        const char *s, *problem;
+        size_t len;
+        char *t;
+        int r;
+
+        r = read_file(path, &b);
+        if (r < 0)
+                return r;
+        s = b.data;
+        len = b.len;
+        while (len > 0 && isspace((unsigned char) *s))
+                s++, len--;
+        while (len > 0 && isspace((unsigned char) s[len - 1]))
+                len--;
+        if (len == 0) {
+                *ret_problem = "is empty";
+                return -EINVAL;
+        }
+        if (memchr(s, '\0', len)) {
+                *ret_problem = "contains NUL bytes";
+                return -EINVAL;
+        }
+        t = strndup(s, len);
+        if (!t)
+                return -ENOMEM;
+        problem = token_problem(t);
+        if (problem) {
+                secret_free(t, len);
+                *ret_problem = problem;
+                return -EINVAL;
+        }
+        *ret = t;
+        return 0;
+}
+
+/* --- Server URLs --------------------------------------------------------- */
+
+static int invalid(const char **ret_problem, const char *problem) {
+        *ret_problem = problem;
+        return -EINVAL;
+}
+
+/* Accepts http(s)://host[:port][/prefix], host a name, an IPv4 address or
+ * a bracketed IPv6 address. client-go also takes a bare host:port, but then
+ * guesses the scheme from whether TLS settings exist, and at the point it
+ * decides whether to send credentials it guesses plain HTTP; an explicit
+ * scheme avoids that trap. Returns the URL with a lowercase scheme and no
+ * trailing slash. */
+static int server_normalize(const char *s, char **ret, const char **ret_problem) {
+        const char *p, *end, *host_end, *path_end, *scheme;
+
+        if (strncasecmp(s, "https://", 8) == 0)
+                scheme = "https://", p = s + 8;
+        else if (strncasecmp(s, "http://", 7) == 0)
+                scheme = "http://", p = s + 7;
+        else
+                return invalid(ret_problem, "must be an http:// or https:// URL");
+        for (const char *q = s; *q; q++)
+                if ((unsigned char) *q <= ' ' || *q == 0x7f)
+                        return invalid(ret_problem, "must not contain spaces or control characters");
+        if (strpbrk(p, "?#"))
+                return invalid(ret_problem, "must not have a query or fragment");
+        end = p + strcspn(p, "/");
+        if (memchr(p, '@', (size_t) (end - p)))
+                return invalid(ret_problem, "must not contain user information");
+        if (*p == '[') {
+                const char *close = memchr(p, ']', (size_t) (end - p));
+                if (!close || close == p + 1)
+                        return invalid(ret_problem, "has a malformed IPv6 address");
+                for (const char *q = p + 1; q < close; q++)
+                        if (!isalnum((unsigned char) *q) && *q != ':' && *q != '.' && *q != '%')
+                                return invalid(ret_problem, "has a malformed IPv6 address");
+                host_end = close + 1;
+        } else {
+                host_end = p + strcspn(p, ":/");
+                if (host_end == p)
+                        return invalid(ret_problem, "has no host");
+                for (const char *q = p; q < host_end; q++)
+                        if (!isalnum((unsigned char) *q) && *q != '-' && *q != '.' && *q != '_')
+                                return invalid(ret_problem, "has an invalid host");
+        }
+        if (host_end < end) {
+                unsigned long port = 0;
+                size_t digits = (size_t) (end - host_end - 1);
+                if (*host_end != ':')
+                        return invalid(ret_problem, "has an invalid host");
+                for (const char *q = host_end + 1; q < end; q++) {
+                        if (!isdigit((unsigned char) *q))
+                                return invalid(ret_problem, "has an invalid port");
+                        port = port * 10 + (unsigned long) (*q - '0');
+                        if (port > 65535)
+                                break;
+                }
+                if (digits == 0 || port == 0 || port > 65535)
+                        return invalid(ret_problem, "has an invalid port");
+        }
+        path_end = p + strlen(p);
+        while (path_end > end && path_end[-1] == '/')
+                path_end--;
+        if (asprintf(ret, "%s%.*s", scheme, (int) (path_end - p), p) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static bool server_is_https(const char *server) {
+        return strncmp(server, "https://", 8) == 0;
+}
+
+/* --- Reading a kubeconfig ------------------------------------------------ */
+
+struct kc {
+        const char *path;       /* as given, for messages */
+        char *dir;              /* absolute directory of path, for relative paths */
+        json_t *root;
+        char *err;
+};
+
+/* Writes "path: at.key: message" into k->err and returns r. */
+static int kc_fail(const struct kc *k, int r, const char *at, const char *key, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+static int kc_fail(const struct kc *k, int r, const char *at, const char *key, const char *fmt, ...) {
+        va_list ap;
+        int n;
+
+        if (!at && !key)
+                n = snprintf(k->err, KUBE_CONN_ERRLEN, "%s: ", k->path);
+        else
+                n = snprintf(k->err, KUBE_CONN_ERRLEN, "%s: %s%s%s: ", k->path, at ? at : "", at && key ? "." : "",
+                             key ? key : "");
+        /* A long path may truncate the line; it stays one line. */
+        if (n >= 0 && n < KUBE_CONN_ERRLEN) {
+                va_start(ap, fmt);
+                vsnprintf(k->err + n, (size_t) (KUBE_CONN_ERRLEN - n), fmt, ap);
+                va_end(ap);
+        }
+        return r;
+}
+
+/* Whether a field is set in the sense Go's omitempty uses: null, "", [] and
+ * {} are all "not set". */
+static bool json_present(const json_t *v) {
+        if (!v || json_is_null(v))
+                return false;
+        if (json_is_string(v))
+                return json_string_length(v) > 0;
+        if (json_is_array(v))
+                return json_array_size(v) > 0;
+        if (json_is_object(v))
+                return json_object_size(v) > 0;
+        return true;
+}
+
+/* obj.key as a string; NULL when absent, null or "" (Go's zero value). */
+static int kc_string(const struct kc *k, const json_t *obj, const char *at, const char *key, const char **ret) {
+        const json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+        if (!v || json_is_null(v)) {
+                *ret = NULL;
+                return 0;
+        }
+        if (!json_is_string(v))
+                return kc_fail(k, -EINVAL, at, key, "must be a string");
+        if (strlen(json_string_value(v)) != json_string_length(v))
+                return kc_fail(k, -EINVAL, at, key, "must not contain NUL bytes");
+        *ret = json_string_length(v) > 0 ? json_string_value(v) : NULL;
+        return 0;
+}
+
+static int kc_bool(const struct kc *k, const json_t *obj, const char *at, const char *key, bool *ret) {
+        const json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+        if (v && !json_is_null(v) && !json_is_boolean(v))
+                return kc_fail(k, -EINVAL, at, key, "must be true or false");
+        *ret = v && json_is_true(v);
+        return 0;
+}
+
+static int kc_object(const struct kc *k, const json_t *obj, const char *at, const char *key, const json_t **ret) {
+        const json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+        if (v && !json_is_null(v) && !json_is_object(v))
+                return kc_fail(k, -EINVAL, at, key, "must be a mapping");
+        *ret = v && json_is_object(v) ? v : NULL;
+        return 0;
+}
+
+static const char *entry_name(const json_t *item) {
+        const char *n = json_string_value(json_object_get(item, "name"));
+        return n ? n : "";
+}
+
+/* Finds the entry called name in the top-level list (contexts, clusters,
+ * users) and returns its inner mapping (NULL if empty) and index. Returns
+ * 1 if found, 0 if not. Like client-go's conversion, a name used twice is
+ * an error even when it is not the one asked for. */
+static int kc_find(const struct kc *k, const char *list_key, const char *inner_key, const char *name,
+                   const json_t **ret, size_t *ret_index) {
+        const json_t *list = json_object_get(k->root, list_key), *item, *inner = NULL;
+        size_t i, found_index = 0;
+        bool found = false;
+        char at[64];
+        int r;
+
+        if (!list || json_is_null(list))
+                return 0;
+        if (!json_is_array(list))
+                return kc_fail(k, -EINVAL, NULL, list_key, "must be a list");
+        json_array_foreach(list, i, item) {
+                const char *n;
+
+                snprintf(at, sizeof at, "%s[%zu]", list_key, i);
+                if (!json_is_object(item))
+                        return kc_fail(k, -EINVAL, at, NULL, "must be a mapping");
+                r = kc_string(k, item, at, "name", &n);
+                if (r < 0)
+                        return r;
+                n = n ? n : "";
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(entry_name(json_array_get(list, j)), n) == 0)
+                                return kc_fail(k, -EINVAL, at, "name", "duplicate name \"%s\" (also %s[%zu])", n,
+                                               list_key, j);
+                if (!found && strcmp(n, name) == 0) {
+                        r = kc_object(k, item, at, inner_key, &inner);
+                        if (r < 0)
+                                return r;
+                        found = true;
+                        found_index = i;
+                }
+        }
+        if (!found)
+                return 0;
+        *ret = inner;
+        *ret_index = found_index;
+        return 1;
+}
+
+/* Relative paths in a kubeconfig are relative to the file's directory, as
+ * client-go's ResolveLocalPaths() makes them, whatever the working
+ * directory. */
+static int kc_path(const struct kc *k, const char *p, char **ret) {
+        if (p[0] == '/')
+                *ret = strdup(p);
+        else if (asprintf(ret, "%s%s%s", k->dir, strcmp(k->dir, "/") == 0 ? "" : "/", p) < 0)
+                *ret = NULL;
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* Loads PEM bytes from obj.data_key (base64) or obj.file_key (a path). They
+ * must contain marker, so that a DER file or doubly-encoded data fails here,
+ * naming the field, and not later inside the TLS library. *ret stays NULL
+ * when neither is set. */
+static int kc_pem(const struct kc *k, const json_t *obj, const char *at, const char *file_key, const char *data_key,
+                  const char *marker, const char *what, char **ret, size_t *ret_len) {
+        _cleanup_(blob_done) struct blob b = {NULL, 0};
+        _cleanup_free_ char *path = NULL;
+        const char *file, *data;
+        int r;
+
+        r = kc_string(k, obj, at, file_key, &file);
+        if (r < 0)
+                return r;
+        r = kc_string(k, obj, at, data_key, &data);
+        if (r < 0)
+                return r;
+        /* client-go's validation rejects both; say which one to drop. */
+        if (file && data)
+                return kc_fail(k, -EINVAL, at, data_key, "%s is set too; set only one of them", file_key);
+        if (data) {
+                r = base64_decode(data, strlen(data), &b);
+                if (r == -EINVAL)
+                        return kc_fail(k, r, at, data_key, "not valid base64");
+                if (r < 0)
+                        return r;
+                if (!memmem(b.data, b.len, marker, strlen(marker)))
+                        return kc_fail(k, -EINVAL, at, data_key, "does not contain a PEM %s", what);
+        } else if (file) {
+                r = kc_path(k, file, &path);
+                if (r < 0)
+                        return r;
+                r = read_file(path, &b);
+                if (r < 0)
+                        return kc_fail(k, r, at, file_key, "cannot read %s: %s", path, strerror(-r));
+                if (!memmem(b.data, b.len, marker, strlen(marker)))
+                        return kc_fail(k, -EINVAL, at, file_key, "%s does not contain a PEM %s", path, what);
+        } else {
+                *ret = NULL;
+                *ret_len = 0;
+                return 0;
+        }
+        *ret = TAKE_PTR(b.data);
+        *ret_len = b.len;
+        b.len = 0;
+        return 0;
+}
+
+static int kc_cluster(const struct kc *k, const json_t *cl, const char *at, bool master_given, struct kube_conn *c) {
+        const char *s;
+        int r;
+
+        r = kc_string(k, cl, at, "proxy-url", &s);
+        if (r < 0)
+                return r;
+        if (s)
+                return kc_fail(k, -EINVAL, at, "proxy-url", "is not supported; kproxy connects to the server directly");
+        r = kc_string(k, cl, at, "tls-server-name", &s);
+        if (r < 0)
+                return r;
+        /* client-go drops tls-server-name when --master overrides the server. */
+        if (s && !master_given)
+                return kc_fail(k, -EINVAL, at, "tls-server-name",
+                               "is not supported; use a server address that the certificate names");
+        r = kc_bool(k, cl, at, "insecure-skip-tls-verify", &c->insecure);
+        if (r < 0)
+                return r;
+        r = kc_pem(k, cl, at, "certificate-authority", "certificate-authority-data", PEM_CERT, "certificate",
+                   &c->ca_pem, &c->ca_pem_len);
+        if (r < 0)
+                return r;
+        /* client-go's transport refuses the same combination. */
+        if (c->insecure && c->ca_pem)
+                return kc_fail(k, -EINVAL, at, "insecure-skip-tls-verify",
+                               "cannot be combined with a certificate authority; remove one of them");
+        return 0;
+}
+
+static int kc_user(const struct kc *k, const json_t *u, const char *at, struct kube_conn *c) {
+        static const struct {
+                const char *key, *problem;
+        } unsupported[] = {
+                {"username", "basic authentication (username/password) is not supported; use a token or a client certificate"},
+                {"password", "basic authentication (username/password) is not supported; use a token or a client certificate"},
+                {"exec", "exec credential plugins are not supported; use a token, tokenFile or client certificate"},
+                {"auth-provider", "auth-provider plugins are not supported; use a token, tokenFile or client certificate"},
+                {"as", "impersonation is not supported"},
+                {"as-uid", "impersonation is not supported"},
+                {"as-groups", "impersonation is not supported"},
+                {"as-user-extra", "impersonation is not supported"},
+        };
+        const char *token, *token_file, *cert, *cert_data, *key, *key_data, *problem;
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(unsupported); i++)
+                if (json_present(json_object_get(u, unsupported[i].key)))
+                        return kc_fail(k, -EINVAL, at, unsupported[i].key, "%s", unsupported[i].problem);
+
+        if ((r = kc_string(k, u, at, "token", &token)) < 0 ||
+            (r = kc_string(k, u, at, "tokenFile", &token_file)) < 0 ||
+            (r = kc_string(k, u, at, "client-certificate", &cert)) < 0 ||
+            (r = kc_string(k, u, at, "client-certificate-data", &cert_data)) < 0 ||
+            (r = kc_string(k, u, at, "client-key", &key)) < 0 ||
+            (r = kc_string(k, u, at, "client-key-data", &key_data)) < 0)
+                return r;
+        if ((cert || cert_data) && !(key || key_data))
+                return kc_fail(k, -EINVAL, at, cert ? "client-certificate" : "client-certificate-data",
+                               "needs client-key or client-key-data too");
+        if ((key || key_data) && !(cert || cert_data))
+                return kc_fail(k, -EINVAL, at, key ? "client-key" : "client-key-data",
+                               "needs client-certificate or client-certificate-data too");
+        r = kc_pem(k, u, at, "client-certificate", "client-certificate-data", PEM_CERT, "certificate", &c->cert_pem,
+                   &c->cert_pem_len);
+        if (r < 0)
+                return r;
+        r = kc_pem(k, u, at, "client-key", "client-key-data", PEM_KEY, "private key", &c->key_pem, &c->key_pem_len);
+        if (r < 0)
+                return r;
+
+        /* token wins over tokenFile, but the file is still kept: client-go
+         * re-reads it too, so a rotated file takes over on the next 401. */
+        if (token) {
+                problem = token_problem(token);
+                if (problem)
+                        return kc_fail(k, -EINVAL, at, "token", "%s", problem);
+                c->token = strdup(token);
+                if (!c->token)
+                        return -ENOMEM;
+        }
+        if (token_file) {
+                r = kc_path(k, token_file, &c->token_file);
+                if (r < 0)
+                        return r;
+                if (!token) {
+                        r = token_read(c->token_file, &c->token, &problem);
+                        if (r == -EINVAL)
+                                return kc_fail(k, r, at, "tokenFile", "%s %s", c->token_file, problem);
+                        if (r < 0)
+                                return kc_fail(k, r, at, "tokenFile", "cannot read %s: %s", c->token_file,
+                                               strerror(-r));
+                }
+        }
+        return 0;
+}
+
+/* current-context → context → cluster and user, then --master on top. */
+static int kc_resolve(const struct kc *k, const char *master, struct kube_conn *c) {
+        const json_t *ctx = NULL, *cl = NULL, *u = NULL;
+        const char *cur, *cl_name = NULL, *u_name = NULL, *server = master, *problem;
+        char ctx_at[64] = "", cl_at[64] = "", u_at[64] = "";
+        size_t i = 0;
+        int r;
+
+        if (!json_is_object(k->root))
+                return kc_fail(k, -EINVAL, NULL, NULL, "not a kubeconfig (the document is not a mapping)");
+        r = kc_string(k, k->root, NULL, "current-context", &cur);
+        if (r < 0)
+                return r;
+        if (!cur && !master)
+                return kc_fail(k, -EINVAL, NULL, "current-context", "not set (and no --master given)");
+        if (cur) {
+                r = kc_find(k, "contexts", "context", cur, &ctx, &i);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return kc_fail(k, -EINVAL, NULL, "current-context", "context \"%s\" not found in contexts",
+                                       cur);
+                snprintf(ctx_at, sizeof ctx_at, "contexts[%zu].context", i);
+                if ((r = kc_string(k, ctx, ctx_at, "cluster", &cl_name)) < 0 ||
+                    (r = kc_string(k, ctx, ctx_at, "user", &u_name)) < 0)
+                        return r;
+                if (!cl_name && !master)
+                        return kc_fail(k, -EINVAL, ctx_at, "cluster", "not set");
+        }
+        if (cl_name) {
+                r = kc_find(k, "clusters", "cluster", cl_name, &cl, &i);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return kc_fail(k, -EINVAL, ctx_at, "cluster", "cluster \"%s\" not found in clusters", cl_name);
+                snprintf(cl_at, sizeof cl_at, "clusters[%zu].cluster", i);
+        }
+        /* No user is allowed, as in client-go: the connection is anonymous. */
+        if (u_name) {
+                r = kc_find(k, "users", "user", u_name, &u, &i);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return kc_fail(k, -EINVAL, ctx_at, "user", "user \"%s\" not found in users", u_name);
+                snprintf(u_at, sizeof u_at, "users[%zu].user", i);
+        }
+
+        if (!master) {
+                r = kc_string(k, cl, cl_at, "server", &server);
+                if (r < 0)
+                        return r;
+                if (!server)
+                        return kc_fail(k, -EINVAL, cl_at, "server", "not set");
+        }
+        r = server_normalize(server, &c->server, &problem);
+        if (r == -EINVAL && master) {
+                snprintf(k->err, KUBE_CONN_ERRLEN, "--master \"%s\": %s", master, problem);
+                return r;
+        }
+        if (r == -EINVAL)
+                return kc_fail(k, r, cl_at, "server", "\"%s\" %s", server, problem);
+        if (r < 0)
+                return r;
+
+        /* client-go reads neither credentials nor TLS settings for a plain
+         * HTTP server, so a token never crosses the wire in clear text. */
+        if (!server_is_https(c->server))
+                return 0;
+        if (cl) {
+                r = kc_cluster(k, cl, cl_at, master, c);
+                if (r < 0)
+                        return r;
+        }
+        if (u) {
+                r = kc_user(k, u, u_at, c);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* jansson frees without wiping; clear the values that are secrets first.
+ * (libyaml's own buffers are beyond reach and stay as they are.) */
+static void kc_wipe_secrets(json_t *root) {
+        static const char *const keys[] = {"token", "password", "client-key-data"};
+        json_t *users = json_object_get(root, "users"), *item, *u, *v;
+        size_t i;
+
+        json_array_foreach(users, i, item) {
+                u = json_object_get(item, "user");
+                for (size_t j = 0; j < ELEMENTSOF(keys); j++) {
+                        v = json_object_get(u, keys[j]);
+                        if (json_is_string(v))
+                                explicit_bzero((char *) json_string_value(v), json_string_length(v));
+                }
+        }
+}
+
+static void kc_done(struct kc *k) {
+        if (k->root) {
+                kc_wipe_secrets(k->root);
+                json_decref(k->root);
+        }
+        free(k->dir);
+}
+
+struct kc_docs {
+        json_t *root;
+        unsigned n;
+};
+
+static int kc_take_document(void *userdata, const json_t *doc) {
+        struct kc_docs *d = userdata;
+
+        if (json_is_null(doc))
+                return 0;
+        if (d->n++ > 0)
+                return -E2BIG;
+        d->root = json_incref((json_t *) doc);
+        return 0;
+}
+
+static int kc_dir(const char *path, char **ret) {
+        const char *slash = strrchr(path, '/');
+        _cleanup_free_ char *cwd = NULL;
+
+        if (path[0] == '/') {
+                *ret = strndup(path, slash == path ? 1 : (size_t) (slash - path));
+                return *ret ? 0 : -ENOMEM;
+        }
+        cwd = getcwd(NULL, 0);
+        if (!cwd)
+                return -errno;
+        if (!slash)
+                *ret = TAKE_PTR(cwd);
+        else if (asprintf(ret, "%s/%.*s", cwd, (int) (slash - path), path) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int kc_read(struct kc *k) {
+        _cleanup_(blob_done) struct blob b = {NULL, 0};
+        struct kc_docs docs = {NULL, 0};
+        int r;
+
+        r = read_file(k->path, &b);
+        if (r < 0) {
+                snprintf(k->err, KUBE_CONN_ERRLEN, "%s: cannot read kubeconfig: %s", k->path, strerror(-r));
+                return r;
+        }
+        r = kube_yaml_parse(k->path, b.data, b.len, kc_take_document, &docs, k->err);
+        if (r == -E2BIG) {
+                json_decref(docs.root);
+                return kc_fail(k, -EINVAL, NULL, NULL, "holds more than one YAML document");
+        }
+        if (r < 0) {
+                json_decref(docs.root);
+                return r;
+        }
+        /* An empty file is an empty config, as in client-go's Load(). */
+        k->root = docs.root ? docs.root : json_object();
+        if (!k->root)
+                return -ENOMEM;
+        return kc_dir(k->path, &k->dir);
+}
+
+/* --- The API ------------------------------------------------------------- */
+
+int kube_conn_in_cluster(const char *token_path, const char *ca_path, struct kube_conn *ret,
+                         char err[KUBE_CONN_ERRLEN]) {
+        _cleanup_(kube_conn_done) struct kube_conn c = {0};
+        _cleanup_(blob_done) struct blob ca = {NULL, 0};
+        _cleanup_free_ char *url = NULL;
+        const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT"), *problem;
+        bool brackets;
+        int r;
+
+        err[0] = '\0';
+        token_path = token_path ? token_path : SA_TOKEN_PATH;
+        ca_path = ca_path ? ca_path : SA_CA_PATH;
+        if (isempty(host) || isempty(port)) {
+                snprintf(err, KUBE_CONN_ERRLEN,
+                         "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set "
+                         "(or give --kubeconfig or --master)");
+                return -EINVAL;
+        }
+        /* net.JoinHostPort(): an IPv6 address needs brackets before ":port". */
+        brackets = strchr(host, ':') && host[0] != '[';
+        if (asprintf(&url, "https://%s%s%s:%s", brackets ? "[" : "", host, brackets ? "]" : "", port) < 0)
+                return -ENOMEM;
+        r = server_normalize(url, &c.server, &problem);
+        if (r == -EINVAL)
+                snprintf(err, KUBE_CONN_ERRLEN, "in-cluster config: KUBERNETES_SERVICE_HOST/PORT give \"%s\", which %s",
+                         url, problem);
+        if (r < 0)
+                return r;
+
+        r = token_read(token_path, &c.token, &problem);
+        if (r == -EINVAL)
+                snprintf(err, KUBE_CONN_ERRLEN, "in-cluster config: service account token %s %s", token_path, problem);
+        else if (r < 0)
+                snprintf(err, KUBE_CONN_ERRLEN, "in-cluster config: cannot read service account token %s: %s",
+                         token_path, strerror(-r));
+        if (r < 0)
+                return r;
+        c.token_file = strdup(token_path);
+        if (!c.token_file)
+                return -ENOMEM;
+
+        /* As rest.InClusterConfig(): a CA that cannot be loaded is logged and
+         * the system's store is used, which will then fail to verify the
+         * API server, with an error that points at TLS. */
+        r = read_file(ca_path, &ca);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read in-cluster CA %s, using the system's CA store", ca_path);
+        else if (!memmem(ca.data, ca.len, PEM_CERT, strlen(PEM_CERT)))
+                log_warning("In-cluster CA %s holds no PEM certificate, using the system's CA store", ca_path);
+        else {
+                c.ca_pem = TAKE_PTR(ca.data);
+                c.ca_pem_len = ca.len;
+                ca.len = 0;
+        }
+
+        *ret = c;
+        c = (struct kube_conn) {0};
+        return 0;
+}
+
+int kube_conn_resolve(const char *kubeconfig, const char *master, struct kube_conn *ret,
+                      char err[KUBE_CONN_ERRLEN]) {
+        _cleanup_(kube_conn_done) struct kube_conn c = {0};
+        _cleanup_(kc_done) struct kc k = {.path = kubeconfig, .err = err};
+        const char *problem;
+        int r;
+
+        err[0] = '\0';
+        master = isempty(master) ? NULL : master;
+        if (isempty(kubeconfig)) {
+                if (!master)
+                        return kube_conn_in_cluster(NULL, NULL, ret, err);
+                /* --master alone: that server, no credentials (client-go's
+                 * empty config with the server overridden). */
+                r = server_normalize(master, &c.server, &problem);
+                if (r == -EINVAL)
+                        snprintf(err, KUBE_CONN_ERRLEN, "--master \"%s\": %s", master, problem);
+        } else {
+                r = kc_read(&k);
+                if (r >= 0)
+                        r = kc_resolve(&k, master, &c);
+        }
+        if (r < 0) {
+                if (!err[0])
+                        snprintf(err, KUBE_CONN_ERRLEN, "%s: %s", isempty(kubeconfig) ? "--master" : kubeconfig,
+                                 strerror(-r));
+                return r;
+        }
+        *ret = c;
+        c = (struct kube_conn) {0};
+        return 0;
+}
+
+/* Returns -ENOENT when there is no token file to re-read. On failure the
+ * old token stays, as client-go keeps serving a stale token when the file
+ * cannot be read. */
+int kube_conn_reload_token(struct kube_conn *c) {
+        const char *problem;
+        char *t;
+        int r;
+
+        if (!c->token_file)
+                return -ENOENT;
+        r = token_read(c->token_file, &t, &problem);
+        if (r < 0)
+                return r;
+        secret_free(c->token, 0);
+        c->token = t;
+        return 0;
+}
+
+void kube_conn_done(struct kube_conn *c) {
+        if (!c)
+                return;
+        secret_free(c->token, 0);
+        secret_free(c->key_pem, c->key_pem_len);
+        free(c->server);
+        free(c->ca_pem);
+        free(c->cert_pem);
+        free(c->token_file);
+        *c = (struct kube_conn) {0};
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "proxy/daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "apply/exec.h"
+#include "apply/iptables.h"
+#include "config/config.h"
+#include "ev/ev.h"
+#include "host/host.h"
+#include "http/health.h"
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "proxy/proxier.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+/* Upstream's informer selectors: services that another proxy serves, and
+ * headless ones, never reach the proxier. */
+#define SELECTOR "!service.kubernetes.io/headless,!service.kubernetes.io/service-proxy-name"
+
+struct source {
+        struct proxier *proxier;
+        enum proxier_source src;
+};
+
+static void on_kube_event(void *userdata, enum kube_event ev, const char *key, const json_t *obj) {
+        struct source *s = userdata;
+        if (ev == KUBE_EVENT_SYNCED)
+                proxier_synced(s->proxier, s->src);
+        else
+                proxier_object(s->proxier, s->src, key, ev == KUBE_EVENT_UPSERT ? obj : NULL);
+}
+
+static void on_signal(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        struct signalfd_siginfo si;
+        (void) events;
+        (void) userdata;
+        if (read(fd, &si, sizeof si) != sizeof si)
+                return;
+        log_info("Received signal %s, exiting; the rules stay in place", strsignal((int) si.ssi_signo));
+        ev_stop(l);
+}
+
+static int setup_signals(struct ev_loop *l) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        int fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        return ev_io_add(l, fd, EPOLLIN, on_signal, NULL) < 0 ? -EIO : fd;
+}
+
+/* IPv6 is programmed when this node's ip6tables works. */
+static bool ipv6_usable(void) {
+        const char *argv[] = {"ip6tables-save", "-t", "nat", NULL};
+        return exec_run(argv, NULL, 0, NULL, NULL) == 0;
+}
+
+int daemon_cleanup(const struct kproxy_config *c) {
+        (void) c;
+        int r = iptables_cleanup(4);
+        if (ipv6_usable()) {
+                int q = iptables_cleanup(6);
+                if (r == 0)
+                        r = q;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cleanup failed");
+                return EXIT_FAILURE;
+        }
+        log_info("Removed kproxy's iptables rules");
+        return 0;
+}
+
+int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
+        struct host_facts host = {0};
+        struct kube_conn conn = {0};
+        struct ev_loop *loop = NULL;
+        struct health_server *health = NULL;
+        struct proxier *proxier = NULL;
+        struct kube_client *client = NULL;
+        struct source sources[_PROXIER_SOURCE_MAX];
+        char err[KUBE_CONN_ERRLEN], field[300];
+        int sigfd = -1, ret = EXIT_FAILURE, r;
+
+        if (c->mode != PROXY_MODE_IPTABLES) {
+                log_error("Proxy mode %s is not supported yet: kproxy runs in iptables mode",
+                          proxy_mode_to_string(c->mode));
+                return EXIT_FAILURE;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        r = host_probe(&host);
+        if (r < 0)
+                goto out;
+        const char *node = c->hostname_override && *c->hostname_override ? c->hostname_override : host.hostname;
+        if (!node || !*node) {
+                log_error("Cannot tell this node's name: set --hostname-override");
+                goto out;
+        }
+        r = kube_conn_resolve(c->kubeconfig, c->master, &conn, err);
+        if (r < 0) {
+                log_error("Cannot configure the API connection: %s", err);
+                goto out;
+        }
+        loop = ev_loop_new();
+        if (!loop)
+                goto out;
+        sigfd = setup_signals(loop);
+        if (sigfd < 0) {
+                log_error_errno(sigfd, "Failed to set up signal handling");
+                goto out;
+        }
+        if (c->healthz_bind_address) {
+                r = health_server_new(loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms, &health);
+                if (r < 0)
+                        goto out;       /* logged, naming the address */
+        }
+        struct proxier_opts po = {
+                .config = c,
+                .host = &host,
+                .node_name = node,
+                .health = health,
+                .ipv6 = ipv6_usable(),
+        };
+        r = proxier_new(loop, &po, &proxier);
+        if (r < 0)
+                goto out;
+        r = kube_client_new(loop, &conn, &client);
+        if (r < 0)
+                goto out;
+
+        snprintf(field, sizeof field, "metadata.name=%s", node);
+        const struct kube_watch_opts watches[_PROXIER_SOURCE_MAX] = {
+                [PROXIER_SERVICES] = {"/api/v1/services", SELECTOR, NULL, 0, o->watch_idle_timeout_ms},
+                [PROXIER_SLICES] = {"/apis/discovery.k8s.io/v1/endpointslices", SELECTOR, NULL, 0,
+                                    o->watch_idle_timeout_ms},
+                [PROXIER_NODE] = {"/api/v1/nodes", NULL, field, 0, o->watch_idle_timeout_ms},
+        };
+        for (int i = 0; i < _PROXIER_SOURCE_MAX; i++) {
+                sources[i] = (struct source) {proxier, (enum proxier_source) i};
+                r = kube_watch_start(client, &watches[i], on_kube_event, &sources[i], NULL);
+                if (r < 0)
+                        goto out;
+        }
+        log_info("kproxy %s running for node %s against %s (iptables mode%s)", KPROXY_VERSION, node, conn.server,
+                 po.ipv6 ? ", IPv4 and IPv6" : ", IPv4");
+        r = ev_run(loop);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed");
+                goto out;
+        }
+        ret = 0;
+out:
+        kube_client_free(client);
+        proxier_free(proxier);
+        health_server_free(health);
+        if (sigfd >= 0) {
+                ev_io_del(loop, sigfd);
+                close(sigfd);
+        }
+        ev_loop_free(loop);
+        kube_conn_done(&conn);
+        host_facts_done(&host);
+        return ret;
+}

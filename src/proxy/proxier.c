@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Principle of the sync loop: events are cheap (decode, store, mark the
+ * service changed) and never touch the kernel; a sync is one render and one
+ * iptables-restore transaction per family, so the kernel only ever sees a
+ * whole ruleset. A failed sync changes nothing in the kernel (the restore is
+ * all-or-nothing), is logged, counted and retried as a full sync.
+ */
+#include "proxy/proxier.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply/conntrack.h"
+#include "apply/iptables.h"
+#include "apply/nfacct.h"
+#include "apply/sysctl.h"
+#include "config/config.h"
+#include "ev/ev.h"
+#include "host/host.h"
+#include "http/health.h"
+#include "kube/decode.h"
+#include "model/endpoints.h"
+#include "model/model.h"
+#include "render/render.h"
+#include "util/buf.h"
+#include "util/hmap.h"
+#include "util/log.h"
+
+#define FULL_SYNC_PERIOD_MS (3600 * 1000)
+
+struct family_state {
+        uint8_t family;
+        struct hmap existing;   /* owned nat chains in the kernel, after our last success */
+        char *existing_names;   /* their storage */
+        uint64_t last_hash;     /* of the last restore input applied */
+        bool have_hash;
+};
+
+struct proxier {
+        struct ev_loop *loop;
+        const struct kproxy_config *cfg;
+        struct host_facts host;         /* shallow copy: addrs borrowed */
+        char *node_name;
+        struct health_server *health;
+        struct model *model;
+        struct hmap changed;            /* service keys (owned) changed since the last sync */
+        bool synced[_PROXIER_SOURCE_MAX];
+        bool initialized;
+        bool need_full;
+        bool udp_changed;               /* a changed service has (or had) a UDP port */
+        uint64_t last_full_ms, last_sync_ms;
+        struct ev_timer *sync_timer, *canary_timer;
+        struct family_state fam[2];
+        size_t n_fam;
+        uint64_t n_syncs, n_failures;
+};
+
+static void schedule_sync(struct proxier *p, uint64_t delay_ms);
+
+static uint64_t fnv64(const char *s, size_t n) {
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i < n; i++) {
+                h ^= (unsigned char) s[i];
+                h *= 1099511628211ull;
+        }
+        return h;
+}
+
+static bool svc_has_udp(const struct svc *s) {
+        for (size_t i = 0; s && i < s->n_ports; i++)
+                if (s->ports[i].proto == L4_UDP)
+                        return true;
+        return false;
+}
+
+static void request_sync(struct proxier *p) {
+        if (!p->initialized || p->sync_timer)
+                return;
+        uint64_t min = config_mode_sync(p->cfg)->min_sync_period_ms;
+        uint64_t now = ev_now_ms(p->loop);
+        uint64_t next = p->last_sync_ms + min;
+        schedule_sync(p, p->n_syncs + p->n_failures == 0 || next <= now ? 0 : next - now);
+}
+
+static void mark_changed(struct proxier *p, const char *service_key) {
+        if (!hmap_get(&p->changed, service_key)) {
+                char *k = strdup(service_key);
+                if (!k)
+                        abort();
+                hmap_put(&p->changed, k, k);
+        }
+        if (svc_has_udp(model_service_get(p->model, service_key)))
+                p->udp_changed = true;
+        if (p->initialized)
+                for (size_t i = 0; i < p->n_fam; i++)
+                        health_server_queued(p->health, p->fam[i].family);
+        request_sync(p);
+}
+
+static void on_service(struct proxier *p, const char *key, const json_t *obj) {
+        char err[KUBE_ERRLEN];
+        struct svc *s = NULL;
+
+        if (!obj) {
+                if (svc_has_udp(model_service_get(p->model, key)))
+                        p->udp_changed = true;
+                if (model_service_delete(p->model, key) == 0)
+                        mark_changed(p, key);
+                return;
+        }
+        int r = kube_decode_service(obj, &s, err);
+        if (r < 0) {
+                log_warning("Invalid Service %s: %s; %s", key, err,
+                            model_service_get(p->model, key) ? "keeping its previous version" : "ignoring it");
+                return;
+        }
+        if (svc_has_udp(model_service_get(p->model, key)))
+                p->udp_changed = true;
+        if (r == KUBE_IGNORED) {
+                log_v(2, "Ignoring Service %s: %s", key, err);
+                if (model_service_delete(p->model, key) == 0)
+                        mark_changed(p, key);
+                return;
+        }
+        model_service_upsert(p->model, s);
+        mark_changed(p, key);
+}
+
+static void on_slice(struct proxier *p, const char *key, const json_t *obj) {
+        char err[KUBE_ERRLEN];
+        struct slice *s = NULL;
+        const struct slice *old = model_slice_get(p->model, key);
+        char *old_svc = old ? strdup(old->service_key) : NULL;
+
+        if (!obj) {
+                if (model_slice_delete(p->model, key) == 0 && old_svc)
+                        mark_changed(p, old_svc);
+                free(old_svc);
+                return;
+        }
+        int r = kube_decode_slice(obj, &s, err);
+        if (r < 0) {
+                log_warning("Invalid EndpointSlice %s: %s; %s", key, err,
+                            old ? "keeping its previous version" : "ignoring it");
+        } else if (r == KUBE_IGNORED) {
+                log_v(4, "Ignoring EndpointSlice %s: %s", key, err);
+                if (model_slice_delete(p->model, key) == 0 && old_svc)
+                        mark_changed(p, old_svc);
+        } else {
+                char *svc = strdup(s->service_key);
+                model_slice_upsert(p->model, s);
+                if (old_svc && strcmp(old_svc, svc) != 0)
+                        mark_changed(p, old_svc);
+                mark_changed(p, svc);
+                free(svc);
+        }
+        free(old_svc);
+}
+
+static void on_node(struct proxier *p, const char *key, const json_t *obj) {
+        char err[KUBE_ERRLEN];
+        struct node *n = NULL;
+
+        if (strcmp(key, p->node_name) != 0)
+                return;
+        if (!obj) {
+                log_warning("Node %s was deleted", key);
+                return;         /* keep its last addresses and labels */
+        }
+        if (kube_decode_node(obj, &n, err) < 0) {
+                log_warning("Invalid Node %s: %s; keeping its previous version", key, err);
+                return;
+        }
+        const struct node *old = model_node(p->model);
+        bool same = old && old->n_labels == n->n_labels && old->n_addrs == n->n_addrs &&
+                    old->n_pod_cidrs == n->n_pod_cidrs &&
+                    memcmp(old->addrs, n->addrs, n->n_addrs * sizeof *n->addrs) == 0 &&
+                    memcmp(old->pod_cidrs, n->pod_cidrs, n->n_pod_cidrs * sizeof *n->pod_cidrs) == 0;
+        for (size_t i = 0; same && i < n->n_labels; i++)
+                same = strcmp(old->labels[i], n->labels[i]) == 0;
+        model_node_set(p->model, n);
+        if (same)
+                return;
+        /* Labels (zone) and addresses change rules everywhere: full sync. */
+        p->need_full = true;
+        if (p->initialized) {
+                log_info("Node %s changed, scheduling a full sync", key);
+                request_sync(p);
+        }
+}
+
+void proxier_object(struct proxier *p, enum proxier_source src, const char *key, const json_t *obj) {
+        switch (src) {
+        case PROXIER_SERVICES:
+                on_service(p, key, obj);
+                break;
+        case PROXIER_SLICES:
+                on_slice(p, key, obj);
+                break;
+        case PROXIER_NODE:
+                on_node(p, key, obj);
+                break;
+        default:
+                break;
+        }
+}
+
+void proxier_synced(struct proxier *p, enum proxier_source src) {
+        p->synced[src] = true;
+        if (p->initialized)
+                return;
+        for (int i = 0; i < _PROXIER_SOURCE_MAX; i++)
+                if (!p->synced[i])
+                        return;
+        log_info("Initial lists of Services, EndpointSlices and Node %s complete, syncing", p->node_name);
+        p->initialized = true;
+        request_sync(p);
+}
+
+/* --- conntrack --- */
+
+/* Every UDP frontend of the family with its serving endpoints (reference
+ * §11); frontends without a serving endpoint are left alone. */
+static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
+        struct endpoint_filter f = {.node_name = p->node_name};
+        struct ct_frontend *fr = NULL;
+        struct ct_backend *be = NULL;
+        size_t n_fr = 0, cap_fr = 0, n_be = 0, cap_be = 0, n_svcs;
+        const struct svc **svcs = model_services_sorted(p->model, &n_svcs);
+        struct {
+                size_t first, n;
+        } *ranges = NULL;
+
+        for (size_t i = 0; i < n_svcs; i++) {
+                const struct svc *s = svcs[i];
+                const struct inet_addr *cip = NULL;
+                for (size_t k = 0; k < s->n_cluster_ips; k++)
+                        if (s->cluster_ips[k].family == rp->family)
+                                cip = &s->cluster_ips[k];
+                if (!cip || !svc_has_udp(s))
+                        continue;
+                size_t n_slices;
+                const struct slice **slices = model_service_slices(p->model, s->key, &n_slices);
+                for (size_t j = 0; j < s->n_ports; j++) {
+                        const struct svc_port *port = &s->ports[j];
+                        struct svc_port_endpoints e;
+                        if (port->proto != L4_UDP ||
+                            endpoints_collect(s, port, rp->family, slices, n_slices, &f, &e) < 0)
+                                continue;
+                        size_t first = n_be;
+                        for (size_t k = 0; k < e.n_all; k++) {
+                                if (!e.all[k].serving)
+                                        continue;
+                                if (n_be == cap_be) {
+                                        cap_be = cap_be ? cap_be * 2 : 64;
+                                        be = realloc(be, cap_be * sizeof *be);
+                                        if (!be)
+                                                abort();
+                                }
+                                be[n_be++] = (struct ct_backend) {e.all[k].addr, e.all[k].port};
+                        }
+                        endpoints_done(&e);
+                        if (n_be == first)
+                                continue;
+                        /* Frontends: cluster IP, external IPs, LB IPs, node port. */
+                        size_t want = 2 + s->n_external_ips + s->n_lb_ips;
+                        if (n_fr + want > cap_fr) {
+                                cap_fr = (n_fr + want) * 2;
+                                fr = realloc(fr, cap_fr * sizeof *fr);
+                                ranges = realloc(ranges, cap_fr * sizeof *ranges);
+                                if (!fr || !ranges)
+                                        abort();
+                        }
+#define ADD_FRONTEND(ip_, port_, np_)                                                   \
+        do {                                                                            \
+                fr[n_fr] = (struct ct_frontend) {.ip = (ip_), .port = (port_), .node_port = (np_)}; \
+                ranges[n_fr].first = first;                                             \
+                ranges[n_fr].n = n_be - first;                                          \
+                n_fr++;                                                                 \
+        } while (0)
+                        ADD_FRONTEND(*cip, port->port, 0);
+                        for (size_t k = 0; k < s->n_external_ips; k++)
+                                if (s->external_ips[k].family == rp->family)
+                                        ADD_FRONTEND(s->external_ips[k], port->port, 0);
+                        for (size_t k = 0; k < s->n_lb_ips; k++)
+                                if (s->lb_ips[k].family == rp->family)
+                                        ADD_FRONTEND(s->lb_ips[k], port->port, 0);
+                        if (port->node_port)
+                                ADD_FRONTEND(*cip, port->node_port, 1);
+#undef ADD_FRONTEND
+                }
+                free(slices);
+        }
+        /* Backend pointers only now: the array may have moved while growing. */
+        for (size_t i = 0; i < n_fr; i++) {
+                fr[i].backends = be + ranges[i].first;
+                fr[i].n_backends = ranges[i].n;
+        }
+        if (n_fr > 0) {
+                int r = conntrack_reconcile_udp(rp->family, fr, n_fr);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to clear stale IPv%u UDP conntrack entries, ignoring",
+                                          rp->family);
+                else if (r > 0)
+                        log_v(2, "Deleted %d stale IPv%u UDP conntrack entries", r, rp->family);
+        }
+        free(fr);
+        free(be);
+        free(ranges);
+        free(svcs);
+}
+
+/* --- sync --- */
+
+static void set_existing(struct family_state *f, struct buf *active) {
+        hmap_done(&f->existing);
+        free(f->existing_names);
+        f->existing_names = buf_steal(active);
+        for (char *s = f->existing_names; *s;) {
+                char *nl = strchr(s, '\n');
+                *nl = '\0';
+                hmap_put(&f->existing, s, NULL);
+                s = nl + 1;
+        }
+}
+
+static int sync_family(struct proxier *p, struct family_state *f, bool full, struct render_params *rp) {
+        struct buf out = BUF_INIT, active = BUF_INIT, warnings = BUF_INIT;
+        struct render_ipt_sync s = {0};
+        int r;
+
+        r = render_params_init(rp, f->family, p->cfg, p->node_name, model_node(p->model), &p->host, &warnings);
+        if (warnings.len > 0 && p->n_syncs == 0)
+                log_warning("IPv%u: %.*s", f->family, (int) (warnings.len - 1), warnings.data);
+        buf_done(&warnings);
+        if (r < 0)
+                return r;
+        if (full) {
+                char *names = NULL;
+                bool jumps_ok = false;
+                r = iptables_ensure_jumps(f->family);
+                if (r < 0)
+                        goto out;
+                hmap_done(&f->existing);
+                free(f->existing_names);
+                f->existing_names = NULL;
+                r = iptables_scan(f->family, &f->existing, &names, &jumps_ok);
+                f->existing_names = names;
+                if (r < 0)
+                        goto out;
+        }
+        s.changed = full ? NULL : &p->changed;
+        s.existing = &f->existing;
+        s.active = &active;
+        r = render_iptables(p->model, rp, &s, &out);
+        if (r < 0)
+                goto out;
+        uint64_t h = fnv64(out.data, out.len);
+        if (!full && f->have_hash && h == f->last_hash) {
+                log_v(4, "IPv%u rules unchanged, skipping the restore", f->family);
+        } else {
+                r = iptables_restore(f->family, out.data, out.len);
+                if (r < 0) {
+                        f->have_hash = false;
+                        goto out;
+                }
+                f->last_hash = h;
+                f->have_hash = true;
+        }
+        set_existing(f, &active);
+        log_v(2, "IPv%u %s sync: %zu filter and %zu nat rules written (%zu bytes)", f->family,
+              full ? "full" : "partial", s.n_filter_rules, s.n_nat_rules, out.len);
+out:
+        buf_done(&out);
+        buf_done(&active);
+        return r;
+}
+
+static void on_sync_timer(struct ev_loop *l, void *userdata) {
+        struct proxier *p = userdata;
+        uint64_t start = ev_now_ms(l);
+        bool full = p->need_full || p->last_full_ms == 0 || start - p->last_full_ms >= FULL_SYNC_PERIOD_MS;
+        bool ok = true;
+
+        p->sync_timer = NULL;
+        p->last_sync_ms = start;
+        if (full)
+                p->host.nfacct = nfacct_ensure_all();
+        for (size_t i = 0; i < p->n_fam; i++) {
+                struct render_params rp;
+                int r = sync_family(p, &p->fam[i], full, &rp);
+                if (r < 0) {
+                        ok = false;
+                } else if (p->udp_changed || p->n_syncs == 0) {
+                        reconcile_udp(p, &rp);
+                }
+                render_params_done(&rp);
+                if (r < 0)
+                        break;
+        }
+        ev_now_update(l);
+        uint64_t took = ev_now_ms(l) - start;
+        if (!ok) {
+                uint64_t retry = config_mode_sync(p->cfg)->sync_period_ms;
+                p->n_failures++;
+                p->need_full = true;
+                log_error("Sync failed after %llu ms; the previous rules stay in place, retrying in %llu ms",
+                          (unsigned long long) took, (unsigned long long) retry);
+                schedule_sync(p, retry);
+                return;
+        }
+        const char *k;
+        void *v;
+        for (size_t it = 0; hmap_next(&p->changed, &it, &k, &v);)
+                free(v);
+        hmap_done(&p->changed);
+        p->udp_changed = false;
+        p->need_full = false;
+        if (full)
+                p->last_full_ms = start;
+        p->n_syncs++;
+        for (size_t i = 0; i < p->n_fam; i++)
+                health_server_synced(p->health, p->fam[i].family);
+        log_v(2, "%s sync %llu done in %llu ms", full ? "Full" : "Partial", (unsigned long long) p->n_syncs,
+              (unsigned long long) took);
+        if (p->n_syncs == 1)
+                log_info("First sync done in %llu ms", (unsigned long long) took);
+        /* Once an hour a full sync, as upstream; the timer re-arms per sync. */
+        schedule_sync(p, FULL_SYNC_PERIOD_MS);
+}
+
+static void schedule_sync(struct proxier *p, uint64_t delay_ms) {
+        p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
+        p->sync_timer = ev_timer_add(p->loop, delay_ms, on_sync_timer, p);
+}
+
+static void on_canary(struct ev_loop *l, void *userdata) {
+        struct proxier *p = userdata;
+        (void) l;
+        p->canary_timer = NULL;
+        for (size_t i = 0; i < p->n_fam; i++) {
+                uint8_t fam = p->fam[i].family;
+                if (iptables_canary_present(fam))
+                        continue;
+                log_warning("IPv%u iptables canary is gone: the tables were flushed, resyncing everything", fam);
+                iptables_canary_ensure(fam);
+                p->need_full = true;
+                if (p->initialized) {
+                        p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
+                        request_sync(p);
+                }
+        }
+        p->canary_timer = ev_timer_add(p->loop, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
+}
+
+int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier **ret) {
+        struct proxier *p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        p->loop = l;
+        p->cfg = o->config;
+        p->host = *o->host;
+        p->node_name = strdup(o->node_name);
+        p->health = o->health;
+        p->model = model_new();
+        p->need_full = true;
+        if (!p->node_name || !p->model) {
+                proxier_free(p);
+                return -ENOMEM;
+        }
+        p->fam[p->n_fam++].family = 4;
+        if (o->ipv6)
+                p->fam[p->n_fam++].family = 6;
+
+        for (size_t i = 0; i < p->n_fam; i++)
+                iptables_canary_ensure(p->fam[i].family);
+        p->canary_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
+
+        /* Localhost NodePorts need the kernel to route 127/8 to other hosts. */
+        struct render_params rp;
+        if (render_params_init(&rp, 4, p->cfg, p->node_name, NULL, &p->host, NULL) == 0 && rp.localhost_nodeports) {
+                int r = sysctl_write("net/ipv4/conf/all/route_localnet", "1");
+                if (r < 0)
+                        log_warning_errno(r, "Failed to set net.ipv4.conf.all.route_localnet=1 "
+                                             "(localhost NodePorts will not work), ignoring");
+        }
+        render_params_done(&rp);
+        *ret = p;
+        return 0;
+}
+
+struct proxier *proxier_free(struct proxier *p) {
+        const char *k;
+        void *v;
+        if (!p)
+                return NULL;
+        p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
+        p->canary_timer = ev_timer_cancel(p->loop, p->canary_timer);
+        for (size_t it = 0; hmap_next(&p->changed, &it, &k, &v);)
+                free(v);
+        hmap_done(&p->changed);
+        for (size_t i = 0; i < p->n_fam; i++) {
+                hmap_done(&p->fam[i].existing);
+                free(p->fam[i].existing_names);
+        }
+        model_free(p->model);
+        free(p->node_name);
+        free(p);
+        return NULL;
+}
+
+uint64_t proxier_syncs(const struct proxier *p) {
+        return p->n_syncs;
+}
+
+uint64_t proxier_failures(const struct proxier *p) {
+        return p->n_failures;
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Connects COUNT times to HOST:PORT (TCP: a new connection each time, as
+the spread tests need; UDP: one datagram per new socket, or all from one
+socket with --same-socket) and prints a JSON summary:
+{"replies": {"pod-a": 97, ...}, "peers": {"10.244.1.100": 300}, "errors": {"ECONNREFUSED": 0, ...},
+ "max_connect_ms": 1.2}
+
+usage: client.py HOST PORT COUNT [--udp] [--same-socket] [--timeout S] [--until-seconds S]
+With --until-seconds the client loops for that long instead of COUNT times.
+"""
+import errno
+import json
+import socket
+import sys
+import time
+
+
+def one_tcp(host, port, timeout):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    t0 = time.monotonic()
+    try:
+        s.connect((host, port))
+        took = time.monotonic() - t0
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(256)
+            if not chunk:
+                break
+            data += chunk
+        return data.decode().split(), took, None
+    except OSError as e:
+        return None, time.monotonic() - t0, errno.errorcode.get(e.errno, "timeout" if isinstance(e, socket.timeout) else str(e))
+    finally:
+        s.close()
+
+
+def main():
+    args = sys.argv[1:]
+    host, port, count = args[0], int(args[1]), int(args[2])
+    udp = "--udp" in args
+    same = "--same-socket" in args
+    timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 2.0
+    until = float(args[args.index("--until-seconds") + 1]) if "--until-seconds" in args else None
+    replies, peers, errors = {}, {}, {}
+    max_ms = 0.0
+    usock = None
+    deadline = time.monotonic() + until if until else None
+    i = 0
+    while (deadline is None and i < count) or (deadline is not None and time.monotonic() < deadline):
+        i += 1
+        if udp:
+            fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+            if usock is None or not same:
+                if usock:
+                    usock.close()
+                usock = socket.socket(fam, socket.SOCK_DGRAM)
+                usock.settimeout(timeout)
+            t0 = time.monotonic()
+            try:
+                usock.sendto(b"ping", (host, port))
+                data = usock.recv(256).decode().split()
+                err = None
+            except OSError as e:
+                data, err = None, errno.errorcode.get(e.errno, "timeout")
+            took = time.monotonic() - t0
+        else:
+            data, took, err = one_tcp(host, port, timeout)
+        max_ms = max(max_ms, took * 1000)
+        if err:
+            errors[err] = errors.get(err, 0) + 1
+        elif data and len(data) == 2:
+            replies[data[0]] = replies.get(data[0], 0) + 1
+            peers[data[1]] = peers.get(data[1], 0) + 1
+        else:
+            errors["short-reply"] = errors.get("short-reply", 0) + 1
+    print(json.dumps({"replies": replies, "peers": peers, "errors": errors, "attempts": i,
+                      "max_connect_ms": round(max_ms, 3)}))
+
+
+if __name__ == "__main__":
+    main()

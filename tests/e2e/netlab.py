@@ -1,0 +1,274 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A small cluster in network namespaces, for kproxy's end-to-end tests.
+
+Topology (every name carries a per-run prefix; nothing touches the root
+namespace's rules or routes, and everything is deleted on exit):
+
+   client pod ─┐                                   ┌─ pods of node 2
+   pods of    ─┤ node1 ──── 192.168.50.0/24 ──── node2
+   node 1      │ (kproxy, stand-in API server)
+               └ routes: 10.244.1.x/32 to each pod, 10.244.2.0/24 via node2,
+                 10.96.0.0/16 (cluster IPs) into the pod side
+
+Pods get /32 addresses on point-to-point veths (the node owns .1 on each),
+so all pod traffic crosses the node's netfilter, as with most CNIs.
+"""
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+NODE_IPS = {"node-1": "192.168.50.11", "node-2": "192.168.50.12"}
+NODE_POD_NET = {"node-1": "10.244.1", "node-2": "10.244.2"}
+TOKEN = "e2e-token-0123456789"
+
+
+class LabError(Exception):
+    pass
+
+
+def wait_for(what, cond, timeout=10.0, interval=0.05):
+    """Polls cond() until it returns a true value; returns it. The state is
+    polled, never assumed after a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise LabError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+class Lab:
+    def __init__(self, build):
+        self.build = os.path.abspath(build)
+        self.kproxy_bin = os.path.join(self.build, "kproxy")
+        self.prefix = "kpe%d" % os.getpid()
+        self.tmp = tempfile.mkdtemp(prefix="kproxy-e2e-")
+        self.namespaces = []
+        self.procs = {}
+        self.pods = {}
+        self.kproxy = None
+        self.kproxy_log = None
+        self.api_port = None
+        self.control_port = None
+        atexit.register(self.close)
+
+    # --- plumbing ---
+
+    def ns(self, short):
+        return "%s-%s" % (self.prefix, short)
+
+    def run(self, args, ns=None, check=True, input=None, timeout=60):
+        cmd = (["ip", "netns", "exec", self.ns(ns)] if ns else []) + list(args)
+        p = subprocess.run(cmd, input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout)
+        if check and p.returncode != 0:
+            raise LabError("%s failed (%d): %s" % (" ".join(cmd), p.returncode, p.stderr.strip()))
+        return p
+
+    def add_ns(self, short):
+        self.run(["ip", "netns", "add", self.ns(short)])
+        self.namespaces.append(self.ns(short))
+        self.run(["ip", "link", "set", "lo", "up"], ns=short)
+
+    def spawn(self, key, args, ns=None, log=None):
+        cmd = (["ip", "netns", "exec", self.ns(ns)] if ns else []) + list(args)
+        out = open(log, "ab") if log else subprocess.DEVNULL
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
+                             start_new_session=True)
+        self.procs[key] = p
+        return p
+
+    def kill(self, key, sig=signal.SIGKILL):
+        p = self.procs.pop(key, None)
+        if p and p.poll() is None:
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        return p
+
+    def close(self):
+        for key in list(self.procs):
+            self.kill(key)
+        for n in reversed(self.namespaces):
+            subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
+        self.namespaces = []
+        if os.environ.get("KEEP_E2E_TMP"):
+            print("e2e files kept in", self.tmp, file=sys.stderr)
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # --- topology ---
+
+    def build_topology(self):
+        for n in ("n1", "n2"):
+            self.add_ns(n)
+            self.run(["sysctl", "-qw", "net.ipv4.ip_forward=1"], ns=n)
+            self.run(["sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0"], ns=n)
+        self.run(["ip", "link", "add", "eth0", "netns", self.ns("n1"), "type", "veth",
+                  "peer", "name", "eth0", "netns", self.ns("n2")])
+        for n, node in (("n1", "node-1"), ("n2", "node-2")):
+            self.run(["ip", "addr", "add", NODE_IPS[node] + "/24", "dev", "eth0"], ns=n)
+            self.run(["ip", "link", "set", "eth0", "up"], ns=n)
+        self.run(["ip", "route", "add", "10.244.2.0/24", "via", NODE_IPS["node-2"]], ns="n1")
+        self.run(["ip", "route", "add", "10.244.1.0/24", "via", NODE_IPS["node-1"]], ns="n2")
+        # Host-originated traffic to cluster IPs needs a route before the
+        # nat OUTPUT chain rewrites it; node 2 sends cluster-IP traffic to node 1.
+        self.run(["ip", "route", "add", "10.96.0.0/16", "dev", "eth0"], ns="n1")
+        self.run(["ip", "route", "add", "10.96.0.0/16", "via", NODE_IPS["node-1"]], ns="n2")
+
+    def add_pod(self, name, node, index, serve=True):
+        """A pod namespace with IP 10.244.<node>.<index>/32 behind the node."""
+        nshort = "n1" if node == "node-1" else "n2"
+        ip = "%s.%d" % (NODE_POD_NET[node], index)
+        short = "p-%s" % name
+        self.add_ns(short)
+        host_if = "v%s" % name[-12:]
+        self.run(["ip", "link", "add", host_if, "netns", self.ns(nshort), "type", "veth",
+                  "peer", "name", "eth0", "netns", self.ns(short)])
+        gw = NODE_POD_NET[node] + ".1"
+        self.run(["ip", "addr", "add", gw + "/32", "dev", host_if], ns=nshort)
+        self.run(["ip", "link", "set", host_if, "up"], ns=nshort)
+        self.run(["ip", "route", "add", ip + "/32", "dev", host_if], ns=nshort)
+        self.run(["ip", "addr", "add", ip + "/32", "dev", "eth0"], ns=short)
+        self.run(["ip", "link", "set", "eth0", "up"], ns=short)
+        self.run(["ip", "route", "add", gw, "dev", "eth0"], ns=short)
+        self.run(["ip", "route", "add", "default", "via", gw], ns=short)
+        self.pods[name] = {"ip": ip, "node": node, "ns": short}
+        if serve:
+            ready = os.path.join(self.tmp, "ready-" + name)
+            self.spawn("pod-" + name, [sys.executable, os.path.join(HERE, "podserver.py"), name, ip, "8080",
+                                       "5353", ready], ns=short)
+            wait_for("pod %s to listen" % name, lambda: os.path.exists(ready))
+        return ip
+
+    # --- API server and kubectl ---
+
+    def start_apiserver(self, extra=(), initial_rv=None, state=None):
+        tls = os.path.join(self.tmp, "tls")
+        portfile = os.path.join(self.tmp, "kapi.port")
+        if os.path.exists(portfile):
+            os.unlink(portfile)
+        args = [sys.executable, os.path.join(ROOT, "tests", "apiserver", "kapi.py"),
+                "--listen", "127.0.0.1:0", "--tls-dir", tls, "--token", TOKEN, "--port-file", portfile,
+                "--control-listen", "127.0.0.1:0", "--bookmark-interval", "1"] + list(extra)
+        if initial_rv:
+            args += ["--initial-rv", str(initial_rv)]
+        for s in state or ():
+            args += ["--state", s]
+        self.spawn("kapi", args, ns="n1", log=os.path.join(self.tmp, "kapi.log"))
+
+        def ports():
+            try:
+                lines = open(portfile).read().split()
+            except OSError:
+                return None
+            return lines if len(lines) >= 2 else None
+        p = wait_for("the API server's port file", ports, timeout=20)
+        self.api_port, self.control_port = int(p[0]), int(p[1])
+        self.kubeconfig = os.path.join(tls, "kubeconfig")
+
+    def stop_apiserver(self):
+        self.kill("kapi")
+
+    def kubectl(self, *args, input=None, check=True):
+        return self.run(["kubectl", "--kubeconfig", self.kubeconfig, "--request-timeout", "10s"] + list(args),
+                        ns="n1", input=input, check=check)
+
+    def apply_objects(self, verb, objs):
+        doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})
+        return self.kubectl(verb, "--validate=false", "-f", "-", input=doc)
+
+    def fault(self, what, body=None):
+        data = json.dumps(body or {})
+        return self.run(["curl", "-sf", "-X", "POST", "-H", "Content-Type: application/json", "-d", data,
+                         "http://127.0.0.1:%d/fault/%s" % (self.control_port, what)], ns="n1")
+
+    # --- kproxy ---
+
+    def start_kproxy(self, *extra):
+        self.kproxy_log = os.path.join(self.tmp, "kproxy.log")
+        args = [self.kproxy_bin, "--kubeconfig", self.kubeconfig, "--hostname-override", "node-1",
+                "--cluster-cidr", "10.244.0.0/16", "--healthz-bind-address", "127.0.0.1:10256",
+                "--metrics-bind-address", "127.0.0.1:10249", "--watch-idle-timeout", "4s", "-v=2"] + list(extra)
+        with open(self.kproxy_log, "a") as f:
+            f.write("=== start %s\n" % " ".join(args))
+        self.kproxy = self.spawn("kproxy", args, ns="n1", log=self.kproxy_log)
+
+    def stop_kproxy(self, sig=signal.SIGTERM):
+        p = self.kill("kproxy", sig)
+        self.kproxy = None
+        return p.returncode if p else None
+
+    def kproxy_output(self):
+        try:
+            return open(self.kproxy_log).read()
+        except OSError:
+            return ""
+
+    def nat(self):
+        return self.run(["iptables-save", "-t", "nat"], ns="n1").stdout
+
+    def healthz(self):
+        p = self.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:10256/healthz"],
+                     ns="n1", check=False)
+        return p.stdout.strip()
+
+    def wait_rules(self, what, pred, timeout=15):
+        """Waits until the kernel's nat table satisfies pred (the kernel is
+        the truth, not kproxy's log)."""
+        return wait_for(what, lambda: pred(self.nat()), timeout=timeout)
+
+    def client(self, ns, host, port, count=300, *flags):
+        p = self.run([sys.executable, os.path.join(HERE, "client.py"), host, str(port), str(count)] + list(flags),
+                     ns=ns, timeout=300)
+        return json.loads(p.stdout)
+
+
+def service(name, ip, port=80, target=8080, proto="TCP", typ=None, node_port=None, etp=None, affinity=None,
+            ns="default"):
+    spec = {"clusterIP": ip, "clusterIPs": [ip],
+            "ports": [{"name": "p", "port": port, "targetPort": target, "protocol": proto}]}
+    if typ:
+        spec["type"] = typ
+    if node_port:
+        spec["ports"][0]["nodePort"] = node_port
+    if etp:
+        spec["externalTrafficPolicy"] = etp
+    if affinity:
+        spec["sessionAffinity"] = "ClientIP"
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def slice_(name, svc, endpoints, port=8080, proto="TCP", ns="default"):
+    """endpoints: list of (ip, node) or (ip, node, ready)."""
+    eps = []
+    for e in endpoints:
+        ready = e[2] if len(e) > 2 else True
+        eps.append({"addresses": [e[0]], "nodeName": e[1],
+                    "conditions": {"ready": ready, "serving": ready, "terminating": False}})
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, "namespace": ns, "labels": {"kubernetes.io/service-name": svc}},
+            "addressType": "IPv4", "ports": [{"name": "p", "port": port, "protocol": proto}], "endpoints": eps}
+
+
+def node(name):
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {"podCIDR": NODE_POD_NET[name] + ".0/24", "podCIDRs": [NODE_POD_NET[name] + ".0/24"]},
+            "status": {"addresses": [{"type": "InternalIP", "address": NODE_IPS[name]}]}}

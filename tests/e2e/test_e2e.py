@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end tests: kproxy in a node namespace, programming the real
+kernel from a stand-in API server driven by the real kubectl, checked with
+real connections from pod and node namespaces.
+
+Run as root: KPROXY_BUILD=build python3 -m unittest -v tests/e2e/test_e2e.py
+The tests run in order (test_NN_*), each building on the cluster state the
+previous ones left.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netlab import Lab, LabError, NODE_IPS, node, service, slice_, wait_for  # noqa: E402
+
+BUILD = os.environ.get("KPROXY_BUILD", "build")
+
+
+def sep_count(nat, comment):
+    """KUBE-SEP chains (DNAT rules) of a service port, counted in the kernel."""
+    return len(re.findall(r"^-A KUBE-SEP-\S+ .*--comment %s .*-j DNAT" % re.escape(comment), nat, re.M))
+
+
+def dnat_targets(nat, comment):
+    return sorted(re.findall(r"^-A KUBE-SEP-\S+ .*--comment %s .*--to-destination (\S+)" % re.escape(comment),
+                             nat, re.M))
+
+
+class E2E(unittest.TestCase):
+    lab = None
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root for network namespaces")
+        cls.lab = lab = Lab(BUILD)
+        try:
+            lab.build_topology()
+            cls.ip = {}
+            for i, name in enumerate(("a1", "a2", "a3", "a4"), start=10):
+                cls.ip[name] = lab.add_pod(name, "node-1", i)
+            for i, name in enumerate(("b1", "b2"), start=10):
+                cls.ip[name] = lab.add_pod(name, "node-2", i)
+            cls.ip["cl"] = lab.add_pod("cl", "node-1", 100, serve=False)
+            lab.start_apiserver()
+            lab.apply_objects("create", [
+                node("node-1"), node("node-2"),
+                service("web", "10.96.0.10"),
+                slice_("web-1", "web", [(cls.ip["a1"], "node-1")]),
+                service("np", "10.96.0.20", typ="NodePort", node_port=30080, etp="Cluster"),
+                slice_("np-1", "np", [(cls.ip["a1"], "node-1"), (cls.ip["b1"], "node-2")]),
+                service("npl", "10.96.0.21", typ="NodePort", node_port=30081, etp="Local"),
+                slice_("npl-1", "npl", [(cls.ip["a2"], "node-1"), (cls.ip["b2"], "node-2")]),
+                service("empty", "10.96.0.30"),
+                service("sticky", "10.96.0.40", affinity=True),
+                slice_("sticky-1", "sticky", [(cls.ip[p], "node-1") for p in ("a1", "a2", "a3")]),
+                service("dns", "10.96.0.53", port=53, target=5353, proto="UDP"),
+                slice_("dns-1", "dns", [(cls.ip["a1"], "node-1")], port=5353, proto="UDP"),
+            ])
+        except Exception:
+            lab.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.lab:
+            if os.environ.get("E2E_SHOW_LOG"):
+                sys.stderr.write(cls.lab.kproxy_output())
+            cls.lab.close()
+
+    def client(self, host, port, count=300, *flags, ns="p-cl"):
+        return self.lab.client(ns, host, port, count, *flags)
+
+    def replace_slice(self, obj):
+        self.lab.apply_objects("replace", [obj])
+
+    def assertKproxyRunning(self):
+        self.assertIsNotNone(self.lab.kproxy)
+        self.assertIsNone(self.lab.kproxy.poll(), "kproxy exited:\n" + self.lab.kproxy_output()[-3000:])
+
+    # --- the tests ---
+
+    def test_01_first_sync_and_health(self):
+        lab = self.lab
+        lab.start_kproxy()
+        wait_for("kproxy's /healthz to answer 200", lambda: lab.healthz() == "200", timeout=20)
+        nat = lab.nat()
+        self.assertEqual(sep_count(nat, "default/web:p"), 1)
+        self.assertIn("KUBE-NODEPORTS", nat)
+        filt = lab.run(["iptables-save", "-t", "filter"], ns="n1").stdout
+        self.assertIn('"default/empty:p has no endpoints"', filt)
+        # The jump rules from the built-in chains and the canaries are there.
+        self.assertRegex(nat, r'-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES')
+        mangle = lab.run(["iptables-save", "-t", "mangle"], ns="n1").stdout
+        self.assertIn(":KUBE-PROXY-CANARY", mangle)
+        self.assertKproxyRunning()
+
+    def test_02_spread_one_then_three(self):
+        r = self.client("10.96.0.10", 80, 300)
+        self.assertEqual(r["errors"], {})
+        self.assertEqual(r["replies"], {"a1": 300})
+        ip = self.ip
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"),
+                                                   (ip["a3"], "node-1")]))
+        self.lab.wait_rules("3 endpoints for web", lambda nat: sep_count(nat, "default/web:p") == 3)
+        r = self.client("10.96.0.10", 80, 600)
+        self.assertEqual(r["errors"], {})
+        # Each endpoint gets 1/3: 200 of 600 expected; binomial sd ~11.5, so
+        # [140, 260] is more than 5 sd wide on each side.
+        self.assertEqual(sorted(r["replies"]), ["a1", "a2", "a3"])
+        for pod, n in r["replies"].items():
+            self.assertTrue(140 <= n <= 260, "%s got %d of 600: %s" % (pod, n, r["replies"]))
+
+    def test_03_removed_endpoint_gets_no_traffic(self):
+        ip = self.ip
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
+        self.lab.wait_rules("a3 gone from web", lambda nat: sep_count(nat, "default/web:p") == 2)
+        r = self.client("10.96.0.10", 80, 300)
+        self.assertEqual(r["errors"], {})
+        self.assertNotIn("a3", r["replies"])
+        self.assertEqual(sorted(r["replies"]), ["a1", "a2"])
+
+    def test_04_no_endpoints_is_refused_at_once(self):
+        r = self.client("10.96.0.30", 80, 20, "--timeout", "3")
+        self.assertEqual(r["errors"], {"ECONNREFUSED": 20})
+        self.assertLess(r["max_connect_ms"], 500)
+
+    def test_05_session_affinity_sticks(self):
+        r = self.client("10.96.0.40", 80, 60)
+        self.assertEqual(r["errors"], {})
+        self.assertEqual(len(r["replies"]), 1, r["replies"])
+
+    def test_06_nodeport_cluster_policy_reaches_both_nodes(self):
+        r = self.client(NODE_IPS["node-1"], 30080, 200, ns="n2")
+        self.assertEqual(r["errors"], {})
+        self.assertEqual(sorted(r["replies"]), ["a1", "b1"])
+        # Masqueraded: the pods see node 1, not the client.
+        self.assertEqual(list(r["peers"]), [NODE_IPS["node-1"]])
+
+    def test_07_nodeport_local_policy_keeps_client_ip(self):
+        r = self.client(NODE_IPS["node-1"], 30081, 100, ns="n2")
+        self.assertEqual(r["errors"], {})
+        self.assertEqual(r["replies"], {"a2": 100})
+        self.assertEqual(r["peers"], {NODE_IPS["node-2"]: 100})
+
+    def test_08_udp_flow_follows_a_replaced_endpoint(self):
+        r = self.client("10.96.0.53", 53, 5, "--udp", "--same-socket")
+        self.assertEqual(r["replies"], {"a1": 5})
+        # The same client socket keeps its 5-tuple: without the conntrack
+        # cleanup its entry would keep pointing at a1 for as long as it talks.
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.lab.ns("p-cl"), sys.executable,
+             os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.53", "53", "0", "--udp",
+             "--same-socket", "--until-seconds", "8", "--timeout", "0.2"],
+            stdout=subprocess.PIPE, text=True)
+        self.replace_slice(slice_("dns-1", "dns", [(self.ip["a2"], "node-1")], port=5353, proto="UDP"))
+        self.lab.wait_rules("dns moved to a2", lambda nat: dnat_targets(nat, "default/dns:p") == [self.ip["a2"] + ":5353"])
+        out, _ = proc.communicate(timeout=30)
+        import json
+        r = json.loads(out)
+        self.assertGreater(r["replies"].get("a2", 0), 0, "the live UDP flow never reached the new endpoint: %s" % r)
+
+    def test_09_watch_drops_and_errors_lose_no_update(self):
+        lab, ip = self.lab, self.ip
+        lab.fault("drop-watches")
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a3"], "node-1")]))
+        lab.wait_rules("web back to 3 endpoints after a dropped watch", lambda nat: sep_count(nat, "default/web:p") == 3)
+        lab.fault("error", {"count": 4, "code": 500})
+        lab.fault("drop-watches")
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
+        lab.wait_rules("web at 2 endpoints after 500s", lambda nat: sep_count(nat, "default/web:p") == 2, timeout=30)
+        self.assertKproxyRunning()
+
+    def test_10_silent_watch_is_restarted(self):
+        lab, ip = self.lab, self.ip
+        lab.fault("stall", {"seconds": 30})
+        # kproxy runs with --watch-idle-timeout 4s: it must notice and re-watch.
+        wait_for("kproxy to restart a silent watch", lambda: "watch silent" in lab.kproxy_output(), timeout=20)
+        lab.fault("clear")
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a3"], "node-1")]))
+        lab.wait_rules("web at 3 endpoints after a stall", lambda nat: sep_count(nat, "default/web:p") == 3, timeout=30)
+
+    def test_11_api_server_restart_with_old_versions(self):
+        lab, ip = self.lab, self.ip
+        state = os.path.join(lab.tmp, "state.json")
+        with open(state, "w") as f:
+            f.write(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
+        lab.stop_apiserver()
+        # API server down: rules and traffic stay as they were.
+        r = self.client("10.96.0.10", 80, 150)
+        self.assertEqual(r["errors"], {})
+        self.assertEqual(sorted(r["replies"]), ["a1", "a2", "a3"])
+        lab.start_apiserver(initial_rv=1000000, state=[state])
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a3"], "node-1")]))
+        lab.wait_rules("web without a2 after the API server restarted",
+                       lambda nat: dnat_targets(nat, "default/web:p") == sorted([ip["a1"] + ":8080", ip["a3"] + ":8080"]),
+                       timeout=40)
+        self.assertIn("410", lab.kproxy_output())
+
+    def test_12_malformed_object_is_skipped(self):
+        lab, ip = self.lab, self.ip
+        bad = service("bad", "10.96.0.99")
+        bad["spec"]["ports"][0]["port"] = 70000
+        lab.apply_objects("create", [bad])
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a3"], "node-1")]))
+        lab.wait_rules("web change applied next to a bad service", lambda nat: sep_count(nat, "default/web:p") == 3)
+        self.assertRegex(lab.kproxy_output(), r"Invalid Service default/bad: spec.ports\[0\].port")
+        r = self.client("10.96.0.10", 80, 90)
+        self.assertEqual(r["errors"], {})
+
+    def test_13_stopped_proxy_keeps_rules_restart_applies_changes(self):
+        lab, ip = self.lab, self.ip
+        self.assertEqual(lab.stop_kproxy(signal.SIGTERM), 0)
+        before = lab.nat()
+        # A pod replaced while kproxy is down: a3 goes, a4 comes.
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a4"], "node-1")]))
+        r = self.client("10.96.0.10", 80, 300)
+        self.assertEqual(r["errors"], {})
+        self.assertNotIn("a4", r["replies"])
+        self.assertEqual(lab.nat(), before)
+        t0 = time.monotonic()
+        lab.start_kproxy()
+        lab.wait_rules("a4 in web's rules after the restart",
+                       lambda nat: ip["a4"] + ":8080" in dnat_targets(nat, "default/web:p"), timeout=20)
+        took = time.monotonic() - t0
+        r = self.client("10.96.0.10", 80, 300)
+        self.assertIn("a4", r["replies"])
+        self.assertNotIn("a3", r["replies"])
+        sys.stderr.write("\n  restart to new endpoint in the kernel: %.2fs\n" % took)
+
+    def _restart_under_traffic(self, sig):
+        lab = self.lab
+        result = {}
+
+        def loop():
+            result["r"] = self.client("10.96.0.10", 80, 0, "--until-seconds", "6")
+        t = threading.Thread(target=loop)
+        t.start()
+        time.sleep(1)   # let the client get going: traffic before, during and after
+        lab.stop_kproxy(sig)
+        lab.start_kproxy()
+        wait_for("healthz after restart", lambda: lab.healthz() == "200", timeout=20)
+        t.join(timeout=60)
+        r = result["r"]
+        self.assertEqual(r["errors"], {}, r)
+        self.assertGreater(r["attempts"], 100)
+
+    def test_14_restart_under_traffic_fails_no_connection(self):
+        self._restart_under_traffic(signal.SIGTERM)
+
+    def test_15_sigkill_restart_under_traffic_fails_no_connection(self):
+        self._restart_under_traffic(signal.SIGKILL)
+
+    def test_16_cleanup_removes_everything(self):
+        lab = self.lab
+        lab.stop_kproxy(signal.SIGTERM)
+        for _ in range(2):      # idempotent
+            p = lab.run([lab.kproxy_bin, "--cleanup"], ns="n1", check=False)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        for table in ("nat", "filter", "mangle"):
+            out = lab.run(["iptables-save", "-t", table], ns="n1").stdout
+            leftover = [l for l in out.splitlines() if "KUBE-" in l and "KUBE-FIREWALL" not in l]
+            self.assertEqual(leftover, [], table)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
