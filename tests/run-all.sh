@@ -27,6 +27,9 @@ for t in "$build"/tests/test-*; do
 done
 run golden "$here/golden/run.sh" "$build"
 run netns-restore "$here/netns/test-restore.sh" "$build"
+run netns-conntrack "$here/netns/test-conntrack.sh" "$build"
+run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
+run e2e env KPROXY_BUILD="$build" python3 -m unittest -v "$here/e2e/test_e2e.py"
 
 echo "$build: $((suites - bad)) passed, $bad failed"
 [ "$bad" -eq 0 ]

@@ -185,7 +185,10 @@ int conntrack_index_new(uint8_t family, const struct ct_frontend *frontends, siz
  * takes precedence over a NodePort with the same port, as in the data path
  * (KUBE-SERVICES matches service IPs before it jumps to KUBE-NODEPORTS), so
  * a flow to a cluster IP whose port happens to equal some node port is
- * judged by its own service only. */
+ * judged by its own service only. A NodePort matches any destination
+ * address, like upstream's --orig-port-dst filter: an un-NAT-ed flow that
+ * merely goes to that port elsewhere (node to a remote server) is judged,
+ * and deleted, too. */
 bool conntrack_index_is_stale(const struct conntrack_index *x, const struct inet_addr *orig_dst,
                               uint16_t orig_dport, const struct inet_addr *reply_src, uint16_t reply_sport) {
         struct fe_key fe;
@@ -262,9 +265,12 @@ static int dump_cb(enum nf_conntrack_msg_type type, struct nf_conntrack *ct, voi
                 c->stale = v;
                 c->cap_stale = cap;
         }
-        /* Keep the dumped object itself: it carries the zone and the
-         * entry's id, so the delete hits exactly this entry and not a newer
-         * one that reuses its tuple. */
+        /* Keep the dumped object itself: it carries the zone, without
+         * which the kernel would look for the tuple in zone 0. (It does not
+         * pin the entry: libnetfilter_conntrack 1.0.9 sends no CTA_ID on
+         * delete, so an entry recreated with the same tuple between dump and
+         * delete, a window of milliseconds, is deleted too and rebuilt by
+         * its next packet.) */
         c->stale[c->n_stale++] = ct;
         return NFCT_CB_STOLEN;
 }
@@ -340,8 +346,9 @@ int conntrack_reconcile_udp(uint8_t family, const struct ct_frontend *frontends,
                 deleted++;
                 log_entry(c.stale[i], family, "Deleted", 0);
         }
+        /* The caller logs the count at verbosity 2; this adds the detail. */
         if (deleted > 0 || failed > 0)
-                log_v(2, "Deleted %d stale UDP conntrack entries, %d failed (IPv%u: %zu UDP entries, %zu frontends)",
+                log_v(4, "Deleted %d stale UDP conntrack entries, %d failed (IPv%u: %zu UDP entries, %zu frontends)",
                       deleted, failed, family, c.n_seen, index->n_frontends);
         /* A failed delete is returned so the caller retries on the next
          * sync; the deletions that worked are logged above. */

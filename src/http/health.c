@@ -74,6 +74,7 @@ struct health_server {
         uint64_t timeout_ns;
         struct timespec started;        /* CLOCK_REALTIME */
         bool node_eligible;
+        bool synced_once;               /* a sync has succeeded since start */
         struct health_family_state families[_HEALTH_FAMILY_MAX];
 };
 
@@ -130,6 +131,7 @@ void health_server_synced(struct health_server *h, int family) {
         if (!h)
                 return;
         f = health_family(h, family);
+        h->synced_once = true;
         f->seen = true;
         f->pending = false;
         f->last_updated = health_realtime();
@@ -171,12 +173,18 @@ static void health_put_time(struct buf *b, const struct timespec *ts) {
 }
 
 /* The body of /healthz (node = true) or /livez, and its status code.
- * Upstream (v1.33) marshals a ProxyHealth struct with encoding/json, so the
+ * Upstream v1.33 marshals a ProxyHealth struct with encoding/json, so the
  * layout is Go's: fields in struct order without spaces, nodeEligible only on
  * /healthz, status left out while no family is known, map keys sorted.
  * "healthy" is the proxier's health alone; node eligibility only changes the
  * status code. A healthy answer reports lastUpdated as now, which upstream
- * keeps for compatibility with releases that stamped every sync loop run. */
+ * keeps for compatibility with releases that stamped every sync loop run; an
+ * unhealthy one the newest sync of any family.
+ *
+ * v1.31 and v1.32 printed only lastUpdated, currentTime (and nodeEligible)
+ * with fmt's %q, i.e. Go's time.String() ("2006-01-02 15:04:05.999999999
+ * +0000 UTC m=+12.3"), whose monotonic suffix has no meaning outside the Go
+ * process; kproxy follows v1.33, the newest it targets. */
 static unsigned health_body(const struct health_server *h, bool node, struct buf *b) {
         struct timespec now = health_realtime(), last = {0, 0};
         uint64_t mono = health_monotonic_ns();
@@ -195,6 +203,12 @@ static unsigned health_body(const struct health_server *h, bool node, struct buf
                 if (f->pending && mono - f->oldest_pending_ns >= h->timeout_ns)
                         family_healthy[i] = healthy = false;
         }
+        /* kproxy's one departure from upstream: /healthz (readiness) also
+         * waits for the first successful sync, so a DaemonSet rollout moves
+         * on only once the new proxy has programmed the node; /livez keeps
+         * upstream's meaning (alive while starting). */
+        if (node && !h->synced_once)
+                healthy = false;
         bool ok = healthy && (!node || h->node_eligible);
 
         buf_puts(b, "{\"lastUpdated\":");
@@ -266,8 +280,9 @@ static enum MHD_Result health_handle(void *cls, struct MHD_Connection *c, const 
                 return MHD_YES;
         }
 
-        if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0) {
-                status = health_body(h, url[1] == 'h', &body);
+        bool healthz = strcmp(url, "/healthz") == 0;
+        if (healthz || strcmp(url, "/livez") == 0) {
+                status = health_body(h, healthz, &body);
                 return health_respond(c, status, "application/json", &body);
         }
         buf_puts(&body, "404 page not found\n");

@@ -53,6 +53,7 @@ struct proxier {
         bool need_full;
         bool udp_changed;               /* a changed service has (or had) a UDP port */
         uint64_t last_full_ms, last_sync_ms;
+        uint64_t sync_due;              /* when sync_timer fires */
         struct ev_timer *sync_timer, *canary_timer;
         struct family_state fam[2];
         size_t n_fam;
@@ -77,13 +78,19 @@ static bool svc_has_udp(const struct svc *s) {
         return false;
 }
 
+/* Asks for a sync as soon as min-sync-period allows. A sync already due
+ * sooner (a pending change) is kept; one due later (the hourly full sync,
+ * a retry) is brought forward. */
 static void request_sync(struct proxier *p) {
-        if (!p->initialized || p->sync_timer)
+        if (!p->initialized)
                 return;
         uint64_t min = config_mode_sync(p->cfg)->min_sync_period_ms;
         uint64_t now = ev_now_ms(p->loop);
         uint64_t next = p->last_sync_ms + min;
-        schedule_sync(p, p->n_syncs + p->n_failures == 0 || next <= now ? 0 : next - now);
+        uint64_t delay = p->n_syncs + p->n_failures == 0 || next <= now ? 0 : next - now;
+        if (p->sync_timer && p->sync_due <= now + delay)
+                return;
+        schedule_sync(p, delay);
 }
 
 static void mark_changed(struct proxier *p, const char *service_key) {
@@ -436,6 +443,7 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
 static void schedule_sync(struct proxier *p, uint64_t delay_ms) {
         p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
         p->sync_timer = ev_timer_add(p->loop, delay_ms, on_sync_timer, p);
+        p->sync_due = ev_now_ms(p->loop) + delay_ms;
 }
 
 static void on_canary(struct ev_loop *l, void *userdata) {

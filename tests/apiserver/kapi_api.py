@@ -18,6 +18,7 @@ import json
 import socket
 import socketserver
 import ssl
+import struct
 import sys
 import time
 import traceback
@@ -26,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import kapi_kinds as kinds
 import kapi_patch as patches
-from kapi_control import _raw_shutdown
+from kapi_control import raw_shutdown
 from kapi_select import Selector, SelectorError
 from kapi_store import ApiError
 
@@ -49,7 +50,8 @@ def _chunk(data):
 
 def _encode_continue(rv, key):
     doc = {"v": "meta.k8s.io/v1", "rv": rv, "start": list(key)}
-    return base64.urlsafe_b64encode(json.dumps(doc).encode()).rstrip(b"=").decode()
+    raw = json.dumps(doc, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def _decode_continue(tok):
@@ -479,16 +481,12 @@ class ApiHandler(BaseHTTPRequestHandler):
         want = _parse_rv(rv_s) if rv_s not in ("", "0") else None
         if want is not None and want > store.rv:
             store.wait_for_rv(want)
-        out, evs, failed = [], [], None
+        out, evs, failed, initial = [], [], None, None
         with store.cond:
             if initial_events or want is None:
                 # Unset or "0": the current state as ADDED events, then changes.
-                for _, o in sorted(store.objs[kind.name].items()):
-                    if sel.matches(o):
-                        out.append(self._line("ADDED", o, kind, table))
+                initial = sorted(store.objs[kind.name].items())
                 cursor = store.rv
-                if initial_events and bookmarks:
-                    out.append(self._bookmark(kind, cursor, True))
             else:
                 try:
                     evs = store.events_after(want)
@@ -499,6 +497,10 @@ class ApiHandler(BaseHTTPRequestHandler):
             gen = faults.drop_gen
         end = "client-gone"
         try:
+            if initial is not None:   # encoded outside the lock; stored objects never change
+                out = [self._line("ADDED", o, kind, table) for _, o in initial if sel.matches(o)]
+                if initial_events and bookmarks:
+                    out.append(self._bookmark(kind, cursor, True))
             with store.cond:   # a stalled server does not even answer
                 while faults.stalled_for() > 0:
                     store.cond.wait(faults.stalled_for())
@@ -568,8 +570,18 @@ class ApiHandler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n" % 200 + b'{"type":"MODIFIED","object":{"kind":"Se')
             except OSError:
                 pass
-        if mode != "rst":   # rst: SO_LINGER 0 is set, so finish()'s close() sends RST
-            _raw_shutdown(self.connection)
+        if mode != "rst":
+            raw_shutdown(self.connection)
+            return
+        # Closing with SO_LINGER 0 sends RST.  It is done here, before the
+        # socketserver's own shutdown(SHUT_WR) would send a FIN first.
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.rfile.close()
+            self.connection.close()
+        except OSError:
+            pass
 
 
 class Server(ThreadingHTTPServer):

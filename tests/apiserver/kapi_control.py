@@ -88,7 +88,7 @@ class Watches:
         return sum(1 for w in self.open.values() if resource in (None, w["resource"]))
 
 
-def _raw_shutdown(sock):
+def raw_shutdown(sock):
     # socket.socket.shutdown, not SSLSocket.shutdown: the latter drops the TLS
     # state, and the watch thread could then write plaintext on the connection.
     try:
@@ -229,7 +229,7 @@ def _drop(app, body, q):
                 except OSError:
                     pass
             elif mode == "close":
-                _raw_shutdown(w["sock"])
+                raw_shutdown(w["sock"])
         app.store.cond.notify_all()
     return 200, {"dropped": n, "mode": mode}
 

@@ -74,7 +74,8 @@ def now_rfc3339():
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+                                r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def name_error(kind, name):
@@ -297,15 +298,19 @@ def _slice_cells(o):
 
 def _node_cells(o):
     ready = [c for c in o.get("status", {}).get("conditions") or [] if c.get("type") == "Ready"]
-    status = "Ready" if ready and ready[0].get("status") == "True" else "NotReady" if ready else "Unknown"
+    status = "Unknown"
+    if ready:
+        status = "Ready" if ready[0].get("status") == "True" else "NotReady"
     roles = [k.split("/", 1)[1] for k in (o["metadata"].get("labels") or {})
              if k.startswith("node-role.kubernetes.io/")]
-    return [status, ",".join(sorted(roles)) or "<none>", _age(o["metadata"].get("creationTimestamp")),
+    return [status, ",".join(sorted(roles)) or "<none>",
+            _age(o["metadata"].get("creationTimestamp")),
             o.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")]
 
 
 def _ns_cells(o):
-    return [o.get("status", {}).get("phase", "Active"), _age(o["metadata"].get("creationTimestamp"))]
+    return [o.get("status", {}).get("phase", "Active"),
+            _age(o["metadata"].get("creationTimestamp"))]
 
 
 def _col(name, typ="string", priority=0, fmt=""):

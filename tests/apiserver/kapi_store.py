@@ -85,9 +85,17 @@ def obj_key(obj):
     return md.get("namespace", ""), md["name"]
 
 
+_META_ORDER = ("name", "generateName", "namespace", "uid", "resourceVersion", "generation",
+               "creationTimestamp", "deletionTimestamp", "labels", "annotations")
+
+
 def _stamp(kind, obj):
-    """Returns obj with kind and apiVersion set, in the order the server prints them."""
-    out = {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": obj.get("metadata", {})}
+    """Returns obj with kind and apiVersion set, keys in the order the real
+    server prints them (resourceVersion is given a place to be filled in)."""
+    md = obj.get("metadata", {})
+    meta = {k: md.get(k, "") for k in _META_ORDER if k in md or k == "resourceVersion"}
+    meta.update((k, v) for k, v in md.items() if k not in meta)
+    out = {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": meta}
     for k, v in obj.items():
         if k not in out:
             out[k] = v
@@ -224,7 +232,9 @@ class Store:
                 if ns:
                     self.ensure_namespace(ns)
                 md.pop("resourceVersion", None)
-                md.setdefault("uid", str(uuid.uuid4()))
+                # Derived from the name, so a restart with the same files keeps it.
+                md.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, "kapi:%s/%s/%s" %
+                                                    (kind.name, ns, md["name"]))))
                 md.setdefault("creationTimestamp", kinds.now_rfc3339())
                 md.setdefault("generation", 1)
                 old = self.objs[kind.name].get(obj_key(obj))

@@ -16,6 +16,7 @@ so all pod traffic crosses the node's netfilter, as with most CNIs.
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -85,6 +86,8 @@ class Lab:
         out = open(log, "ab") if log else subprocess.DEVNULL
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
                              start_new_session=True)
+        if log:
+            out.close()         # the child has its own copy
         self.procs[key] = p
         return p
 
@@ -164,9 +167,12 @@ class Lab:
         portfile = os.path.join(self.tmp, "kapi.port")
         if os.path.exists(portfile):
             os.unlink(portfile)
+        # A restarted API server comes back on the same ports, as a real one
+        # does behind its service address.
         args = [sys.executable, os.path.join(ROOT, "tests", "apiserver", "kapi.py"),
-                "--listen", "127.0.0.1:0", "--tls-dir", tls, "--token", TOKEN, "--port-file", portfile,
-                "--control-listen", "127.0.0.1:0", "--bookmark-interval", "1"] + list(extra)
+                "--listen", "127.0.0.1:%d" % (self.api_port or 0), "--tls-dir", tls, "--token", TOKEN,
+                "--port-file", portfile, "--control-listen", "127.0.0.1:%d" % (self.control_port or 0),
+                "--bookmark-interval", "1"] + list(extra)
         if initial_rv:
             args += ["--initial-rv", str(initial_rv)]
         for s in state or ():
@@ -199,6 +205,9 @@ class Lab:
         return self.run(["curl", "-sf", "-X", "POST", "-H", "Content-Type: application/json", "-d", data,
                          "http://127.0.0.1:%d/fault/%s" % (self.control_port, what)], ns="n1")
 
+    def state(self):
+        return json.loads(self.run(["curl", "-sf", "http://127.0.0.1:%d/state" % self.control_port], ns="n1").stdout)
+
     # --- kproxy ---
 
     def start_kproxy(self, *extra):
@@ -217,7 +226,8 @@ class Lab:
 
     def kproxy_output(self):
         try:
-            return open(self.kproxy_log).read()
+            with open(self.kproxy_log) as f:
+                return f.read()
         except OSError:
             return ""
 
@@ -240,6 +250,14 @@ class Lab:
         return json.loads(p.stdout)
 
 
+def dnat_targets(nat, comment):
+    """The endpoints a service port DNATs to, read from iptables-save output
+    (which, with the nf_tables backend, quotes every comment and reorders
+    matches)."""
+    return sorted(re.findall(r'^-A KUBE-SEP-\S+ .*--comment "?%s"? .*-j DNAT --to-destination (\S+)'
+                             % re.escape(comment), nat, re.M))
+
+
 def service(name, ip, port=80, target=8080, proto="TCP", typ=None, node_port=None, etp=None, affinity=None,
             ns="default"):
     spec = {"clusterIP": ip, "clusterIPs": [ip],
@@ -255,7 +273,7 @@ def service(name, ip, port=80, target=8080, proto="TCP", typ=None, node_port=Non
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
-def slice_(name, svc, endpoints, port=8080, proto="TCP", ns="default"):
+def slice_(name, svc, endpoints, port=8080, proto="TCP", ns="default", port_name="p"):
     """endpoints: list of (ip, node) or (ip, node, ready)."""
     eps = []
     for e in endpoints:
@@ -264,7 +282,7 @@ def slice_(name, svc, endpoints, port=8080, proto="TCP", ns="default"):
                     "conditions": {"ready": ready, "serving": ready, "terminating": False}})
     return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"name": name, "namespace": ns, "labels": {"kubernetes.io/service-name": svc}},
-            "addressType": "IPv4", "ports": [{"name": "p", "port": port, "protocol": proto}], "endpoints": eps}
+            "addressType": "IPv4", "ports": [{"name": port_name, "port": port, "protocol": proto}], "endpoints": eps}
 
 
 def node(name):

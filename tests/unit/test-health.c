@@ -420,19 +420,19 @@ static void test_healthz(void) {
         if (!h)
                 goto out;
 
-        /* Starting up: healthy, as upstream (nothing queued yet, no families). */
-        j = get_json(l, port, "/healthz", 200);
+        /* Starting up: /healthz (readiness) waits for the first sync; /livez
+         * is healthy, as upstream's (nothing queued yet, no families). */
+        j = get_json(l, port, "/healthz", 503);
         CHECK(keys_are(j, "lastUpdated,currentTime,nodeEligible,healthy"));
+        CHECK(json_is_false(json_object_get(j, "healthy")));
+        json_decref(j);
+        j = get_json(l, port, "/livez", 200);
+        CHECK(keys_are(j, "lastUpdated,currentTime,healthy"));
         CHECK(parse_time(jstr(j, "lastUpdated"), &t1) && parse_time(jstr(j, "currentTime"), &t2));
         clock_gettime(CLOCK_REALTIME, &now);
         CHECK(t2.tv_sec <= now.tv_sec && t2.tv_sec >= now.tv_sec - 5);      /* UTC, not local time */
         CHECK_STREQ(jstr(j, "lastUpdated"), jstr(j, "currentTime"));        /* healthy: "now" */
-        CHECK(json_is_true(json_object_get(j, "nodeEligible")));
         CHECK(json_is_true(json_object_get(j, "healthy")));
-        json_decref(j);
-
-        j = get_json(l, port, "/livez", 200);
-        CHECK(keys_are(j, "lastUpdated,currentTime,healthy"));
         json_decref(j);
 
         /* Synced, then a change queued well within the timeout: still healthy. */
@@ -602,6 +602,7 @@ static void test_connections(void) {
 
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
         CHECK(health_server_new(l, addr, 60000, &h) == 0 && h);
+        health_server_synced(h, 4);
 
         out = run_client(l, script_keepalive, &s);
         CHECK(count(out, "HTTP/1.1 200 OK\r\n") == 2);
@@ -635,6 +636,7 @@ static void test_ipv6(void) {
         }
         snprintf(addr, sizeof addr, "[::1]:%d", port);
         CHECK(health_server_new(l, addr, 1000, &h) == 0 && h);
+        health_server_synced(h, 4);
         CHECK(request(l, AF_INET6, port, "GET", "/healthz", &r) == 0 && r.status == 200);
         reply_done(&r);
         health_server_free(h);
