@@ -217,7 +217,10 @@ class E2E(unittest.TestCase):
         lab.apply_objects("create", [bad])
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a3"], "node-1")]))
         lab.wait_rules("web change applied next to a bad service", lambda nat: sep_count(nat, "default/web:p") == 3)
-        self.assertRegex(lab.kproxy_output(), r"Invalid Service default/bad: spec.ports\[0\].port")
+        # The Services watch may still be backing off after test 11's restart.
+        wait_for("kproxy to report the bad Service",
+                 lambda: re.search(r"Invalid Service default/bad: spec.ports\[0\].port", lab.kproxy_output()),
+                 timeout=45)
         r = self.client("10.96.0.10", 80, 90)
         self.assertEqual(r["errors"], {})
 
