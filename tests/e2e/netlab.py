@@ -214,7 +214,8 @@ class Lab:
         self.kproxy_log = os.path.join(self.tmp, "kproxy.log")
         args = [self.kproxy_bin, "--kubeconfig", self.kubeconfig, "--hostname-override", "node-1",
                 "--cluster-cidr", "10.244.0.0/16", "--healthz-bind-address", "127.0.0.1:10256",
-                "--metrics-bind-address", "127.0.0.1:10249", "--watch-idle-timeout", "4s", "-v=2"] + list(extra)
+                "--metrics-bind-address", "127.0.0.1:10249", "--watch-idle-timeout", "4s",
+                "--iptables-sync-period", "4s", "-v=2"] + list(extra)
         with open(self.kproxy_log, "a") as f:
             f.write("=== start %s\n" % " ".join(args))
         self.kproxy = self.spawn("kproxy", args, ns="n1", log=self.kproxy_log)

@@ -224,6 +224,43 @@ class E2E(unittest.TestCase):
         r = self.client("10.96.0.10", 80, 90)
         self.assertEqual(r["errors"], {})
 
+    def test_12b_failed_restore_keeps_rules_and_retries(self):
+        lab, ip = self.lab, self.ip
+        nat = lab.nat()
+        sep = re.search(r'^-A (KUBE-SEP-\S+) .*"default/web:p" .*--to-destination %s:8080' % re.escape(ip["a3"]),
+                        nat, re.M).group(1)
+        # Someone else's rule points at a3's chain: deleting that chain, and
+        # so the whole transaction, fails.
+        lab.run(["iptables", "-t", "nat", "-N", "FOREIGN"], ns="n1")
+        lab.run(["iptables", "-t", "nat", "-A", "FOREIGN", "-j", sep], ns="n1")
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
+        wait_for("a failed sync", lambda: "Sync failed" in lab.kproxy_output(), timeout=20)
+        # The previous rules are all still there, and serve.
+        self.assertEqual(dnat_targets(lab.nat(), "default/web:p"),
+                         sorted(ip[p] + ":8080" for p in ("a1", "a2", "a3")))
+        r = self.client("10.96.0.10", 80, 60)
+        self.assertEqual(r["errors"], {})
+        # Once the obstacle is gone, the retry (after --iptables-sync-period) applies the change.
+        lab.run(["iptables", "-t", "nat", "-F", "FOREIGN"], ns="n1")
+        lab.run(["iptables", "-t", "nat", "-X", "FOREIGN"], ns="n1")
+        lab.wait_rules("the retried sync", lambda nat: sep_count(nat, "default/web:p") == 2, timeout=20)
+        self.assertKproxyRunning()
+
+    def test_12c_flushed_tables_are_restored(self):
+        lab = self.lab
+        # What a firewall reload does: every table flushed and its chains gone.
+        for table in ("mangle", "nat", "filter"):
+            lab.run(["iptables", "-t", table, "-F"], ns="n1")
+            lab.run(["iptables", "-t", table, "-X"], ns="n1")
+        self.assertEqual(sep_count(lab.nat(), "default/web:p"), 0)
+        # The canary is checked every --iptables-sync-period (4s here).
+        lab.wait_rules("a full resync after the flush", lambda nat: sep_count(nat, "default/web:p") == 2
+                       and "-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES" in nat,
+                       timeout=20)
+        self.assertIn("canary is gone", lab.kproxy_output())
+        r = self.client("10.96.0.10", 80, 60)
+        self.assertEqual(r["errors"], {})
+
     def test_13_stopped_proxy_keeps_rules_restart_applies_changes(self):
         lab, ip = self.lab, self.ip
         self.assertEqual(lab.stop_kproxy(signal.SIGTERM), 0)
@@ -266,6 +303,30 @@ class E2E(unittest.TestCase):
 
     def test_15_sigkill_restart_under_traffic_fails_no_connection(self):
         self._restart_under_traffic(signal.SIGKILL)
+
+    def test_15b_live_udp_flow_survives_a_restart(self):
+        lab = self.lab
+
+        def dns_flow_ids():
+            out = lab.run(["conntrack", "-L", "-p", "udp", "-d", "10.96.0.53", "-o", "id"], ns="n1").stdout
+            return sorted(re.findall(r"id=(\d+)", out))
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
+             os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.53", "53", "0", "--udp",
+             "--same-socket", "--until-seconds", "6", "--timeout", "0.5"],
+            stdout=subprocess.PIPE, text=True)
+        before = wait_for("the UDP flow's conntrack entry", dns_flow_ids, timeout=5)
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy()
+        wait_for("healthz after restart", lambda: lab.healthz() == "200", timeout=20)
+        after = dns_flow_ids()
+        out, _ = proc.communicate(timeout=30)
+        import json
+        r = json.loads(out)
+        # Upstream flushes every UDP entry on restart (#122740); kproxy keeps
+        # the entries of live flows to serving endpoints.
+        self.assertTrue(set(before) <= set(after), (before, after))
+        self.assertEqual(r["errors"], {}, r)
 
     def test_16_cleanup_removes_everything(self):
         lab = self.lab
