@@ -92,6 +92,25 @@ static bool saved_has_line(const struct buf *saved, const char *line) {
         return false;
 }
 
+/* Iterates over the chains an iptables-save table declares (":NAME ..."
+ * lines): copies the next name into chain and advances *p. */
+static bool next_chain(const char **p, char chain[64]) {
+        while (*p && **p) {
+                const char *line = *p, *nl = strchr(line, '\n');
+                size_t len = nl ? (size_t) (nl - line) : strlen(line);
+                *p = line + len + (nl ? 1 : 0);
+                if (len < 2 || line[0] != ':')
+                        continue;
+                size_t end = strcspn(line + 1, " \n");
+                if (end >= 64)
+                        continue;       /* longer than any iptables chain name */
+                memcpy(chain, line + 1, end);
+                chain[end] = '\0';
+                return true;
+        }
+        return false;
+}
+
 int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok) {
         struct buf nat = BUF_INIT, filter = BUF_INIT, names = BUF_INIT, line = BUF_INIT;
         int r;
@@ -104,23 +123,12 @@ int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool 
                 goto out;
 
         /* Names first into one buffer, then the map over it (stable pointers). */
-        for (const char *p = nat.data; p && *p;) {
-                const char *nl = strchr(p, '\n');
-                size_t len = nl ? (size_t) (nl - p) : strlen(p);
-                if (len > 1 && p[0] == ':') {
-                        size_t end = strcspn(p + 1, " \n");
-                        char chain[64];
-                        if (end < sizeof chain) {
-                                memcpy(chain, p + 1, end);
-                                chain[end] = '\0';
-                                if (has_owned_prefix(chain)) {
-                                        buf_put(&names, chain, end);
-                                        buf_putc(&names, '\0');
-                                }
-                        }
+        char chain[64];
+        for (const char *p = nat.data; next_chain(&p, chain);)
+                if (has_owned_prefix(chain)) {
+                        buf_puts(&names, chain);
+                        buf_putc(&names, '\0');
                 }
-                p += len + (nl ? 1 : 0);
-        }
         for (size_t off = 0; off < names.len; off += strlen(names.data + off) + 1)
                 hmap_put(existing, names.data + off, NULL);
 
@@ -274,25 +282,15 @@ static const char *const filter_fixed[] = {"KUBE-SERVICES", "KUBE-EXTERNAL-SERVI
 static void cleanup_table(const char *table, const struct buf *saved, const char *const *fixed, size_t n_fixed,
                           bool owned, struct buf *in) {
         struct buf decl = BUF_INIT, del = BUF_INIT;
-        for (const char *p = saved->data; p && *p;) {
-                const char *nl = strchr(p, '\n');
-                size_t len = nl ? (size_t) (nl - p) : strlen(p);
-                if (len > 1 && p[0] == ':') {
-                        size_t end = strcspn(p + 1, " \n");
-                        char chain[64];
-                        if (end < sizeof chain) {
-                                memcpy(chain, p + 1, end);
-                                chain[end] = '\0';
-                                bool ours = owned && has_owned_prefix(chain);
-                                for (size_t i = 0; i < n_fixed && !ours; i++)
-                                        ours = strcmp(chain, fixed[i]) == 0;
-                                if (ours) {
-                                        buf_printf(&decl, ":%s - [0:0]\n", chain);
-                                        buf_printf(&del, "-X %s\n", chain);
-                                }
-                        }
+        char chain[64];
+        for (const char *p = saved->data; next_chain(&p, chain);) {
+                bool ours = owned && has_owned_prefix(chain);
+                for (size_t i = 0; i < n_fixed && !ours; i++)
+                        ours = strcmp(chain, fixed[i]) == 0;
+                if (ours) {
+                        buf_printf(&decl, ":%s - [0:0]\n", chain);
+                        buf_printf(&del, "-X %s\n", chain);
                 }
-                p += len + (nl ? 1 : 0);
         }
         if (decl.len > 0) {
                 buf_printf(in, "*%s\n", table);
