@@ -349,16 +349,21 @@ static int sync_family(struct proxier *p, struct family_state *f, bool full, str
         if (full) {
                 char *names = NULL;
                 bool jumps_ok = false;
-                r = iptables_ensure_jumps(f->family);
-                if (r < 0)
-                        goto out;
                 hmap_done(&f->existing);
                 free(f->existing_names);
                 f->existing_names = NULL;
+                /* One read of the tables tells both which owned chains exist
+                 * and whether the jump rules are in place; only missing jumps
+                 * cost more tool runs. */
                 r = iptables_scan(f->family, &f->existing, &names, &jumps_ok);
                 f->existing_names = names;
                 if (r < 0)
                         goto out;
+                if (!jumps_ok) {
+                        r = iptables_ensure_jumps(f->family);
+                        if (r < 0)
+                                goto out;
+                }
         }
         s.changed = full ? NULL : &p->changed;
         s.existing = &f->existing;
