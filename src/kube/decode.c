@@ -715,6 +715,20 @@ int kube_decode_node(const json_t *obj, struct node **ret, char err[KUBE_ERRLEN]
         if ((r = get_object(obj, "spec", &spec, err, "")) < 0 ||
             (r = get_array(spec, "podCIDRs", &cidrs, err, "spec.")) < 0)
                 return r;
+
+        /* Upstream's node eligibility: a node on its way out (deleted, or
+         * marked by the cluster autoscaler) fails /healthz so load
+         * balancers drain it first. */
+        const json_t *taints = json_object_get(spec, "taints");
+        size_t ti;
+        const json_t *taint;
+        if (json_string_value(json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp")))
+                n->leaving = true;
+        json_array_foreach((json_t *) taints, ti, taint) {
+                const char *key = json_string_value(json_object_get(taint, "key"));
+                if (key && strcmp(key, "ToBeDeletedByClusterAutoscaler") == 0)
+                        n->leaving = true;
+        }
         const char *one = NULL;
         if (!cidrs && (r = get_str(spec, "podCIDR", &one, err, "spec.")) < 0)
                 return r;

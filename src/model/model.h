@@ -113,6 +113,7 @@ struct node {
         size_t n_pod_cidrs;
         char **labels;          /* "key=value", sorted: a change forces a full sync */
         size_t n_labels;
+        bool leaving;           /* being deleted, or tainted ToBeDeletedByClusterAutoscaler */
 };
 
 struct model;

@@ -176,12 +176,14 @@ static void on_node(struct proxier *p, const char *key, const json_t *obj) {
                 return;
         if (!obj) {
                 log_warning("Node %s was deleted", key);
+                health_server_set_node_eligible(p->health, false);
                 return;         /* keep its last addresses and labels */
         }
         if (kube_decode_node(obj, &n, err) < 0) {
                 log_warning("Invalid Node %s: %s; keeping its previous version", key, err);
                 return;
         }
+        health_server_set_node_eligible(p->health, !n->leaving);
         const struct node *old = model_node(p->model);
         bool same = old && old->n_labels == n->n_labels && old->n_addrs == n->n_addrs &&
                     old->n_pod_cidrs == n->n_pod_cidrs &&

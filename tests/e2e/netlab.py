@@ -235,8 +235,8 @@ class Lab:
     def nat(self):
         return self.run(["iptables-save", "-t", "nat"], ns="n1").stdout
 
-    def healthz(self):
-        p = self.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:10256/healthz"],
+    def healthz(self, path="healthz"):
+        p = self.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:10256/" + path],
                      ns="n1", check=False)
         return p.stdout.strip()
 

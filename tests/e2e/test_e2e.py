@@ -101,6 +101,14 @@ class E2E(unittest.TestCase):
         self.assertIn(":KUBE-PROXY-CANARY", mangle)
         self.assertKproxyRunning()
 
+    def test_01b_leaving_node_fails_healthz_not_livez(self):
+        lab = self.lab
+        lab.kubectl("taint", "nodes", "node-1", "ToBeDeletedByClusterAutoscaler=1:NoSchedule")
+        wait_for("/healthz to fail on a node marked for deletion", lambda: lab.healthz() == "503", timeout=20)
+        self.assertEqual(lab.healthz("livez"), "200")
+        lab.kubectl("taint", "nodes", "node-1", "ToBeDeletedByClusterAutoscaler-")
+        wait_for("/healthz to recover", lambda: lab.healthz() == "200", timeout=20)
+
     def test_02_spread_one_then_three(self):
         r = self.client("10.96.0.10", 80, 300)
         self.assertEqual(r["errors"], {})
