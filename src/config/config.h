@@ -147,6 +147,14 @@ int config_finish(struct kproxy_config *c);
  * document (what --write-config-to does). Returns 0 or -errno. */
 int config_write(const struct kproxy_config *c, const char *path);
 
+/* Appends the effective configuration to out as the JSON object upstream's
+ * /configz serves under "kubeproxy.config.k8s.io": its internal
+ * KubeProxyConfiguration as encoding/json writes it (Go field names, compact,
+ * durations as Go strings), holding the same settings as config_write().
+ * Returns 0 (out of memory aborts, as everywhere buf is used). */
+struct buf;
+int config_format_json(const struct kproxy_config *c, struct buf *out);
+
 /* Prints the usage text, the common flags and the extra ones, to stdout. */
 void config_print_help(const char *usage, const struct config_extra_flag *extra, size_t n_extra);
 

@@ -19,6 +19,7 @@
  * a proxy healthy or unhealthy); CLOCK_REALTIME is only printed.
  */
 #include "http/health.h"
+#include "http/metrics.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -75,6 +76,7 @@ struct health_server {
         struct timespec started;        /* CLOCK_REALTIME */
         bool node_eligible;
         bool synced_once;               /* a sync has succeeded since start */
+        struct metrics *metrics;        /* counts answers by code; may be NULL */
         struct health_family_state families[_HEALTH_FAMILY_MAX];
 };
 
@@ -139,6 +141,11 @@ void health_server_synced(struct health_server *h, int family) {
 
 /* Node eligibility belongs to the Node watch, which is not wired yet; until a
  * caller feeds it, it stays at upstream's starting value, true. */
+void health_server_set_metrics(struct health_server *h, struct metrics *m) {
+        if (h)
+                h->metrics = m;
+}
+
 void health_server_set_node_eligible(struct health_server *h, bool eligible) {
         if (h)
                 h->node_eligible = eligible;
@@ -283,6 +290,7 @@ static enum MHD_Result health_handle(void *cls, struct MHD_Connection *c, const 
         bool healthz = strcmp(url, "/healthz") == 0;
         if (healthz || strcmp(url, "/livez") == 0) {
                 status = health_body(h, healthz, &body);
+                metrics_health_answer(h->metrics, healthz ? "healthz" : "livez", status);
                 return health_respond(c, status, "application/json", &body);
         }
         buf_puts(&body, "404 page not found\n");

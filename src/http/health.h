@@ -19,6 +19,10 @@
 
 struct ev_loop;
 struct health_server;
+struct metrics;
+
+/* Counts /healthz and /livez answers in kubeproxy_proxy_{healthz,livez}_total. */
+void health_server_set_metrics(struct health_server *h, struct metrics *m);
 
 /* Binds bind ("IP:PORT", "[IPv6]:PORT"; port 0 or a NULL bind means disabled:
  * *ret is then NULL and 0 is returned) and registers with the loop. timeout_ms

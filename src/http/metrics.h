@@ -40,3 +40,19 @@ void metrics_network_programming(struct metrics *m, double seconds);
 void metrics_no_local_endpoints(struct metrics *m, const char *policy, size_t n);
 /* A /healthz or /livez answer (path without the slash, HTTP status). */
 void metrics_health_answer(struct metrics *m, const char *what, unsigned code);
+/* The sync in progress failed before or without a failed iptables-restore
+ * (metrics_restore_failed implies this): the next metrics_sync_done still
+ * observes its duration but leaves the last-success timestamp alone. */
+void metrics_sync_failed(struct metrics *m);
+
+/* Shared by metrics.c and metrics-process.c, and tested on their own. */
+struct buf;
+/* v as Go's strconv.FormatFloat(v, 'g', -1, 64), or +Inf, -Inf, NaN. */
+void metrics_format_float(struct buf *b, double v);
+/* "# HELP name help" and "# TYPE name type" lines. */
+void metrics_put_family(struct buf *b, const char *name, const char *type, const char *help);
+/* One sample line; labels is the text between the braces, or NULL. */
+void metrics_put_sample(struct buf *b, const char *name, const char *labels, double v);
+/* The Go client's process collector families, from /proc/self and
+ * getrlimit(). A value that cannot be read leaves its family out. */
+void metrics_process_write(struct buf *b);

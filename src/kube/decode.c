@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model/model.h"
 #include "util/cleanup.h"
@@ -579,6 +580,26 @@ static int decode_slice_endpoint(const json_t *e, uint8_t family, struct slice_e
         return decode_strv_names(arr, &ep->node_hints, &ep->n_node_hints, false, err, sub);
 }
 
+/* RFC 3339 in UTC ("2024-05-06T07:08:09Z", optional fraction) to Unix
+ * seconds; 0 when absent or unreadable (the metric is then just not
+ * observed: a bad annotation must not cost the slice). */
+static double parse_trigger_time(const char *s) {
+        struct tm tm = {0};
+        const char *rest;
+        double frac = 0;
+        if (!s || !(rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
+                return 0;
+        if (*rest == '.') {
+                char *end;
+                frac = strtod(rest, &end);
+                rest = end;
+        }
+        if (strcmp(rest, "Z") != 0)
+                return 0;
+        time_t t = timegm(&tm);
+        return t < 0 ? 0 : (double) t + frac;
+}
+
 int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLEN]) {
         _cleanup_(slice_freep) struct slice *s = xcalloc(1, sizeof *s);
         const json_t *labels, *ports, *eps;
@@ -595,6 +616,9 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
                 return fail(err, "metadata.labels: missing label " LABEL_SERVICE_NAME);
         if (kube_valid_dns_label(svc) < 0)
                 return fail(err, "metadata.labels." LABEL_SERVICE_NAME ": \"%.64s\" is not a service name", svc);
+        s->trigger_time = parse_trigger_time(json_string_value(json_object_get(
+                json_object_get(json_object_get(obj, "metadata"), "annotations"),
+                "endpoints.kubernetes.io/last-change-trigger-time")));
         size_t nslen = (size_t) (strchr(s->key, '/') - s->key);
         size_t len = nslen + strlen(svc) + 2;
         s->service_key = xcalloc(len, 1);

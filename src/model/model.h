@@ -94,6 +94,7 @@ struct slice {
         size_t n_ports;
         struct slice_endpoint *endpoints;
         size_t n_endpoints;
+        double trigger_time;    /* annotation endpoints.kubernetes.io/last-change-trigger-time (Unix s), or 0 */
 };
 
 #define NODE_ADDR_INTERNAL 1

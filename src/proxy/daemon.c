@@ -15,7 +15,9 @@
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
+#include "http/hcnp.h"
 #include "http/health.h"
+#include "http/metrics.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "proxy/proxier.h"
@@ -89,6 +91,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         struct kube_conn conn = {0};
         struct ev_loop *loop = NULL;
         struct health_server *health = NULL;
+        struct metrics *metrics = NULL;
+        struct hcnp *hcnp = NULL;
         struct proxier *proxier = NULL;
         struct kube_client *client = NULL;
         struct source sources[_PROXIER_SOURCE_MAX];
@@ -127,11 +131,20 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 if (r < 0)
                         goto out;       /* logged, naming the address */
         }
+        r = metrics_new(loop, c->metrics_bind_address, c, &metrics);
+        if (r < 0)
+                goto out;       /* logged, naming the address */
+        health_server_set_metrics(health, metrics);
+        r = hcnp_new(loop, &hcnp);
+        if (r < 0)
+                goto out;
         struct proxier_opts po = {
                 .config = c,
                 .host = &host,
                 .node_name = node,
                 .health = health,
+                .metrics = metrics,
+                .hcnp = hcnp,
                 .ipv6 = ipv6_usable(),
         };
         r = proxier_new(loop, &po, &proxier);
@@ -165,6 +178,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
 out:
         kube_client_free(client);
         proxier_free(proxier);
+        hcnp_free(hcnp);
+        metrics_free(metrics);
         health_server_free(health);
         if (sigfd >= 0) {
                 ev_io_del(loop, sigfd);

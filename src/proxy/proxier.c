@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "apply/conntrack.h"
 #include "apply/iptables.h"
@@ -21,7 +22,9 @@
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
+#include "http/hcnp.h"
 #include "http/health.h"
+#include "http/metrics.h"
 #include "kube/decode.h"
 #include "model/endpoints.h"
 #include "model/model.h"
@@ -46,6 +49,10 @@ struct proxier {
         struct host_facts host;         /* shallow copy: addrs borrowed */
         char *node_name;
         struct health_server *health;
+        struct metrics *metrics;
+        struct hcnp *hcnp;
+        double *triggers;               /* EndpointSlice change times not yet programmed */
+        size_t n_triggers;
         struct model *model;
         struct hmap changed;            /* service keys (owned) changed since the last sync */
         bool synced[_PROXIER_SOURCE_MAX];
@@ -115,8 +122,10 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
         if (!obj) {
                 if (svc_has_udp(model_service_get(p->model, key)))
                         p->udp_changed = true;
-                if (model_service_delete(p->model, key) == 0)
+                if (model_service_delete(p->model, key) == 0) {
+                        metrics_change_queued(p->metrics, false);
                         mark_changed(p, key);
+                }
                 return;
         }
         int r = kube_decode_service(obj, &s, err);
@@ -134,6 +143,7 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
                 return;
         }
         model_service_upsert(p->model, s);
+        metrics_change_queued(p->metrics, false);
         mark_changed(p, key);
 }
 
@@ -144,8 +154,10 @@ static void on_slice(struct proxier *p, const char *key, const json_t *obj) {
         char *old_svc = old ? strdup(old->service_key) : NULL;
 
         if (!obj) {
-                if (model_slice_delete(p->model, key) == 0 && old_svc)
+                if (model_slice_delete(p->model, key) == 0 && old_svc) {
+                        metrics_change_queued(p->metrics, true);
                         mark_changed(p, old_svc);
+                }
                 free(old_svc);
                 return;
         }
@@ -159,6 +171,14 @@ static void on_slice(struct proxier *p, const char *key, const json_t *obj) {
                         mark_changed(p, old_svc);
         } else {
                 char *svc = strdup(s->service_key);
+                if (s->trigger_time > 0) {
+                        double *t = realloc(p->triggers, (p->n_triggers + 1) * sizeof *t);
+                        if (!t)
+                                abort();
+                        p->triggers = t;
+                        p->triggers[p->n_triggers++] = s->trigger_time;
+                }
+                metrics_change_queued(p->metrics, true);
                 model_slice_upsert(p->model, s);
                 if (old_svc && strcmp(old_svc, svc) != 0)
                         mark_changed(p, old_svc);
@@ -337,7 +357,8 @@ static void set_existing(struct family_state *f, struct buf *active) {
         }
 }
 
-static int sync_family(struct proxier *p, struct family_state *f, bool full, struct render_params *rp) {
+static int sync_family(struct proxier *p, struct family_state *f, bool full, struct render_params *rp,
+                       struct render_ipt_sync *ret_counts) {
         struct buf out = BUF_INIT, active = BUF_INIT, warnings = BUF_INIT;
         struct render_ipt_sync s = {0};
         int r;
@@ -386,12 +407,95 @@ static int sync_family(struct proxier *p, struct family_state *f, bool full, str
                 f->have_hash = true;
         }
         set_existing(f, &active);
-        log_v(2, "IPv%u %s sync: %zu filter and %zu nat rules written (%zu bytes)", f->family,
-              full ? "full" : "partial", s.n_filter_rules, s.n_nat_rules, out.len);
+        *ret_counts = s;
+        log_v(2, "Reloading service iptables data: IPv%u, %zu services, %zu filter rules, %zu of %zu nat rules "
+              "written (%zu bytes)", f->family, model_n_services(p->model), s.n_filter_rules, s.n_nat_rules,
+              s.n_nat_rules_total, out.len);
 out:
         buf_done(&out);
         buf_done(&active);
         return r;
+}
+
+static double realtime_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* Health-check node ports: one per LoadBalancer service with ETP Local,
+ * reporting how many of its endpoints (distinct IPs) are ready on this
+ * node. Listens on the nodePortAddresses, or everywhere. */
+static void update_hcnp(struct proxier *p, const struct render_params *rp) {
+        struct endpoint_filter f = {.node_name = p->node_name};
+        struct hcnp_service *hs = NULL;
+        size_t n = 0, n_svcs;
+        const struct svc **svcs;
+
+        if (!p->hcnp)
+                return;
+        svcs = model_services_sorted(p->model, &n_svcs);
+        hs = calloc(n_svcs + 1, sizeof *hs);
+        if (!hs)
+                abort();
+        for (size_t i = 0; i < n_svcs; i++) {
+                const struct svc *s = svcs[i];
+                struct hmap ips = HMAP_INIT;
+                struct buf keys = BUF_INIT;
+                size_t n_slices;
+                if (!s->health_check_node_port)
+                        continue;
+                const struct slice **slices = model_service_slices(p->model, s->key, &n_slices);
+                for (size_t j = 0; j < s->n_ports; j++) {
+                        struct svc_port_endpoints e;
+                        if (endpoints_collect(s, &s->ports[j], rp->family, slices, n_slices, &f, &e) < 0)
+                                continue;
+                        for (size_t k = 0; k < e.n_all; k++)
+                                if (e.all[k].local && e.all[k].ready) {
+                                        buf_put(&keys, e.all[k].str + e.all[k].ip_off, e.all[k].ip_len);
+                                        buf_putc(&keys, '\n');
+                                }
+                        endpoints_done(&e);
+                }
+                free(slices);
+                /* Distinct IPs: a pod serving two ports counts once. */
+                for (char *q = keys.data; q && *q;) {
+                        char *nl = strchr(q, '\n');
+                        *nl = '\0';
+                        hmap_put(&ips, q, q);
+                        q = nl + 1;
+                }
+                hs[n++] = (struct hcnp_service) {
+                        .ns = NULL,
+                        .name = s->name,
+                        .port = s->health_check_node_port,
+                        .local_endpoints = ips.len,
+                };
+                hmap_done(&ips);
+                buf_done(&keys);
+        }
+        /* Namespaces: the key up to its slash, kept alive in one buffer. */
+        struct buf nsbuf = BUF_INIT;
+        size_t *offs = calloc(n + 1, sizeof *offs);
+        if (!offs)
+                abort();
+        for (size_t i = 0, j = 0; i < n_svcs && j < n; i++) {
+                if (!svcs[i]->health_check_node_port)
+                        continue;
+                offs[j++] = nsbuf.len;
+                buf_put(&nsbuf, svcs[i]->key, (size_t) (strchr(svcs[i]->key, '/') - svcs[i]->key));
+                buf_putc(&nsbuf, '\0');
+        }
+        for (size_t j = 0; j < n; j++)
+                hs[j].ns = nsbuf.data + offs[j];
+        if (rp->nodeports_match_all)
+                hcnp_sync(p->hcnp, hs, n, NULL, 0);
+        else
+                hcnp_sync(p->hcnp, hs, n, rp->nodeport_ips, rp->n_nodeport_ips);
+        free(offs);
+        buf_done(&nsbuf);
+        free(hs);
+        free(svcs);
 }
 
 static void on_sync_timer(struct ev_loop *l, void *userdata) {
@@ -399,18 +503,32 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         uint64_t start = ev_now_ms(l);
         bool full = p->need_full || p->last_full_ms == 0 || start - p->last_full_ms >= FULL_SYNC_PERIOD_MS;
         bool ok = true;
+        struct render_ipt_sync sum = {0};
+        double t0 = realtime_s();
 
         p->sync_timer = NULL;
         p->last_sync_ms = start;
+        /* The same messages at the same verbosity as upstream's proxier. */
+        log_v(2, "Syncing iptables rules (%s)", full ? "full" : "partial");
         if (full)
                 p->host.nfacct = nfacct_ensure_all();
         for (size_t i = 0; i < p->n_fam; i++) {
                 struct render_params rp;
-                int r = sync_family(p, &p->fam[i], full, &rp);
+                struct render_ipt_sync c = {0};
+                int r = sync_family(p, &p->fam[i], full, &rp, &c);
                 if (r < 0) {
                         ok = false;
-                } else if (p->udp_changed || p->n_syncs == 0) {
-                        reconcile_udp(p, &rp);
+                } else {
+                        /* Rule counts add up over both families' tables. */
+                        sum.n_filter_rules += c.n_filter_rules;
+                        sum.n_nat_rules += c.n_nat_rules;
+                        sum.n_nat_rules_total += c.n_nat_rules_total;
+                        sum.n_no_local_internal += c.n_no_local_internal;
+                        sum.n_no_local_external += c.n_no_local_external;
+                        if (p->udp_changed || p->n_syncs == 0)
+                                reconcile_udp(p, &rp);
+                        if (i == 0)
+                                update_hcnp(p, &rp);
                 }
                 render_params_done(&rp);
                 if (r < 0)
@@ -418,6 +536,9 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         }
         ev_now_update(l);
         uint64_t took = ev_now_ms(l) - start;
+        if (!ok)
+                metrics_restore_failed(p->metrics, !full);     /* before sync_done: the timestamp stays */
+        metrics_sync_done(p->metrics, full, realtime_s() - t0);
         if (!ok) {
                 uint64_t retry = config_mode_sync(p->cfg)->sync_period_ms;
                 p->n_failures++;
@@ -436,11 +557,21 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         p->need_full = false;
         if (full)
                 p->last_full_ms = start;
+        metrics_rules(p->metrics, "filter", sum.n_filter_rules, sum.n_filter_rules);
+        metrics_rules(p->metrics, "nat", sum.n_nat_rules_total, sum.n_nat_rules);
+        metrics_no_local_endpoints(p->metrics, "internal", sum.n_no_local_internal);
+        metrics_no_local_endpoints(p->metrics, "external", sum.n_no_local_external);
+        metrics_changes_applied(p->metrics);
+        double now = realtime_s();
+        for (size_t i = 0; i < p->n_triggers; i++)
+                if (now >= p->triggers[i])
+                        metrics_network_programming(p->metrics, now - p->triggers[i]);
+        p->n_triggers = 0;
         p->n_syncs++;
         for (size_t i = 0; i < p->n_fam; i++)
                 health_server_synced(p->health, p->fam[i].family);
-        log_v(2, "%s sync %llu done in %llu ms", full ? "Full" : "Partial", (unsigned long long) p->n_syncs,
-              (unsigned long long) took);
+        log_v(2, "SyncProxyRules complete: %s sync %llu, elapsed %llu ms", full ? "full" : "partial",
+              (unsigned long long) p->n_syncs, (unsigned long long) took);
         if (p->n_syncs == 1)
                 log_info("First sync done in %llu ms", (unsigned long long) took);
         /* Once an hour a full sync, as upstream; the timer re-arms per sync. */
@@ -481,6 +612,8 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->host = *o->host;
         p->node_name = strdup(o->node_name);
         p->health = o->health;
+        p->metrics = o->metrics;
+        p->hcnp = o->hcnp;
         p->model = model_new();
         p->need_full = true;
         if (!p->node_name || !p->model) {
@@ -523,6 +656,7 @@ struct proxier *proxier_free(struct proxier *p) {
                 free(p->fam[i].existing_names);
         }
         model_free(p->model);
+        free(p->triggers);
         free(p->node_name);
         free(p);
         return NULL;

@@ -16,6 +16,8 @@ struct ev_loop;
 struct kproxy_config;
 struct host_facts;
 struct health_server;
+struct metrics;
+struct hcnp;
 struct proxier;
 
 enum proxier_source {
@@ -30,6 +32,8 @@ struct proxier_opts {
         const struct host_facts *host;          /* probed; nfacct is refreshed per full sync */
         const char *node_name;
         struct health_server *health;           /* may be NULL */
+        struct metrics *metrics;                /* may be NULL */
+        struct hcnp *hcnp;                      /* may be NULL */
         bool ipv6;                              /* also program ip6tables */
 };
 

@@ -33,6 +33,9 @@ struct ipt {
         struct buf nat_chains, nat_rules;
         bool large;             /* large-cluster mode: no per-endpoint comments */
         struct render_ipt_sync *sync;   /* may be NULL */
+        struct buf scratch_chains, scratch_rules;       /* unchanged services' chains, counted then dropped */
+        size_t skipped_rules;
+        size_t no_local_internal, no_local_external;
         char prob[PROB_CACHE][16];
 };
 
@@ -181,6 +184,8 @@ static void write_sep_chain(struct ipt *t, const struct port_ctx *c, const struc
         buf_putc(b, '\n');
 }
 
+static size_t count_rules(const struct buf *b);
+
 static void note_active(struct ipt *t, const char *chain) {
         if (t->sync && t->sync->active) {
                 buf_puts(t->sync->active, chain);
@@ -220,10 +225,12 @@ static void render_port(struct ipt *t, struct port_ctx *c, bool own_chains) {
                 snprintf(ext_comment, sizeof ext_comment, "%s has no endpoints", c->spn);
         } else {
                 if (!has_internal) {
+                        t->no_local_internal++;
                         int_target = "DROP";
                         snprintf(int_comment, sizeof int_comment, "%s has no local endpoints", c->spn);
                 }
                 if (!has_external) {
+                        t->no_local_external++;
                         ext_target = "DROP";
                         snprintf(ext_comment, sizeof ext_comment, "%s has no local endpoints", c->spn);
                 }
@@ -332,8 +339,14 @@ static void render_port(struct ipt *t, struct port_ctx *c, bool own_chains) {
                 note_active(t, c->fw_chain);
         for (size_t i = 0; i < e->n_reachable; i++)
                 note_active(t, sep_name(c, e->reachable[i]));
-        if (!own_chains)
-                return;
+        /* A partial sync leaves unchanged services' chains in the kernel, but
+         * still renders them aside to count the rules (the rule-count
+         * metrics cover the whole table, as upstream's do). */
+        struct buf kept_chains = t->nat_chains, kept_rules = t->nat_rules;
+        if (!own_chains) {
+                t->nat_chains = t->scratch_chains;
+                t->nat_rules = t->scratch_rules;
+        }
 
         if (uses_svc)
                 chain_line(&t->nat_chains, c->svc_chain);
@@ -412,6 +425,16 @@ static void render_port(struct ipt *t, struct port_ctx *c, bool own_chains) {
                 write_lb_chain(t, c, c->svl_chain, e->local, e->n_local);
         for (size_t i = 0; i < e->n_reachable; i++)
                 write_sep_chain(t, c, e->reachable[i]);
+
+        if (!own_chains) {
+                t->skipped_rules += count_rules(&t->nat_rules);
+                buf_clear(&t->nat_chains);
+                buf_clear(&t->nat_rules);
+                t->scratch_chains = t->nat_chains;
+                t->scratch_rules = t->nat_rules;
+                t->nat_chains = kept_chains;
+                t->nat_rules = kept_rules;
+        }
 }
 
 static void port_ctx_init(struct port_ctx *c, const struct svc *s, const struct svc_port *port,
@@ -618,6 +641,9 @@ int render_iptables(const struct model *m, const struct render_params *p, struct
         if (sync) {
                 sync->n_filter_rules = count_rules(&t.filter_rules);
                 sync->n_nat_rules = count_rules(&t.nat_rules);
+                sync->n_nat_rules_total = sync->n_nat_rules + t.skipped_rules;
+                sync->n_no_local_internal = t.no_local_internal;
+                sync->n_no_local_external = t.no_local_external;
         }
         buf_reserve(out, t.filter_chains.len + t.filter_rules.len + t.nat_chains.len + t.nat_rules.len + 64);
         buf_puts(out, "*filter\n");
@@ -636,5 +662,7 @@ out:
         buf_done(&t.filter_rules);
         buf_done(&t.nat_chains);
         buf_done(&t.nat_rules);
+        buf_done(&t.scratch_chains);
+        buf_done(&t.scratch_rules);
         return r;
 }

@@ -68,8 +68,11 @@ struct render_ipt_sync {
         const struct hmap *existing;
         /* Out: the owned nat chains the rules use, one "NAME\n" each. */
         struct buf *active;
-        /* Out: counts of rules written per table, for metrics and logs. */
-        size_t n_filter_rules, n_nat_rules;
+        /* Out: counts of rules written per table, for metrics and logs;
+         * the nat total includes the rules of chains left unchanged. */
+        size_t n_filter_rules, n_nat_rules, n_nat_rules_total;
+        /* Out: service ports whose Local policy finds no local endpoint. */
+        size_t n_no_local_internal, n_no_local_external;
 };
 
 /* The iptables-restore input for p->family (filter and nat tables),

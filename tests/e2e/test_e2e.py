@@ -18,6 +18,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netlab import Lab, NODE_IPS, dnat_targets, node, service, slice_, wait_for  # noqa: E402
+import promtext  # noqa: E402
 
 BUILD = os.environ.get("KPROXY_BUILD", "build")
 
@@ -108,6 +109,67 @@ class E2E(unittest.TestCase):
         self.assertEqual(lab.healthz("livez"), "200")
         lab.kubectl("taint", "nodes", "node-1", "ToBeDeletedByClusterAutoscaler-")
         wait_for("/healthz to recover", lambda: lab.healthz() == "200", timeout=20)
+
+    def scrape(self):
+        out = self.lab.run(["curl", "-sf", "http://127.0.0.1:10249/metrics"], ns="n1").stdout
+        return promtext.parse(out)
+
+    def test_01c_metrics_move_with_syncs(self):
+        lab, ip = self.lab, self.ip
+        m = self.scrape()
+        syncs = promtext.value(m, "kubeproxy_sync_proxy_rules_duration_seconds",
+                               "kubeproxy_sync_proxy_rules_duration_seconds_count")
+        self.assertGreaterEqual(syncs, 1)
+        self.assertGreater(promtext.value(m, "kubeproxy_sync_proxy_rules_iptables_total", table="nat"), 10)
+        self.assertGreater(promtext.value(m, "process_resident_memory_bytes"), 0)
+        last = promtext.value(m, "kubeproxy_sync_proxy_rules_last_timestamp_seconds")
+        self.assertGreater(last, time.time() - 300)
+        # A change with the EndpointSlice controller's trigger-time annotation:
+        # one more sync, and one network-programming observation.
+        sl = slice_("web-1", "web", [(ip["a1"], "node-1")])
+        sl["metadata"]["annotations"] = {"endpoints.kubernetes.io/last-change-trigger-time":
+                                         time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self.replace_slice(sl)
+
+        def moved():
+            m2 = self.scrape()
+            n = promtext.value(m2, "kubeproxy_network_programming_duration_seconds",
+                               "kubeproxy_network_programming_duration_seconds_count")
+            return m2 if n and n >= 1 else None
+        m2 = wait_for("a network-programming observation", moved, timeout=20)
+        self.assertGreater(promtext.value(m2, "kubeproxy_sync_proxy_rules_duration_seconds",
+                                          "kubeproxy_sync_proxy_rules_duration_seconds_count"), syncs)
+        self.assertGreaterEqual(promtext.value(m2, "kubeproxy_sync_proxy_rules_endpoint_changes_total"), 1)
+        self.assertEqual(promtext.value(m2, "kubeproxy_sync_proxy_rules_endpoint_changes_pending"), 0)
+        mode = lab.run(["curl", "-sf", "http://127.0.0.1:10249/proxyMode"], ns="n1").stdout
+        self.assertEqual(mode.strip(), "iptables")
+        import json
+        cz = json.loads(lab.run(["curl", "-sf", "http://127.0.0.1:10249/configz"], ns="n1").stdout)
+        self.assertIn("kubeproxy.config.k8s.io", cz)
+
+    def test_01d_health_check_node_port(self):
+        lab, ip = self.lab, self.ip
+        lb = service("lb", "10.96.0.60", typ="LoadBalancer", node_port=30090, etp="Local")
+        lb["spec"]["healthCheckNodePort"] = 32000
+        lab.apply_objects("create", [lb, slice_("lb-1", "lb", [(ip["a2"], "node-1"), (ip["b2"], "node-2")])])
+
+        def probe():
+            p = lab.run(["curl", "-s", "-w", "\n%{http_code}", "http://%s:32000/" % NODE_IPS["node-1"]],
+                        ns="n2", check=False)
+            if p.returncode != 0:
+                return None
+            body, _, code = p.stdout.rpartition("\n")
+            import json
+            return int(code), json.loads(body)
+        code, body = wait_for("the health-check node port to open", probe, timeout=20)
+        self.assertEqual(code, 200)
+        self.assertEqual(body["service"], {"namespace": "default", "name": "lb"})
+        self.assertEqual(body["localEndpoints"], 1)
+        self.replace_slice(slice_("lb-1", "lb", [(ip["b2"], "node-2")]))
+        code, body = wait_for("no local endpoints", lambda: (probe() or (0, {}))[0] == 503 and probe(), timeout=20)
+        self.assertEqual(body["localEndpoints"], 0)
+        lab.kubectl("delete", "service", "lb")
+        wait_for("the health-check node port to close", lambda: probe() is None, timeout=20)
 
     def test_02_spread_one_then_three(self):
         r = self.client("10.96.0.10", 80, 300)
@@ -243,6 +305,7 @@ class E2E(unittest.TestCase):
         lab.run(["iptables", "-t", "nat", "-A", "FOREIGN", "-j", sep], ns="n1")
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
         wait_for("a failed sync", lambda: "Sync failed" in lab.kproxy_output(), timeout=20)
+        self.assertGreaterEqual(promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_iptables_restore_failures_total"), 1)
         # The previous rules are all still there, and serve.
         self.assertEqual(dnat_targets(lab.nat(), "default/web:p"),
                          sorted(ip[p] + ":8080" for p in ("a1", "a2", "a3")))

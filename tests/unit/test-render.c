@@ -93,6 +93,15 @@ static void test_partial_and_stale(void) {
         /* a's cluster-IP rule in KUBE-SERVICES is always rewritten. */
         CHECK(count(out.data, "\"ns/a:p cluster IP\" -m tcp -p tcp -d 10.96.0.1 --dport 80 -j KUBE-SVC-") == 1);
         CHECK(count(active.data, "\n") == 4);
+        /* The nat total counts the unchanged chains too: it equals a full render's. */
+        {
+                struct buf full = BUF_INIT;
+                struct render_ipt_sync fs = {0};
+                CHECK(render_iptables(m, &p, &fs, &full) == 0);
+                CHECK(s.n_nat_rules < fs.n_nat_rules);
+                CHECK(s.n_nat_rules_total == fs.n_nat_rules);
+                buf_done(&full);
+        }
 
         /* a is deleted: its chains go. */
         CHECK(model_service_delete(m, "ns/a") == 0);

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * One libmicrohttpd daemon on kproxy's event loop, listening on a socket
+ * kproxy binds itself (so a failed bind reports its errno). Owners see one
+ * call per complete request and fill in a reply; the HTTP state machine,
+ * request bodies, timers and the epoll plumbing stay in mhd.c.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+struct ev_loop;
+struct inet_addr;
+struct mhd_server;
+struct mhd_request;
+
+/* What the handler answers. The server fills in 200, no type, no nosniff
+ * and an empty body before the call; the body is sent as is (HEAD drops it
+ * but keeps its Content-Length, as Go does). */
+struct mhd_reply {
+        unsigned status;
+        const char *content_type;       /* a static string, or NULL for none */
+        bool nosniff;                   /* send X-Content-Type-Options: nosniff */
+        struct buf body;
+};
+
+typedef void (*mhd_handler_fn)(void *userdata, const struct mhd_request *req, struct mhd_reply *reply);
+
+/* "IP:PORT" or "[IP]:PORT" (Go's SplitHostPort: an IPv6 address needs the
+ * brackets). No host names, no zones, no empty port. Returns 0 or -EINVAL;
+ * the outputs are written only on success. */
+int mhd_parse_bind(const char *s, struct inet_addr *ret_addr, uint16_t *ret_port);
+
+/* Binds addr:port (port 0: the kernel picks one) the way Go's net.Listen
+ * does, starts the daemon and registers it with the loop. name prefixes
+ * libmicrohttpd's own log lines ("metrics server"); it must be a static
+ * string. fn is called on the loop thread for every request. Returns 0, or
+ * -errno (-EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM, ...) without logging: the
+ * caller knows what the address was for. */
+int mhd_server_new(struct ev_loop *l, const char *name, const struct inet_addr *addr, uint16_t port,
+                   mhd_handler_fn fn, void *userdata, struct mhd_server **ret);
+/* Closes the listener and every connection. Accepts NULL; returns NULL. */
+struct mhd_server *mhd_server_free(struct mhd_server *s);
+/* The bound port (the kernel's choice when 0 was asked for). */
+uint16_t mhd_server_port(const struct mhd_server *s);
+
+/* The request's path, percent-decoded, without the query string. */
+const char *mhd_request_path(const struct mhd_request *r);
+const char *mhd_request_method(const struct mhd_request *r);
+/* Calls fn for every query argument in order; value is NULL for a bare
+ * "?key". The strings live as long as the request. */
+void mhd_request_foreach_arg(const struct mhd_request *r,
+                             void (*fn)(void *userdata, const char *key, const char *value), void *userdata);
+/* Go's http.NotFound: 404, "404 page not found\n" as text/plain. */
+void mhd_reply_not_found(struct mhd_reply *reply);
