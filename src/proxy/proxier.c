@@ -538,6 +538,9 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         uint64_t took = ev_now_ms(l) - start;
         if (!ok)
                 metrics_restore_failed(p->metrics, !full);     /* before sync_done: the timestamp stays */
+        /* serviceProxyHealthy of the health-check node ports: whether the
+         * last sync succeeded (upstream asks its health server per probe). */
+        hcnp_set_proxy_healthy(p->hcnp, ok);
         metrics_sync_done(p->metrics, full, realtime_s() - t0);
         if (!ok) {
                 uint64_t retry = config_mode_sync(p->cfg)->sync_period_ms;

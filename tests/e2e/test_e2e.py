@@ -171,6 +171,24 @@ class E2E(unittest.TestCase):
         lab.kubectl("delete", "service", "lb")
         wait_for("the health-check node port to close", lambda: probe() is None, timeout=20)
 
+    def test_01e_bind_problems_are_clear_startup_errors(self):
+        lab = self.lab
+        base = [lab.kproxy_bin, "--kubeconfig", lab.kubeconfig, "--hostname-override", "node-1"]
+        # The running kproxy holds 10256 and 10249.
+        for flag, addr in (("--healthz-bind-address", "127.0.0.1:10256"),
+                           ("--metrics-bind-address", "127.0.0.1:10249"),
+                           ("--metrics-bind-address", "192.0.2.1:10249")):
+            args = base + [flag, addr]
+            if flag == "--metrics-bind-address":
+                args += ["--healthz-bind-address", "127.0.0.1:10266"]
+            p = lab.run(args, ns="n1", check=False, timeout=20)
+            self.assertNotEqual(p.returncode, 0, addr)
+            self.assertIn(addr, p.stderr)
+        p = lab.run(base + ["--metrics-bind-address", "300.1.1.1:10249"], ns="n1", check=False, timeout=20)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("metrics", p.stderr)
+        self.assertKproxyRunning()
+
     def test_02_spread_one_then_three(self):
         r = self.client("10.96.0.10", 80, 300)
         self.assertEqual(r["errors"], {})
