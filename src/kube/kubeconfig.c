@@ -13,6 +13,7 @@
  * with an empty one), and so is a client key without a certificate.
  */
 #include "kube/kubeconfig.h"
+#include "kube/conn-internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -32,256 +33,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
-#define SA_TOKEN_PATH "/var/run/secrets/kubernetes.io/serviceaccount/token"
-#define SA_CA_PATH "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-/* Far above any real CA bundle or kubeconfig; stops a mistyped path such
- * as /dev/zero from eating memory. */
-#define MAX_FILE_SIZE (16u << 20)
-
-#define PEM_CERT "-----BEGIN CERTIFICATE-----"
-#define PEM_KEY "PRIVATE KEY-----"
-
 _Static_assert(KUBE_LOAD_ERRLEN <= KUBE_CONN_ERRLEN, "YAML errors are written into the caller's buffer");
-
-static bool isempty(const char *s) {
-        return !s || !*s;
-}
-
-/* --- Secrets-aware buffers ---------------------------------------------- */
-
-/* Bytes read from a file or decoded from base64, always NUL-terminated.
- * Keys and tokens pass through these, so they are wiped before free. */
-struct blob {
-        char *data;
-        size_t len;
-};
-
-static void blob_done(struct blob *b) {
-        if (b->data) {
-                explicit_bzero(b->data, b->len);
-                free(b->data);
-        }
-        *b = (struct blob) {NULL, 0};
-}
-
-static void secret_free(char *s, size_t len) {
-        if (!s)
-                return;
-        explicit_bzero(s, len ? len : strlen(s));
-        free(s);
-}
-
-/* Reads all of path. Grows by copying rather than realloc() so that no
- * stale copy of a key is left behind unwiped. */
-static int read_file(const char *path, struct blob *ret) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_(blob_done) struct blob b = {NULL, 0};
-        size_t cap = 0;
-        struct stat st;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (S_ISREG(st.st_mode) && (size_t) st.st_size > MAX_FILE_SIZE)
-                return -EFBIG;
-        for (;;) {
-                if (b.len + 1 >= cap) {
-                        size_t ncap = cap ? cap * 2 : S_ISREG(st.st_mode) ? (size_t) st.st_size + 2 : 4096;
-                        char *n = malloc(ncap);
-                        if (!n)
-                                return -ENOMEM;
-                        if (b.data)
-                                memcpy(n, b.data, b.len);
-                        blob_done(&(struct blob) {b.data, b.len});
-                        b.data = n;
-                        cap = ncap;
-                }
-                ssize_t k = read(fd, b.data + b.len, cap - b.len - 1);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                b.len += (size_t) k;
-                if (b.len > MAX_FILE_SIZE)
-                        return -EFBIG;
-        }
-        b.data[b.len] = '\0';
-        *ret = b;
-        b = (struct blob) {NULL, 0};
-        return 0;
-}
-
-/* Standard base64 with padding, as Go's encoding/json decodes []byte
- * fields; line breaks and other whitespace are skipped (YAML folds long
- * values). EVP_DecodeBlock() does the arithmetic, but it accepts "Q===" and
- * "QQ=A" and counts padding as output, so the shape is checked here first. */
-static int base64_decode(const char *in, size_t in_len, struct blob *ret) {
-        _cleanup_(blob_done) struct blob packed = {NULL, 0}, out = {NULL, 0};
-        size_t n = 0, pad = 0;
-
-        packed.data = malloc(in_len + 1);
-        if (!packed.data)
-                return -ENOMEM;
-        for (size_t i = 0; i < in_len; i++)
-                if (!isspace((unsigned char) in[i]))
-                        packed.data[n++] = in[i];
-        packed.len = n;
-        if (n == 0 || n % 4 != 0)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                unsigned char ch = (unsigned char) packed.data[i];
-                if (ch == '=') {
-                        if (i < n - 2)
-                                return -EINVAL;
-                        pad++;
-                } else if (pad > 0 || !(isalnum(ch) || ch == '+' || ch == '/')) {
-                        return -EINVAL;
-                }
-        }
-        out.data = malloc(n / 4 * 3 + 1);
-        if (!out.data)
-                return -ENOMEM;
-        int k = EVP_DecodeBlock((unsigned char *) out.data, (const unsigned char *) packed.data, (int) n);
-        if (k < 0 || (size_t) k < pad)
-                return -EINVAL;
-        out.len = (size_t) k - pad;
-        out.data[out.len] = '\0';
-        *ret = out;
-        out = (struct blob) {NULL, 0};
-        return 0;
-}
-
-/* --- Tokens -------------------------------------------------------------- */
-
-/* A token goes into an HTTP header verbatim; a control character there
- * would end the header (or start another one). */
-static const char *token_problem(const char *t) {
-        for (; *t; t++)
-                if ((unsigned char) *t < 0x20 || *t == 0x7f)
-                        return "contains control characters";
-        return NULL;
-}
-
-/* Reads a bearer token as client-go's file token source does: whitespace
- * around it (the trailing newline of `echo`) is dropped and an empty file
- * is an error. On -EINVAL, *ret_problem says what is wrong; other errors
- * are from reading the file. */
-static int token_read(const char *path, char **ret, const char **ret_problem) {
-        _cleanup_(blob_done) struct blob b = {NULL, 0};
-        const char *s, *problem;
-        size_t len;
-        char *t;
-        int r;
-
-        r = read_file(path, &b);
-        if (r < 0)
-                return r;
-        s = b.data;
-        len = b.len;
-        while (len > 0 && isspace((unsigned char) *s))
-                s++, len--;
-        while (len > 0 && isspace((unsigned char) s[len - 1]))
-                len--;
-        if (len == 0) {
-                *ret_problem = "is empty";
-                return -EINVAL;
-        }
-        if (memchr(s, '\0', len)) {
-                *ret_problem = "contains NUL bytes";
-                return -EINVAL;
-        }
-        t = strndup(s, len);
-        if (!t)
-                return -ENOMEM;
-        problem = token_problem(t);
-        if (problem) {
-                secret_free(t, len);
-                *ret_problem = problem;
-                return -EINVAL;
-        }
-        *ret = t;
-        return 0;
-}
-
-/* --- Server URLs --------------------------------------------------------- */
-
-static int invalid(const char **ret_problem, const char *problem) {
-        *ret_problem = problem;
-        return -EINVAL;
-}
-
-/* Accepts http(s)://host[:port][/prefix], host a name, an IPv4 address or
- * a bracketed IPv6 address. client-go also takes a bare host:port, but then
- * guesses the scheme from whether TLS settings exist, and at the point it
- * decides whether to send credentials it guesses plain HTTP; an explicit
- * scheme avoids that trap. Returns the URL with a lowercase scheme and no
- * trailing slash. */
-static int server_normalize(const char *s, char **ret, const char **ret_problem) {
-        const char *p, *end, *host_end, *path_end, *scheme;
-
-        if (strncasecmp(s, "https://", 8) == 0)
-                scheme = "https://", p = s + 8;
-        else if (strncasecmp(s, "http://", 7) == 0)
-                scheme = "http://", p = s + 7;
-        else
-                return invalid(ret_problem, "must be an http:// or https:// URL");
-        for (const char *q = s; *q; q++)
-                if ((unsigned char) *q <= ' ' || *q == 0x7f)
-                        return invalid(ret_problem, "must not contain spaces or control characters");
-        if (strpbrk(p, "?#"))
-                return invalid(ret_problem, "must not have a query or fragment");
-        end = p + strcspn(p, "/");
-        if (memchr(p, '@', (size_t) (end - p)))
-                return invalid(ret_problem, "must not contain user information");
-        if (*p == '[') {
-                const char *close = memchr(p, ']', (size_t) (end - p));
-                if (!close || close == p + 1)
-                        return invalid(ret_problem, "has a malformed IPv6 address");
-                for (const char *q = p + 1; q < close; q++)
-                        if (!isalnum((unsigned char) *q) && *q != ':' && *q != '.' && *q != '%')
-                                return invalid(ret_problem, "has a malformed IPv6 address");
-                host_end = close + 1;
-        } else {
-                host_end = p + strcspn(p, ":/");
-                if (host_end == p)
-                        return invalid(ret_problem, "has no host");
-                for (const char *q = p; q < host_end; q++)
-                        if (!isalnum((unsigned char) *q) && *q != '-' && *q != '.' && *q != '_')
-                                return invalid(ret_problem, "has an invalid host");
-        }
-        if (host_end < end) {
-                unsigned long port = 0;
-                size_t digits = (size_t) (end - host_end - 1);
-                if (*host_end != ':')
-                        return invalid(ret_problem, "has an invalid host");
-                for (const char *q = host_end + 1; q < end; q++) {
-                        if (!isdigit((unsigned char) *q))
-                                return invalid(ret_problem, "has an invalid port");
-                        port = port * 10 + (unsigned long) (*q - '0');
-                        if (port > 65535)
-                                break;
-                }
-                if (digits == 0 || port == 0 || port > 65535)
-                        return invalid(ret_problem, "has an invalid port");
-        }
-        path_end = p + strlen(p);
-        while (path_end > end && path_end[-1] == '/')
-                path_end--;
-        if (asprintf(ret, "%s%.*s", scheme, (int) (path_end - p), p) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-static bool server_is_https(const char *server) {
-        return strncmp(server, "https://", 8) == 0;
-}
 
 /* --- Reading a kubeconfig ------------------------------------------------ */
 
@@ -428,7 +180,7 @@ static int kc_path(const struct kc *k, const char *p, char **ret) {
  * when neither is set. */
 static int kc_pem(const struct kc *k, const json_t *obj, const char *at, const char *file_key, const char *data_key,
                   const char *marker, const char *what, char **ret, size_t *ret_len) {
-        _cleanup_(blob_done) struct blob b = {NULL, 0};
+        _cleanup_(kube_conn_blob_done) struct blob b = {NULL, 0};
         _cleanup_free_ char *path = NULL;
         const char *file, *data;
         int r;
@@ -443,7 +195,7 @@ static int kc_pem(const struct kc *k, const json_t *obj, const char *at, const c
         if (file && data)
                 return kc_fail(k, -EINVAL, at, data_key, "%s is set too; set only one of them", file_key);
         if (data) {
-                r = base64_decode(data, strlen(data), &b);
+                r = kube_conn_base64_decode(data, strlen(data), &b);
                 if (r == -EINVAL)
                         return kc_fail(k, r, at, data_key, "not valid base64");
                 if (r < 0)
@@ -454,7 +206,7 @@ static int kc_pem(const struct kc *k, const json_t *obj, const char *at, const c
                 r = kc_path(k, file, &path);
                 if (r < 0)
                         return r;
-                r = read_file(path, &b);
+                r = kube_conn_read_file(path, &b);
                 if (r < 0)
                         return kc_fail(k, r, at, file_key, "cannot read %s: %s", path, strerror(-r));
                 if (!memmem(b.data, b.len, marker, strlen(marker)))
@@ -544,7 +296,7 @@ static int kc_user(const struct kc *k, const json_t *u, const char *at, struct k
         /* token wins over tokenFile, but the file is still kept: client-go
          * re-reads it too, so a rotated file takes over on the next 401. */
         if (token) {
-                problem = token_problem(token);
+                problem = kube_conn_token_problem(token);
                 if (problem)
                         return kc_fail(k, -EINVAL, at, "token", "%s", problem);
                 c->token = strdup(token);
@@ -556,7 +308,7 @@ static int kc_user(const struct kc *k, const json_t *u, const char *at, struct k
                 if (r < 0)
                         return r;
                 if (!token) {
-                        r = token_read(c->token_file, &c->token, &problem);
+                        r = kube_conn_token_read(c->token_file, &c->token, &problem);
                         if (r == -EINVAL)
                                 return kc_fail(k, r, at, "tokenFile", "%s %s", c->token_file, problem);
                         if (r < 0)
@@ -621,7 +373,7 @@ static int kc_resolve(const struct kc *k, const char *master, struct kube_conn *
                 if (!server)
                         return kc_fail(k, -EINVAL, cl_at, "server", "not set");
         }
-        r = server_normalize(server, &c->server, &problem);
+        r = kube_conn_server_normalize(server, &c->server, &problem);
         if (r == -EINVAL && master) {
                 snprintf(k->err, KUBE_CONN_ERRLEN, "--master \"%s\": %s", master, problem);
                 return r;
@@ -633,7 +385,7 @@ static int kc_resolve(const struct kc *k, const char *master, struct kube_conn *
 
         /* client-go reads neither credentials nor TLS settings for a plain
          * HTTP server, so a token never crosses the wire in clear text. */
-        if (!server_is_https(c->server))
+        if (!kube_conn_server_is_https(c->server))
                 return 0;
         if (cl) {
                 r = kc_cluster(k, cl, cl_at, master, c);
@@ -708,11 +460,11 @@ static int kc_dir(const char *path, char **ret) {
 }
 
 static int kc_read(struct kc *k) {
-        _cleanup_(blob_done) struct blob b = {NULL, 0};
+        _cleanup_(kube_conn_blob_done) struct blob b = {NULL, 0};
         struct kc_docs docs = {NULL, 0};
         int r;
 
-        r = read_file(k->path, &b);
+        r = kube_conn_read_file(k->path, &b);
         if (r < 0) {
                 snprintf(k->err, KUBE_CONN_ERRLEN, "%s: cannot read kubeconfig: %s", k->path, strerror(-r));
                 return r;
@@ -735,66 +487,6 @@ static int kc_read(struct kc *k) {
 
 /* --- The API ------------------------------------------------------------- */
 
-int kube_conn_in_cluster(const char *token_path, const char *ca_path, struct kube_conn *ret,
-                         char err[KUBE_CONN_ERRLEN]) {
-        _cleanup_(kube_conn_done) struct kube_conn c = {0};
-        _cleanup_(blob_done) struct blob ca = {NULL, 0};
-        _cleanup_free_ char *url = NULL;
-        const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT"), *problem;
-        bool brackets;
-        int r;
-
-        err[0] = '\0';
-        token_path = token_path ? token_path : SA_TOKEN_PATH;
-        ca_path = ca_path ? ca_path : SA_CA_PATH;
-        if (isempty(host) || isempty(port)) {
-                snprintf(err, KUBE_CONN_ERRLEN,
-                         "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set "
-                         "(or give --kubeconfig or --master)");
-                return -EINVAL;
-        }
-        /* net.JoinHostPort(): an IPv6 address needs brackets before ":port". */
-        brackets = strchr(host, ':') && host[0] != '[';
-        if (asprintf(&url, "https://%s%s%s:%s", brackets ? "[" : "", host, brackets ? "]" : "", port) < 0)
-                return -ENOMEM;
-        r = server_normalize(url, &c.server, &problem);
-        if (r == -EINVAL)
-                snprintf(err, KUBE_CONN_ERRLEN, "in-cluster config: KUBERNETES_SERVICE_HOST/PORT give \"%s\", which %s",
-                         url, problem);
-        if (r < 0)
-                return r;
-
-        r = token_read(token_path, &c.token, &problem);
-        if (r == -EINVAL)
-                snprintf(err, KUBE_CONN_ERRLEN, "in-cluster config: service account token %s %s", token_path, problem);
-        else if (r < 0)
-                snprintf(err, KUBE_CONN_ERRLEN, "in-cluster config: cannot read service account token %s: %s",
-                         token_path, strerror(-r));
-        if (r < 0)
-                return r;
-        c.token_file = strdup(token_path);
-        if (!c.token_file)
-                return -ENOMEM;
-
-        /* As rest.InClusterConfig(): a CA that cannot be loaded is logged and
-         * the system's store is used, which will then fail to verify the
-         * API server, with an error that points at TLS. */
-        r = read_file(ca_path, &ca);
-        if (r < 0)
-                log_warning_errno(r, "Cannot read in-cluster CA %s, using the system's CA store", ca_path);
-        else if (!memmem(ca.data, ca.len, PEM_CERT, strlen(PEM_CERT)))
-                log_warning("In-cluster CA %s holds no PEM certificate, using the system's CA store", ca_path);
-        else {
-                c.ca_pem = TAKE_PTR(ca.data);
-                c.ca_pem_len = ca.len;
-                ca.len = 0;
-        }
-
-        *ret = c;
-        c = (struct kube_conn) {0};
-        return 0;
-}
-
 int kube_conn_resolve(const char *kubeconfig, const char *master, struct kube_conn *ret,
                       char err[KUBE_CONN_ERRLEN]) {
         _cleanup_(kube_conn_done) struct kube_conn c = {0};
@@ -803,13 +495,13 @@ int kube_conn_resolve(const char *kubeconfig, const char *master, struct kube_co
         int r;
 
         err[0] = '\0';
-        master = isempty(master) ? NULL : master;
-        if (isempty(kubeconfig)) {
+        master = kube_conn_isempty(master) ? NULL : master;
+        if (kube_conn_isempty(kubeconfig)) {
                 if (!master)
                         return kube_conn_in_cluster(NULL, NULL, ret, err);
                 /* --master alone: that server, no credentials (client-go's
                  * empty config with the server overridden). */
-                r = server_normalize(master, &c.server, &problem);
+                r = kube_conn_server_normalize(master, &c.server, &problem);
                 if (r == -EINVAL)
                         snprintf(err, KUBE_CONN_ERRLEN, "--master \"%s\": %s", master, problem);
         } else {
@@ -819,7 +511,7 @@ int kube_conn_resolve(const char *kubeconfig, const char *master, struct kube_co
         }
         if (r < 0) {
                 if (!err[0])
-                        snprintf(err, KUBE_CONN_ERRLEN, "%s: %s", isempty(kubeconfig) ? "--master" : kubeconfig,
+                        snprintf(err, KUBE_CONN_ERRLEN, "%s: %s", kube_conn_isempty(kubeconfig) ? "--master" : kubeconfig,
                                  strerror(-r));
                 return r;
         }
@@ -831,29 +523,3 @@ int kube_conn_resolve(const char *kubeconfig, const char *master, struct kube_co
 /* Returns -ENOENT when there is no token file to re-read. On failure the
  * old token stays, as client-go keeps serving a stale token when the file
  * cannot be read. */
-int kube_conn_reload_token(struct kube_conn *c) {
-        const char *problem;
-        char *t;
-        int r;
-
-        if (!c->token_file)
-                return -ENOENT;
-        r = token_read(c->token_file, &t, &problem);
-        if (r < 0)
-                return r;
-        secret_free(c->token, 0);
-        c->token = t;
-        return 0;
-}
-
-void kube_conn_done(struct kube_conn *c) {
-        if (!c)
-                return;
-        secret_free(c->token, 0);
-        secret_free(c->key_pem, c->key_pem_len);
-        free(c->server);
-        free(c->ca_pem);
-        free(c->cert_pem);
-        free(c->token_file);
-        *c = (struct kube_conn) {0};
-}
