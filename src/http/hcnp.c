@@ -8,8 +8,8 @@
  * a probe that meets a refused connection takes the node out of rotation.
  *
  * State is kept per port, not per Service: a port is the thing a probe sees.
- * Each wanted port has one listener per node address (one MHD daemon each,
- * in external epoll mode exactly as http/health.c runs its one). A sync
+ * Each wanted port has one listener per node address (one http/mhd.c server
+ * each, which also makes the wildcard socket dual-stack as Go does). A sync
  * diffs the wanted ports against the open ones: ports no longer wanted are
  * closed, ports that stay keep their sockets and only get the new count
  * (or, when another Service took the port over, the new name), new ports
@@ -34,26 +34,19 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "ev/ev.h"
+#include "http/mhd.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/hmap.h"
 #include "util/inet.h"
 #include "util/log.h"
 
-/* As http/health.c: one thread serves every connection, so an idle client
- * must not hold a slot forever. Probes are one small request at a time. */
-#define HCNP_CONNECTION_TIMEOUT_S 30u
+/* Probes are one small request at a time, and there is a listener per port
+ * and address, so each gets fewer connections than the other servers. */
 #define HCNP_CONNECTION_LIMIT 64u
 
 struct hcnp {
@@ -66,11 +59,8 @@ struct hcnp {
 struct hcnp_listener {
         struct hcnp_port *owner;
         struct inet_addr addr;
-        struct MHD_Daemon *daemon;      /* NULL while the address cannot be bound */
-        int epoll_fd;                   /* MHD's own; registered with the loop */
-        struct ev_timer *timer;         /* armed while MHD wants a wake-up */
+        struct mhd_server *server;      /* NULL while the address cannot be bound */
         int error;                      /* the last bind failure, already logged */
-        bool starting;                  /* MHD's messages are warnings until it runs */
 };
 
 struct hcnp_port {
@@ -117,219 +107,45 @@ static unsigned hcnp_body(const struct hcnp_port *p, struct buf *b) {
         hcnp_put_quoted(b, p->name);
         buf_printf(b, "\n\t},\n\t\"localEndpoints\": %zu,\n\t\"serviceProxyHealthy\": %s\n}", p->local_endpoints,
                    healthy ? "true" : "false");
-        return p->local_endpoints != 0 && healthy ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
+        return p->local_endpoints != 0 && healthy ? 200 : 503;
 }
 
 /* Upstream's handler is the whole http.Server (no mux), so every path and
- * every method gets the answer; HEAD loses the body in MHD as in Go. As in
- * http/health.c the answer waits for MHD's last call, so that a request with
- * a body does not make MHD close a kept-alive connection. */
-static enum MHD_Result hcnp_handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                   const char *version, const char *upload_data, size_t *upload_data_size,
-                                   void **req_cls) {
-        struct hcnp_listener *li = cls;
-        _cleanup_(buf_done) struct buf body = BUF_INIT;
-        struct MHD_Response *r;
-        enum MHD_Result ret = MHD_NO;
+ * every method gets the answer. */
+static void hcnp_handle(void *userdata, const struct mhd_request *req, struct mhd_reply *reply) {
+        const struct hcnp_port *p = userdata;
         char weight[24];
-        unsigned status;
 
-        (void) url;
-        (void) method;
-        (void) version;
-        (void) upload_data;
-
-        if (!*req_cls) {
-                *req_cls = li;  /* any non-NULL marks "headers seen" */
-                return MHD_YES;
-        }
-        if (*upload_data_size > 0) {
-                *upload_data_size = 0;
-                return MHD_YES;
-        }
-
-        status = hcnp_body(li->owner, &body);
-        snprintf(weight, sizeof weight, "%zu", li->owner->local_endpoints);
-        r = MHD_create_response_from_buffer(body.len, body.data, MHD_RESPMEM_MUST_COPY);
-        if (!r)
-                return MHD_NO;  /* out of memory: MHD closes the connection */
+        (void) req;
+        reply->status = hcnp_body(p, &reply->body);
+        reply->content_type = "application/json";
+        reply->nosniff = true;
         /* Upstream (since 1.28) also puts the count in a header, for load
          * balancers that weight nodes by it without parsing the body. */
-        if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") == MHD_YES &&
-            MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") == MHD_YES &&
-            MHD_add_response_header(r, "X-Load-Balancing-Endpoint-Weight", weight) == MHD_YES)
-                ret = MHD_queue_response(c, status, r);
-        MHD_destroy_response(r);
-        return ret;
+        snprintf(weight, sizeof weight, "%zu", p->local_endpoints);
+        mhd_reply_add_header(reply, "X-Load-Balancing-Endpoint-Weight", weight);
 }
 
-static void hcnp_mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
-static void hcnp_mhd_log(void *cls, const char *fmt, va_list ap) {
-        const struct hcnp_listener *li = cls;
-        char msg[512];
-        size_t n;
-
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        n = strlen(msg);
-        while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-                msg[--n] = '\0';
-        if (li->starting)
-                log_warning("healthcheck port %u: %s", li->owner->port, msg);
-        else
-                log_v(2, "healthcheck port %u: %s", li->owner->port, msg);
-}
-
-static void hcnp_on_timer(struct ev_loop *l, void *userdata);
-
-static void hcnp_rearm(struct hcnp_listener *li) {
-        struct ev_loop *l = li->owner->hcnp->loop;
-        MHD_UNSIGNED_LONG_LONG ms;
-
-        li->timer = ev_timer_cancel(l, li->timer);
-        if (MHD_get_timeout(li->daemon, &ms) != MHD_YES)
-                return;
-        li->timer = ev_timer_add(l, (uint64_t) ms, hcnp_on_timer, li);
-        if (!li->timer)
-                log_warning("healthcheck port %u: out of memory arming a timer, idle connections stay open "
-                            "until the next request, ignoring", li->owner->port);
-}
-
-static void hcnp_run(struct hcnp_listener *li) {
-        if (MHD_run(li->daemon) != MHD_YES)
-                log_warning("healthcheck port %u: MHD_run() failed, ignoring", li->owner->port);
-        hcnp_rearm(li);
-}
-
-static void hcnp_on_timer(struct ev_loop *l, void *userdata) {
-        struct hcnp_listener *li = userdata;
-
-        (void) l;
-        li->timer = NULL;       /* fired: the loop has freed it */
-        hcnp_run(li);
-}
-
-static void hcnp_on_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
-        (void) l;
-        (void) fd;
-        (void) events;
-        hcnp_run(userdata);
-}
-
-/* The listening socket as Go's net.Listen("tcp", "IP:port") makes upstream's:
- * SO_REUSEADDR, and IPV6_V6ONLY off, so the unspecified address (0.0.0.0,
- * upstream's choice when nodePortAddresses is empty, as much as ::) gets
- * one dual-stack socket, falling back to IPv4 on a kernel without IPv6.
- * The same steps as http/health.c's, which keeps its copy private. */
-static int hcnp_listen(const struct inet_addr *a, uint16_t port, int *ret_fd) {
-        struct sockaddr_storage ss = {};
-        socklen_t len;
-        int one = 1, zero = 0;
-        bool wildcard4 = a->family == 4 && inet_addr_is_unspecified(a);
-        _cleanup_close_ int fd = -1;
-
-        if (a->family == 6 || wildcard4) {
-                struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) &ss;
-
-                sin6->sin6_family = AF_INET6;
-                sin6->sin6_port = htons(port);
-                if (!wildcard4)
-                        memcpy(&sin6->sin6_addr, a->bytes, 16);
-                len = sizeof *sin6;
-                fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-                if (fd < 0 && errno != EAFNOSUPPORT)
-                        return -errno;
-                if (fd < 0 && !wildcard4)
-                        return -EAFNOSUPPORT;
-        }
-        if (fd < 0) {
-                struct sockaddr_in *sin = (struct sockaddr_in *) &ss;
-
-                memset(&ss, 0, sizeof ss);
-                sin->sin_family = AF_INET;
-                sin->sin_port = htons(port);
-                memcpy(&sin->sin_addr, a->bytes, 4);
-                len = sizeof *sin;
-                fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-                if (fd < 0)
-                        return -errno;
-        }
-
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
-                return -errno;
-        if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) < 0)
-                return -errno;
-        if (bind(fd, (struct sockaddr *) &ss, len) < 0)
-                return -errno;
-        if (listen(fd, SOMAXCONN) < 0)
-                return -errno;
-        *ret_fd = fd;
-        fd = -1;
-        return 0;
-}
-
-/* Closes the listener's socket and connections; the slot stays. */
-static void hcnp_listener_stop(struct hcnp_listener *li) {
-        struct ev_loop *l = li->owner->hcnp->loop;
-
-        li->timer = ev_timer_cancel(l, li->timer);
-        if (li->epoll_fd >= 0)
-                (void) ev_io_del(l, li->epoll_fd);
-        li->epoll_fd = -1;
-        /* Closes the connections, the listen socket and the epoll fd. */
-        if (li->daemon)
-                MHD_stop_daemon(li->daemon);
-        li->daemon = NULL;
-}
-
+/* Closes the listener's socket and connections. */
 static struct hcnp_listener *hcnp_listener_free(struct hcnp_listener *li) {
         if (!li)
                 return NULL;
-        hcnp_listener_stop(li);
+        mhd_server_free(li->server);
         free(li);
         return NULL;
 }
 
-/* Binds the listener's address and registers its daemon with the loop.
- * Returns 0 or -errno; on failure the listener is left stopped. */
+/* Binds the listener's address and registers its server with the loop.
+ * Returns 0 or -errno; on failure the listener stays unbound. */
 static int hcnp_listener_start(struct hcnp_listener *li) {
-        _cleanup_close_ int fd = -1;
-        const union MHD_DaemonInfo *info;
-        int r;
+        const struct hcnp_port *p = li->owner;
+        char name[32];
 
-        assert(!li->daemon);
-
-        r = hcnp_listen(&li->addr, li->owner->port, &fd);
-        if (r < 0)
-                return r;
-
-        /* No MHD_USE_INTERNAL_POLLING_THREAD: MHD runs only inside MHD_run(),
-         * on this thread. */
-        li->starting = true;
-        errno = 0;
-        li->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, hcnp_handle, li,
-                                      MHD_OPTION_EXTERNAL_LOGGER, hcnp_mhd_log, li,
-                                      MHD_OPTION_LISTEN_SOCKET, fd,
-                                      MHD_OPTION_CONNECTION_TIMEOUT, HCNP_CONNECTION_TIMEOUT_S,
-                                      MHD_OPTION_CONNECTION_LIMIT, HCNP_CONNECTION_LIMIT,
-                                      MHD_OPTION_END);
-        li->starting = false;
-        if (!li->daemon)
-                return errno > 0 ? -errno : -EIO;       /* the socket is still ours */
-        fd = -1;        /* MHD_stop_daemon() closes it */
-
-        info = MHD_get_daemon_info(li->daemon, MHD_DAEMON_INFO_EPOLL_FD);
-        if (!info || info->epoll_fd < 0) {
-                hcnp_listener_stop(li);
-                return -EIO;
-        }
-        r = ev_io_add(li->owner->hcnp->loop, info->epoll_fd, EPOLLIN, hcnp_on_io, li);
-        if (r < 0) {
-                hcnp_listener_stop(li);
-                return r;
-        }
-        li->epoll_fd = info->epoll_fd;
-        hcnp_rearm(li);
-        return 0;
+        assert(!li->server);
+        snprintf(name, sizeof name, "healthcheck port %u", p->port);
+        /* The port outlives its listeners: it is the handler's userdata. */
+        return mhd_server_new(p->hcnp->loop, name, &li->addr, p->port, HCNP_CONNECTION_LIMIT, hcnp_handle,
+                              li->owner, &li->server);
 }
 
 static struct hcnp_port *hcnp_port_free(struct hcnp_port *p) {
@@ -350,7 +166,7 @@ static void hcnp_port_freep(struct hcnp_port **p) {
 
 static bool hcnp_port_serving(const struct hcnp_port *p) {
         for (size_t i = 0; i < p->n_listeners; i++)
-                if (p->listeners[i]->daemon)
+                if (p->listeners[i]->server)
                         return true;
         return false;
 }
@@ -406,7 +222,7 @@ static int hcnp_port_sync(struct hcnp_port *p, const struct inet_addr *addrs, si
                 for (size_t j = 0; j < p->n_listeners && !li; j++)
                         if (inet_addr_equal(&p->listeners[j]->addr, &addrs[i]))
                                 li = p->listeners[j];
-                if (li && li->daemon)
+                if (li && li->server)
                         continue;
                 inet_addr_format(&addrs[i], text);
                 if (!li) {
@@ -421,7 +237,7 @@ static int hcnp_port_sync(struct hcnp_port *p, const struct inet_addr *addrs, si
                                 ret = ret ?: r;
                                 continue;
                         }
-                        *li = (struct hcnp_listener) {.owner = p, .addr = addrs[i], .epoll_fd = -1};
+                        *li = (struct hcnp_listener) {.owner = p, .addr = addrs[i]};
                         p->listeners[p->n_listeners++] = li;
                         log_v(2, "Opening healthcheck for service %s/%s on %s port %u", p->ns, p->name, text,
                               p->port);
@@ -559,7 +375,7 @@ static int hcnp_claim(struct hcnp *h, const struct hcnp_service *svcs, size_t n)
 int hcnp_sync(struct hcnp *h, const struct hcnp_service *svcs, size_t n, const struct inet_addr *addrs,
               size_t n_addrs) {
         /* No node addresses: upstream listens on 0.0.0.0, i.e. every address
-         * of both families (see hcnp_listen). */
+         * of both families (one dual-stack socket, see mhd_server_new). */
         static const struct inet_addr any = {.family = 4};
         void *v;
         int ret;

@@ -4,16 +4,7 @@
  * the loop thread. State is two timestamps per IP family (the last
  * successful sync, and the oldest change queued since); a request only reads
  * them, so every answer is computed from the clocks at the moment it is asked.
- *
- * libmicrohttpd runs in its "external epoll" mode: it keeps its own epoll
- * set (listen socket and connections), and that one fd sits in kproxy's loop.
- * When it is readable, or when MHD's own deadline (MHD_get_timeout: idle
- * connections, data it has buffered but not yet processed) comes due, we call
- * MHD_run(), which never blocks. The deadline is re-read after every run.
- *
- * The listen socket is ours, not MHD's: MHD_start_daemon() reports a failed
- * bind only as NULL, and callers need the errno (-EADDRINUSE is the usual
- * story of a second kube-proxy on the node).
+ * The socket, libmicrohttpd and its place on the loop are http/mhd.c's.
  *
  * Clocks: CLOCK_MONOTONIC decides health (a stepped wall clock must not make
  * a proxy healthy or unhealthy); CLOCK_REALTIME is only printed.
@@ -23,27 +14,19 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "ev/ev.h"
+#include "http/mhd.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/inet.h"
 #include "util/log.h"
 
-/* Upstream's Go server has no timeouts, but it gives every connection its own
- * goroutine. Here one thread serves them all, so an idle or stalled client
- * must not hold a slot forever; probes send one small request at a time. */
-#define HEALTH_CONNECTION_TIMEOUT_S 30u
+/* Probes send one small request at a time; this only bounds what a
+ * misbehaving client can hold. */
 #define HEALTH_CONNECTION_LIMIT 256u
 
 enum health_family {
@@ -66,12 +49,7 @@ struct health_family_state {
 };
 
 struct health_server {
-        struct ev_loop *loop;
-        struct MHD_Daemon *daemon;
-        int epoll_fd;                   /* MHD's own; registered with the loop */
-        struct ev_timer *timer;         /* armed while MHD wants a wake-up */
-        bool starting;                  /* MHD's messages are warnings until it runs */
-        uint16_t port;
+        struct mhd_server *server;
         uint64_t timeout_ns;
         struct timespec started;        /* CLOCK_REALTIME */
         bool node_eligible;
@@ -152,7 +130,7 @@ void health_server_set_node_eligible(struct health_server *h, bool eligible) {
 }
 
 int health_server_port(const struct health_server *h) {
-        return h ? h->port : 0;
+        return h ? mhd_server_port(h->server) : 0;
 }
 
 /* Go's RFC 3339 with nanoseconds (time.RFC3339Nano, what encoding/json
@@ -240,213 +218,25 @@ static unsigned health_body(const struct health_server *h, bool node, struct buf
                 buf_putc(b, '}');
         }
         buf_putc(b, '}');
-        return ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
-}
-
-static enum MHD_Result health_respond(struct MHD_Connection *c, unsigned status, const char *type,
-                                      const struct buf *body) {
-        struct MHD_Response *r;
-        enum MHD_Result ret = MHD_NO;
-
-        r = MHD_create_response_from_buffer(body->len, body->data, MHD_RESPMEM_MUST_COPY);
-        if (!r)
-                return MHD_NO;  /* out of memory: MHD closes the connection */
-        if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_YES &&
-            MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") == MHD_YES)
-                ret = MHD_queue_response(c, status, r);
-        MHD_destroy_response(r);
-        return ret;
+        return ok ? 200 : 503;
 }
 
 /* Upstream's handlers sit on an http.ServeMux under exact paths and ignore the
  * method, so POST /healthz gets the same answer as GET; anything else is Go's
- * NotFound. HEAD loses the body in MHD, keeping Content-Length, as in Go.
- *
- * MHD calls this once when the headers are in, once per piece of request body,
- * and once more at the end. Answering on the first call would make MHD close
- * every connection after the reply (it cannot know the body is unwanted), so
- * the answer waits for the last call and any body is dropped as it comes:
- * connections stay alive as they do with Go's server. */
-static enum MHD_Result health_handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                     const char *version, const char *upload_data, size_t *upload_data_size,
-                                     void **req_cls) {
-        struct health_server *h = cls;
-        _cleanup_(buf_done) struct buf body = BUF_INIT;
-        unsigned status;
-
-        (void) method;
-        (void) version;
-        (void) upload_data;
-
-        if (!*req_cls) {
-                *req_cls = h;   /* any non-NULL marks "headers seen" */
-                return MHD_YES;
-        }
-        if (*upload_data_size > 0) {
-                *upload_data_size = 0;
-                return MHD_YES;
-        }
-
-        bool healthz = strcmp(url, "/healthz") == 0;
-        if (healthz || strcmp(url, "/livez") == 0) {
-                status = health_body(h, healthz, &body);
-                metrics_health_answer(h->metrics, healthz ? "healthz" : "livez", status);
-                return health_respond(c, status, "application/json", &body);
-        }
-        buf_puts(&body, "404 page not found\n");
-        return health_respond(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", &body);
-}
-
-static void health_mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
-static void health_mhd_log(void *cls, const char *fmt, va_list ap) {
-        const struct health_server *h = cls;
-        char msg[512];
-        size_t n;
-
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        n = strlen(msg);
-        while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-                msg[--n] = '\0';
-        /* At start MHD explains a failure we are about to report; later it
-         * mostly narrates clients that hung up. */
-        if (h->starting)
-                log_warning("healthz server: %s", msg);
-        else
-                log_v(2, "healthz server: %s", msg);
-}
-
-static void health_on_timer(struct ev_loop *l, void *userdata);
-
-static void health_rearm(struct health_server *h) {
-        MHD_UNSIGNED_LONG_LONG ms;
-
-        h->timer = ev_timer_cancel(h->loop, h->timer);
-        if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
-                return;
-        h->timer = ev_timer_add(h->loop, (uint64_t) ms, health_on_timer, h);
-        if (!h->timer)
-                log_warning("healthz server: out of memory arming a timer, idle connections stay open until "
-                            "the next request, ignoring");
-}
-
-static void health_run(struct health_server *h) {
-        if (MHD_run(h->daemon) != MHD_YES)
-                log_warning("healthz server: MHD_run() failed, ignoring");
-        health_rearm(h);
-}
-
-static void health_on_timer(struct ev_loop *l, void *userdata) {
+ * NotFound. */
+static void health_handle(void *userdata, const struct mhd_request *req, struct mhd_reply *reply) {
         struct health_server *h = userdata;
+        const char *path = mhd_request_path(req);
+        bool healthz = strcmp(path, "/healthz") == 0;
 
-        (void) l;
-        h->timer = NULL;        /* fired: the loop has freed it */
-        health_run(h);
-}
-
-static void health_on_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
-        (void) l;
-        (void) fd;
-        (void) events;
-        health_run(userdata);
-}
-
-/* "IP:PORT", "[IP]:PORT" (Go's SplitHostPort: an IPv6 address needs the
- * brackets, an IPv4 one may have them). No host names, no zones, no empty
- * port. */
-static int health_parse_bind(const char *s, struct inet_addr *ret_addr, uint16_t *ret_port) {
-        char host[INET_ADDR_STRLEN];
-        const char *h, *p;
-        size_t hl;
-        unsigned long port = 0;
-        struct inet_addr a;
-
-        if (s[0] == '[') {
-                const char *end = strchr(s, ']');
-
-                if (!end || end[1] != ':')
-                        return -EINVAL;
-                h = s + 1;
-                hl = (size_t) (end - h);
-                p = end + 2;
-        } else {
-                const char *colon = strchr(s, ':');
-
-                if (!colon || strchr(colon + 1, ':'))
-                        return -EINVAL;
-                h = s;
-                hl = (size_t) (colon - s);
-                p = colon + 1;
+        if (!healthz && strcmp(path, "/livez") != 0) {
+                mhd_reply_not_found(reply);
+                return;
         }
-        if (hl == 0 || hl >= sizeof host)
-                return -EINVAL;
-        memcpy(host, h, hl);
-        host[hl] = '\0';
-        if (inet_addr_parse(host, &a) < 0)
-                return -EINVAL;
-
-        if (!*p)
-                return -EINVAL;
-        for (; *p; p++) {
-                if (*p < '0' || *p > '9')
-                        return -EINVAL;
-                port = port * 10 + (unsigned long) (*p - '0');
-                if (port > 65535)
-                        return -EINVAL;
-        }
-        *ret_addr = a;
-        *ret_port = (uint16_t) port;
-        return 0;
-}
-
-/* The listening socket, the way Go's net.Listen("tcp", addr) makes upstream's:
- * SO_REUSEADDR, and IPV6_V6ONLY off, so an unspecified address (0.0.0.0 as
- * much as ::) gets one dual-stack socket, falling back to IPv4 only on a
- * kernel without IPv6. */
-static int health_listen(const struct inet_addr *a, uint16_t port, int *ret_fd) {
-        struct sockaddr_storage ss = {};
-        socklen_t len;
-        int one = 1, zero = 0;
-        bool wildcard4 = a->family == 4 && inet_addr_is_unspecified(a);
-        _cleanup_close_ int fd = -1;
-
-        if (a->family == 6 || wildcard4) {
-                struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) &ss;
-
-                sin6->sin6_family = AF_INET6;
-                sin6->sin6_port = htons(port);
-                if (!wildcard4)
-                        memcpy(&sin6->sin6_addr, a->bytes, 16);
-                len = sizeof *sin6;
-                fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-                if (fd < 0 && errno != EAFNOSUPPORT)
-                        return -errno;
-                if (fd < 0 && !wildcard4)
-                        return -EAFNOSUPPORT;
-        }
-        if (fd < 0) {
-                struct sockaddr_in *sin = (struct sockaddr_in *) &ss;
-
-                memset(&ss, 0, sizeof ss);
-                sin->sin_family = AF_INET;
-                sin->sin_port = htons(port);
-                memcpy(&sin->sin_addr, a->bytes, 4);
-                len = sizeof *sin;
-                fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-                if (fd < 0)
-                        return -errno;
-        }
-
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
-                return -errno;
-        if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) < 0)
-                return -errno;
-        if (bind(fd, (struct sockaddr *) &ss, len) < 0)
-                return -errno;
-        if (listen(fd, SOMAXCONN) < 0)
-                return -errno;
-        *ret_fd = fd;
-        fd = -1;
-        return 0;
+        reply->status = health_body(h, healthz, &reply->body);
+        reply->content_type = "application/json";
+        reply->nosniff = true;
+        metrics_health_answer(h->metrics, healthz ? "healthz" : "livez", reply->status);
 }
 
 static void health_server_freep(struct health_server **h) {
@@ -455,8 +245,6 @@ static void health_server_freep(struct health_server **h) {
 
 int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, struct health_server **ret) {
         _cleanup_(health_server_freep) struct health_server *h = NULL;
-        _cleanup_close_ int fd = -1;
-        const union MHD_DaemonInfo *info;
         struct inet_addr a;
         uint16_t port;
         int r;
@@ -468,7 +256,7 @@ int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, 
                 *ret = NULL;
                 return 0;
         }
-        r = health_parse_bind(bind, &a, &port);
+        r = mhd_parse_bind(bind, &a, &port);
         if (r < 0)
                 return log_error_errno(r, "Invalid healthz bind address \"%s\" (must be IP:port)", bind);
         if (port == 0) {
@@ -481,44 +269,16 @@ int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, 
         if (!h)
                 return log_error_errno(-ENOMEM, "Failed to start proxy healthz on %s", bind);
         *h = (struct health_server) {
-                .loop = l,
-                .epoll_fd = -1,
-                .port = port,
                 .timeout_ns = timeout_ms > UINT64_MAX / 1000000u ? UINT64_MAX : timeout_ms * 1000000u,
                 .started = health_realtime(),
                 .node_eligible = true,
         };
 
-        r = health_listen(&a, port, &fd);
+        /* 0.0.0.0, the default, is one dual-stack socket on [::] (IPv4 only
+         * on a kernel without IPv6), as Go's net.Listen makes it. */
+        r = mhd_server_new(l, "healthz server", &a, port, HEALTH_CONNECTION_LIMIT, health_handle, h, &h->server);
         if (r < 0)
                 return log_error_errno(r, "Failed to start proxy healthz on %s", bind);
-
-        /* No MHD_USE_INTERNAL_POLLING_THREAD: MHD runs only inside MHD_run(),
-         * on this thread. MHD_USE_DUAL_STACK is not needed: the socket is
-         * ours and already has IPV6_V6ONLY off. */
-        h->starting = true;
-        errno = 0;
-        h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, health_handle, h,
-                                     MHD_OPTION_EXTERNAL_LOGGER, health_mhd_log, h,
-                                     MHD_OPTION_LISTEN_SOCKET, fd,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, HEALTH_CONNECTION_TIMEOUT_S,
-                                     MHD_OPTION_CONNECTION_LIMIT, HEALTH_CONNECTION_LIMIT,
-                                     MHD_OPTION_END);
-        h->starting = false;
-        if (!h->daemon)
-                /* On failure the socket is still ours (closed on return). */
-                return log_error_errno(errno > 0 ? -errno : -EIO, "Failed to start proxy healthz on %s", bind);
-        fd = -1;        /* MHD_stop_daemon() closes it */
-
-        info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
-        if (!info || info->epoll_fd < 0)
-                return log_error_errno(-EIO, "Failed to start proxy healthz on %s: no epoll fd from libmicrohttpd",
-                                       bind);
-        h->epoll_fd = info->epoll_fd;
-        r = ev_io_add(l, h->epoll_fd, EPOLLIN, health_on_io, h);
-        if (r < 0)
-                return log_error_errno(r, "Failed to start proxy healthz on %s", bind);
-        health_rearm(h);
 
         log_v(3, "Starting healthz HTTP server on %s", bind);
         *ret = TAKE_PTR(h);
@@ -528,12 +288,7 @@ int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, 
 struct health_server *health_server_free(struct health_server *h) {
         if (!h)
                 return NULL;
-        h->timer = ev_timer_cancel(h->loop, h->timer);
-        if (h->epoll_fd >= 0)
-                (void) ev_io_del(h->loop, h->epoll_fd);
-        /* Closes the connections, the listen socket and the epoll fd. */
-        if (h->daemon)
-                MHD_stop_daemon(h->daemon);
+        mhd_server_free(h->server);
         free(h);
         return NULL;
 }

@@ -39,6 +39,10 @@
 #include "util/inet.h"
 #include "util/log.h"
 
+/* Scrapers send one small request at a time; this only bounds what a
+ * misbehaving client can hold. */
+#define METRICS_CONNECTION_LIMIT 256u
+
 enum metrics_table {
         METRICS_TABLE_FILTER,
         METRICS_TABLE_NAT,
@@ -616,7 +620,7 @@ int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config 
         metrics_histogram_init(&m->sync_partial, m->sync_bounds, METRICS_SYNC_BUCKETS);
         metrics_histogram_init(&m->network_programming, m->network_programming_bounds, METRICS_NETPROG_BUCKETS);
 
-        r = mhd_server_new(l, "metrics server", &a, port, metrics_handle, m, &m->server);
+        r = mhd_server_new(l, "metrics server", &a, port, METRICS_CONNECTION_LIMIT, metrics_handle, m, &m->server);
         if (r < 0)
                 /* Upstream: "starting metrics server failed: listen tcp ...". */
                 return log_error_errno(r, "Failed to start metrics server on %s", bind);

@@ -11,9 +11,11 @@
  * bind only as NULL, and callers need the errno (-EADDRINUSE is the usual
  * story of a second kube-proxy on the node).
  *
- * Upstream's servers are Go http.ServeMux handlers: they ignore the method
- * and any request body, and keep connections alive. mhd.c does the same for
- * every owner, so each owner is just a function from a path to a reply.
+ * Upstream's servers are Go handlers (an http.ServeMux for the metrics and
+ * health servers, one bare handler for a health-check node port): they
+ * ignore the method and any request body, and keep connections alive. mhd.c
+ * does the same for every owner, so each owner is just a function from a
+ * path to a reply.
  */
 #include "http/mhd.h"
 
@@ -38,11 +40,10 @@
  * client must not hold a slot forever; scrapers and probes send one small
  * request at a time. */
 #define MHD_SERVER_CONNECTION_TIMEOUT_S 30u
-#define MHD_SERVER_CONNECTION_LIMIT 256u
 
 struct mhd_server {
         struct ev_loop *loop;
-        const char *name;
+        char *name;
         struct MHD_Daemon *daemon;
         int epoll_fd;                   /* MHD's own; registered with the loop */
         struct ev_timer *timer;         /* armed while MHD wants a wake-up */
@@ -94,6 +95,30 @@ void mhd_reply_not_found(struct mhd_reply *reply) {
         buf_puts(&reply->body, "404 page not found\n");
 }
 
+/* Kept as "name\0value\0" pairs until the response exists. */
+void mhd_reply_add_header(struct mhd_reply *reply, const char *name, const char *value) {
+        buf_put(&reply->headers, name, strlen(name) + 1);
+        buf_put(&reply->headers, value, strlen(value) + 1);
+}
+
+static enum MHD_Result mhd_add_headers(struct MHD_Response *r, const struct mhd_reply *reply) {
+        const struct buf *h = &reply->headers;
+
+        if (reply->content_type &&
+            MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, reply->content_type) != MHD_YES)
+                return MHD_NO;
+        if (reply->nosniff && MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") != MHD_YES)
+                return MHD_NO;
+        for (size_t i = 0; i < h->len;) {
+                const char *name = h->data + i, *value = name + strlen(name) + 1;
+
+                if (MHD_add_response_header(r, name, value) != MHD_YES)
+                        return MHD_NO;
+                i += strlen(name) + 1 + strlen(value) + 1;
+        }
+        return MHD_YES;
+}
+
 static enum MHD_Result mhd_queue(struct MHD_Connection *c, struct mhd_reply *reply) {
         struct MHD_Response *r;
         size_t len = reply->body.len;
@@ -106,9 +131,7 @@ static enum MHD_Result mhd_queue(struct MHD_Connection *c, struct mhd_reply *rep
                 r = MHD_create_response_from_buffer(0, (void *) "", MHD_RESPMEM_PERSISTENT);
         if (!r)
                 return MHD_NO;  /* out of memory: MHD closes the connection */
-        if ((!reply->content_type ||
-             MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, reply->content_type) == MHD_YES) &&
-            (!reply->nosniff || MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") == MHD_YES))
+        if (mhd_add_headers(r, reply) == MHD_YES)
                 ret = MHD_queue_response(c, reply->status, r);
         MHD_destroy_response(r);
         return ret;
@@ -124,7 +147,7 @@ static enum MHD_Result mhd_handle(void *cls, struct MHD_Connection *c, const cha
                                   void **req_cls) {
         struct mhd_server *s = cls;
         struct mhd_request req = {c, url, method};
-        struct mhd_reply reply = {.status = MHD_HTTP_OK, .body = BUF_INIT};
+        struct mhd_reply reply = {.status = MHD_HTTP_OK, .body = BUF_INIT, .headers = BUF_INIT};
         enum MHD_Result ret;
 
         (void) version;
@@ -142,6 +165,7 @@ static enum MHD_Result mhd_handle(void *cls, struct MHD_Connection *c, const cha
         s->fn(s->userdata, &req, &reply);
         ret = mhd_queue(c, &reply);
         buf_done(&reply.body);
+        buf_done(&reply.headers);
         return ret;
 }
 
@@ -305,7 +329,7 @@ static void mhd_server_freep(struct mhd_server **s) {
 }
 
 int mhd_server_new(struct ev_loop *l, const char *name, const struct inet_addr *addr, uint16_t port,
-                   mhd_handler_fn fn, void *userdata, struct mhd_server **ret) {
+                   unsigned max_connections, mhd_handler_fn fn, void *userdata, struct mhd_server **ret) {
         _cleanup_(mhd_server_freep) struct mhd_server *s = NULL;
         _cleanup_close_ int fd = -1;
         const union MHD_DaemonInfo *info;
@@ -322,11 +346,13 @@ int mhd_server_new(struct ev_loop *l, const char *name, const struct inet_addr *
                 return -ENOMEM;
         *s = (struct mhd_server) {
                 .loop = l,
-                .name = name,
+                .name = strdup(name),
                 .epoll_fd = -1,
                 .fn = fn,
                 .userdata = userdata,
         };
+        if (!s->name)
+                return -ENOMEM;
 
         r = mhd_listen(addr, port, &fd, &s->port);
         if (r < 0)
@@ -341,7 +367,7 @@ int mhd_server_new(struct ev_loop *l, const char *name, const struct inet_addr *
                                      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                                      MHD_OPTION_LISTEN_SOCKET, fd,
                                      MHD_OPTION_CONNECTION_TIMEOUT, MHD_SERVER_CONNECTION_TIMEOUT_S,
-                                     MHD_OPTION_CONNECTION_LIMIT, MHD_SERVER_CONNECTION_LIMIT,
+                                     MHD_OPTION_CONNECTION_LIMIT, max_connections,
                                      MHD_OPTION_END);
         s->starting = false;
         if (!s->daemon)
@@ -371,6 +397,7 @@ struct mhd_server *mhd_server_free(struct mhd_server *s) {
         /* Closes the connections, the listen socket and the epoll fd. */
         if (s->daemon)
                 MHD_stop_daemon(s->daemon);
+        free(s->name);
         free(s);
         return NULL;
 }

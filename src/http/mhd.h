@@ -2,9 +2,10 @@
 #pragma once
 /*
  * One libmicrohttpd daemon on kproxy's event loop, listening on a socket
- * kproxy binds itself (so a failed bind reports its errno). Owners see one
- * call per complete request and fill in a reply; the HTTP state machine,
- * request bodies, timers and the epoll plumbing stay in mhd.c.
+ * kproxy binds itself (so a failed bind reports its errno). Owners (the
+ * metrics server, the health server, each health-check node port listener)
+ * see one call per complete request and fill in a reply; the HTTP state
+ * machine, request bodies, timers and the epoll plumbing stay in mhd.c.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,14 +17,15 @@ struct inet_addr;
 struct mhd_server;
 struct mhd_request;
 
-/* What the handler answers. The server fills in 200, no type, no nosniff
- * and an empty body before the call; the body is sent as is (HEAD drops it
- * but keeps its Content-Length, as Go does). */
+/* What the handler answers. The server fills in 200, no type, no nosniff,
+ * no other headers and an empty body before the call; the body is sent as
+ * is (HEAD drops it but keeps its Content-Length, as Go does). */
 struct mhd_reply {
         unsigned status;
         const char *content_type;       /* a static string, or NULL for none */
         bool nosniff;                   /* send X-Content-Type-Options: nosniff */
         struct buf body;
+        struct buf headers;             /* mhd_reply_add_header()'s; not for handlers */
 };
 
 typedef void (*mhd_handler_fn)(void *userdata, const struct mhd_request *req, struct mhd_reply *reply);
@@ -34,13 +36,16 @@ typedef void (*mhd_handler_fn)(void *userdata, const struct mhd_request *req, st
 int mhd_parse_bind(const char *s, struct inet_addr *ret_addr, uint16_t *ret_port);
 
 /* Binds addr:port (port 0: the kernel picks one) the way Go's net.Listen
- * does, starts the daemon and registers it with the loop. name prefixes
- * libmicrohttpd's own log lines ("metrics server"); it must be a static
- * string. fn is called on the loop thread for every request. Returns 0, or
- * -errno (-EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM, ...) without logging: the
- * caller knows what the address was for. */
+ * does: an unspecified address, 0.0.0.0 as much as ::, is one dual-stack
+ * socket (IPv4 only on a kernel without IPv6). Then starts the daemon and
+ * registers it with the loop. name prefixes the server's own log lines
+ * ("metrics server"); it is copied. max_connections caps the connections
+ * served at once. fn is called on the loop thread for every request, with
+ * userdata, which must outlive the server. Returns 0, or -errno
+ * (-EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM, ...) without logging: the caller
+ * knows what the address was for. */
 int mhd_server_new(struct ev_loop *l, const char *name, const struct inet_addr *addr, uint16_t port,
-                   mhd_handler_fn fn, void *userdata, struct mhd_server **ret);
+                   unsigned max_connections, mhd_handler_fn fn, void *userdata, struct mhd_server **ret);
 /* Closes the listener and every connection. Accepts NULL; returns NULL. */
 struct mhd_server *mhd_server_free(struct mhd_server *s);
 /* The bound port (the kernel's choice when 0 was asked for). */
@@ -55,3 +60,6 @@ void mhd_request_foreach_arg(const struct mhd_request *r,
                              void (*fn)(void *userdata, const char *key, const char *value), void *userdata);
 /* Go's http.NotFound: 404, "404 page not found\n" as text/plain. */
 void mhd_reply_not_found(struct mhd_reply *reply);
+/* One more response header, sent after Content-Type and nosniff in the
+ * order added. name and value are copied. */
+void mhd_reply_add_header(struct mhd_reply *reply, const char *name, const char *value);
