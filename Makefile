@@ -52,7 +52,7 @@ unit: $(UNIT_BIN)
 # Debian packages the build and the tests need. Installs only what is missing.
 DEB_BUILD := build-essential pkg-config libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev \
              libmicrohttpd-dev libnetfilter-conntrack-dev clang libclang-rt-14-dev
-DEB_TEST  := iptables iproute2 nfacct conntrack curl openssl python3 python3-yaml
+DEB_TEST  := iptables nftables iproute2 nfacct conntrack curl openssl python3 python3-yaml
 deps:
 	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \

@@ -26,6 +26,8 @@
 
 struct render_opts {
         struct host_facts host;
+        struct inet_cidr *service_cidrs;
+        size_t n_service_cidrs;
         int ip_family;
         const char *node_name;
         struct model *model;
@@ -77,7 +79,39 @@ static int set_ip_family(void *u, const char *v) {
         return 0;
 }
 
+static int set_service_cidrs(void *u, const char *v) {
+        struct render_opts *o = u;
+        size_t n = 1;
+        for (const char *c = v; *c; c++)
+                n += *c == ',';
+        struct inet_cidr *a = calloc(n, sizeof *a);
+        if (!a)
+                return -ENOMEM;
+        size_t k = 0;
+        for (const char *c = v; *c;) {
+                size_t len = strcspn(c, ",");
+                char tmp[INET_CIDR_STRLEN + 8];
+                if (len == 0 || len >= sizeof tmp)
+                        goto bad;
+                memcpy(tmp, c, len);
+                tmp[len] = '\0';
+                if (inet_cidr_parse(tmp, &a[k++]) < 0)
+                        goto bad;
+                c += len + (c[len] == ',');
+        }
+        free(o->service_cidrs);
+        o->service_cidrs = a;
+        o->n_service_cidrs = k;
+        return 0;
+bad:
+        free(a);
+        return -EINVAL;
+}
+
 static const struct config_extra_flag render_flags[] = {
+        {"service-cidrs", false, "CIDR,...",
+         "the cluster's ServiceCIDRs (nftables mode drops traffic to unallocated cluster IPs in them)",
+         set_service_cidrs},
         {"ip-family", false, "4|6", "IP family to render (default 4)", set_ip_family},
         {"host-addresses", false, "CIDR,...",
          "the node's interface addresses, for nodePortAddresses (default: probed)", set_host_addresses},
@@ -159,8 +193,9 @@ static int cmd_render(int argc, char **argv) {
                 goto out;
         if (cfg.show_help) {
                 config_print_help("Usage: kproxy render [flags] STATE...\n\n"
-                                  "Print the iptables-restore input that kproxy would apply on a first full\n"
-                                  "sync for the cluster state in STATE (files as printed by `kubectl get\n"
+                                  "Print the iptables-restore input (or, with --proxy-mode nftables, the nft\n"
+                                  "script) that kproxy would apply on a first full sync for the cluster\n"
+                                  "state in STATE (files as printed by `kubectl get\n"
                                   "services,endpointslices,nodes -A -o json|yaml`, or YAML manifests; - is\n"
                                   "stdin).\n",
                                   render_flags, ELEMENTSOF(render_flags));
@@ -199,7 +234,12 @@ static int cmd_render(int argc, char **argv) {
         log_lines(&warnings);
         if (r < 0)
                 goto out;
-        r = render_iptables(o.model, &params, NULL, &out);
+        if (cfg.mode == PROXY_MODE_NFTABLES)
+                r = render_nftables(o.model, &params, o.service_cidrs, o.n_service_cidrs, &out);
+        else if (cfg.mode == PROXY_MODE_IPTABLES)
+                r = render_iptables(o.model, &params, NULL, &out);
+        else
+                r = -EOPNOTSUPP;
         render_params_done(&params);
         if (r < 0) {
                 log_error_errno(r, "Failed to render rules");
@@ -214,6 +254,7 @@ static int cmd_render(int argc, char **argv) {
         ret = 0;
 out:
         free(files);
+        free(o.service_cidrs);
         buf_done(&out);
         buf_done(&warnings);
         model_free(o.model);

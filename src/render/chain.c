@@ -57,3 +57,18 @@ void chain_hash(const char *spn, const char *proto, const char *ep, char out[CHA
         memcpy(out, b32, CHAIN_HASH_LEN);
         out[CHAIN_HASH_LEN] = '\0';
 }
+
+void chain_hash_str(const char *s, unsigned n, char *out) {
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        char b32[17];
+        EVP_MD_CTX *ctx = hash_ctx();
+
+        EVP_DigestUpdate(ctx, s, strlen(s));
+        if (!EVP_DigestFinal_ex(ctx, digest, NULL))
+                abort();
+        chain_base32(digest, 10, b32);
+        if (n > CHAIN_HASH_LEN)
+                n = CHAIN_HASH_LEN;
+        memcpy(out, b32, n);
+        out[n] = '\0';
+}

@@ -12,6 +12,10 @@
 /* out receives 16 characters and a NUL. ep may be NULL (service chains). */
 void chain_hash(const char *spn, const char *proto, const char *ep, char out[CHAIN_HASH_LEN + 1]);
 
+/* The first n (<= 16) base32 characters of SHA-256(s): nftables mode's
+ * 8-character names. out holds n + 1 bytes. */
+void chain_hash_str(const char *s, unsigned n, char *out);
+
 /* base32 (RFC 4648, upper case, no padding) of n bytes into out, which must
  * hold (n * 8 + 4) / 5 + 1 bytes. Exposed for tests. */
 void chain_base32(const unsigned char *in, unsigned n, char *out);

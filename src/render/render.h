@@ -75,6 +75,13 @@ struct render_ipt_sync {
         size_t n_no_local_internal, n_no_local_external;
 };
 
+/* The nft script (nftables mode, upstream's v1.34 layout) of a first full
+ * sync for p->family, appended to out: only "add" commands, for an empty
+ * kernel. service_cidrs (may be NULL) are the cluster's ServiceCIDRs, for
+ * the drop rule of unallocated cluster IPs. Returns 0 or -ENOMEM. */
+int render_nftables(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
+                    size_t n_service_cidrs, struct buf *out);
+
 /* The iptables-restore input for p->family (filter and nat tables),
  * appended to out. sync may be NULL: a first full sync on an empty
  * kernel, which is what `kproxy render` prints. Returns 0 or -ENOMEM. */

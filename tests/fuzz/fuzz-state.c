@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: any bytes as a state file, through the whole render
  * path (JSON/YAML load, object decoding, model, categorisation, both
- * families' iptables rules). It must never crash, leak or trip UBSan, and
+ * families' iptables rules and nft scripts). It must never crash, leak or trip UBSan, and
  * every line it renders must be made of known-safe characters.
  */
 #include <assert.h>
@@ -54,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 struct buf out = BUF_INIT;
                 if (render_params_init(&p, family, &cfg, "node-1", model_node(m), &host, NULL) == 0) {
                         render_iptables(m, &p, NULL, &out);
+                        render_nftables(m, &p, NULL, 0, &out);
                         for (size_t i = 0; i < out.len; i++) {
                                 char c = out.data[i];
                                 assert(c == '\n' || (c >= 0x20 && c < 0x7f));

@@ -95,5 +95,21 @@ ip netns exec "$ns" "$kproxy" render --hostname-override node-1 "$here/../exampl
 ip netns del "$ns"
 load example 4 "$tmp/example"
 
+# nftables mode: the example's nft script loads into a fresh namespace.
+n=$((n + 1))
+ns="$prefix-$n"
+ip netns add "$ns"
+ip netns exec "$ns" "$kproxy" render --proxy-mode nftables --hostname-override node-1 --cluster-cidr 10.244.0.0/16 \
+    "$here/../examples/cluster.yaml" >"$tmp/example.nft" 2>"$tmp/err"
+if ip netns exec "$ns" nft -f "$tmp/example.nft" 2>"$tmp/err" &&
+        ip netns exec "$ns" nft list table ip kube-proxy | grep -q 'dnat to 10.244.1.10:8080'; then
+    echo "ok   example (nftables)"
+    passed=$((passed + 1))
+else
+    echo "FAIL example (nftables): $(head -3 "$tmp/err")"
+    failed=$((failed + 1))
+fi
+ip netns del "$ns"
+
 echo "netns-restore: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
