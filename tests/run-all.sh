@@ -26,6 +26,7 @@ for t in "$build"/tests/test-*; do
     run "unit $(basename "$t")" "$t"
 done
 run golden "$here/golden/run.sh" "$build"
+run golden-nft "$here/golden-nft/run.sh" "$build"
 run netns-restore "$here/netns/test-restore.sh" "$build"
 run netns-conntrack "$here/netns/test-conntrack.sh" "$build"
 run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
