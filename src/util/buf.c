@@ -22,6 +22,8 @@ void buf_reserve(struct buf *b, size_t extra) {
 }
 
 void buf_put(struct buf *b, const char *s, size_t n) {
+        if (n == 0)
+                return;         /* s may be an empty buffer's NULL */
         buf_reserve(b, n);
         memcpy(b->data + b->len, s, n);
         b->len += n;
