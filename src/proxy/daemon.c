@@ -12,6 +12,7 @@
 
 #include "apply/exec.h"
 #include "apply/iptables.h"
+#include "apply/nftables.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
@@ -72,17 +73,21 @@ static bool ipv6_usable(void) {
 
 int daemon_cleanup(const struct kproxy_config *c) {
         (void) c;
+        /* Both modes' state, whatever mode is configured, as upstream. */
         int r = iptables_cleanup(4);
         if (ipv6_usable()) {
                 int q = iptables_cleanup(6);
                 if (r == 0)
                         r = q;
         }
+        int q = nftables_cleanup();
+        if (r == 0)
+                r = q;
         if (r < 0) {
                 log_error_errno(r, "Cleanup failed");
                 return EXIT_FAILURE;
         }
-        log_info("Removed kproxy's iptables rules");
+        log_info("Removed kproxy's rules");
         return 0;
 }
 
@@ -113,6 +118,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 log_error("Cannot tell this node's name: set --hostname-override");
                 goto out;
         }
+        /* Switching from nftables mode: its table would DNAT before ours. */
+        nftables_cleanup();
         r = kube_conn_resolve(c->kubeconfig, c->master, &conn, err);
         if (r < 0) {
                 log_error("Cannot configure the API connection: %s", err);

@@ -420,6 +420,12 @@ class E2E(unittest.TestCase):
     def test_16_cleanup_removes_everything(self):
         lab = self.lab
         lab.stop_kproxy(signal.SIGTERM)
+        # Also the other mode's state: an nftables-mode table as render writes it.
+        script = lab.run([lab.kproxy_bin, "render", "--proxy-mode", "nftables", "--hostname-override", "node-1",
+                          "--cluster-cidr", "10.244.0.0/16", "-"], ns="n1",
+                         input=lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout).stdout
+        lab.run(["nft", "-f", "-"], ns="n1", input=script)
+        self.assertEqual(lab.run(["nft", "list", "table", "ip", "kube-proxy"], ns="n1", check=False).returncode, 0)
         for _ in range(2):      # idempotent
             p = lab.run([lab.kproxy_bin, "--cleanup"], ns="n1", check=False)
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -427,6 +433,7 @@ class E2E(unittest.TestCase):
             out = lab.run(["iptables-save", "-t", table], ns="n1").stdout
             leftover = [l for l in out.splitlines() if "KUBE-" in l and "KUBE-FIREWALL" not in l]
             self.assertEqual(leftover, [], table)
+        self.assertNotEqual(lab.run(["nft", "list", "table", "ip", "kube-proxy"], ns="n1", check=False).returncode, 0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "apply/nftables.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "apply/exec.h"
+#include "util/buf.h"
+#include "util/log.h"
+
+int nftables_cleanup(void) {
+        static const char *const families[] = {"ip", "ip6"};
+        int r = 0;
+
+        for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+                const char *list[] = {"nft", "list", "table", families[i], "kube-proxy", NULL};
+                const char *del[] = {"nft", "delete", "table", families[i], "kube-proxy", NULL};
+                struct buf err = BUF_INIT;
+
+                /* No table (or no nft at all): nothing of nftables mode here. */
+                if (exec_run(list, NULL, 0, NULL, NULL) != 0)
+                        continue;
+                int q = exec_run(del, NULL, 0, NULL, &err);
+                if (q != 0) {
+                        log_error("Failed to delete nftables table %s kube-proxy: %s", families[i],
+                                  err.data ? err.data : "");
+                        r = -EIO;
+                } else {
+                        log_info("Deleted nftables table %s kube-proxy", families[i]);
+                }
+                buf_done(&err);
+        }
+        return r;
+}
