@@ -540,15 +540,17 @@ static void finish_transfer(struct kube_watch *w, CURLcode res) {
                 finish_list_page(w);
                 return;
         }
-        /* The server ended the watch (timeoutSeconds): resume at once. */
-        if (w->got_event)
-                w->attempts = 0;
-        stop_transfer(w);
+        /* The server ended the watch (timeoutSeconds): resume at once. A
+         * watch that ended without sending anything counts as a failure, so a
+         * server that closes every watch at once is not hammered. */
         log_v(4, "%s: watch ended, resuming at %s", w->path, w->rv);
-        if (w->attempts > 0)
+        if (!w->got_event) {
                 retry_later(w);
-        else
-                watch_begin_watch(w);
+                return;
+        }
+        w->attempts = 0;
+        stop_transfer(w);
+        watch_begin_watch(w);
 }
 
 static void check_done(struct kube_client *c) {
