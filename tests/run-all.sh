@@ -31,6 +31,7 @@ run netns-restore "$here/netns/test-restore.sh" "$build"
 run netns-conntrack "$here/netns/test-conntrack.sh" "$build"
 run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
 run e2e env KPROXY_BUILD="$build" python3 -m unittest -v "$here/e2e/test_e2e.py"
+run e2e-nft env KPROXY_BUILD="$build" python3 -m unittest -v "$here/e2e/test_e2e_nft.py"
 
 echo "$build: $((suites - bad)) passed, $bad failed"
 [ "$bad" -eq 0 ]

@@ -104,8 +104,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         char err[KUBE_CONN_ERRLEN], field[300];
         int sigfd = -1, ret = EXIT_FAILURE, r;
 
-        if (c->mode != PROXY_MODE_IPTABLES) {
-                log_error("Proxy mode %s is not supported yet: kproxy runs in iptables mode",
+        if (c->mode != PROXY_MODE_IPTABLES && c->mode != PROXY_MODE_NFTABLES) {
+                log_error("Proxy mode %s is not supported: kproxy runs in iptables or nftables mode",
                           proxy_mode_to_string(c->mode));
                 return EXIT_FAILURE;
         }
@@ -118,8 +118,14 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 log_error("Cannot tell this node's name: set --hostname-override");
                 goto out;
         }
-        /* Switching from nftables mode: its table would DNAT before ours. */
-        nftables_cleanup();
+        /* Switching modes: the other mode's rules would DNAT before ours. */
+        if (c->mode == PROXY_MODE_IPTABLES) {
+                nftables_cleanup();
+        } else {
+                iptables_cleanup(4);
+                if (ipv6_usable())
+                        iptables_cleanup(6);
+        }
         r = kube_conn_resolve(c->kubeconfig, c->master, &conn, err);
         if (r < 0) {
                 log_error("Cannot configure the API connection: %s", err);
@@ -174,7 +180,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 if (r < 0)
                         goto out;
         }
-        log_info("kproxy %s running for node %s against %s (iptables mode%s)", KPROXY_VERSION, node, conn.server,
+        log_info("kproxy %s running for node %s against %s (%s mode%s)", KPROXY_VERSION, node, conn.server,
+                 proxy_mode_to_string(c->mode),
                  po.ipv6 ? ", IPv4 and IPv6" : ", IPv4");
         r = ev_run(loop);
         if (r < 0) {

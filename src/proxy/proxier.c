@@ -17,6 +17,7 @@
 
 #include "apply/conntrack.h"
 #include "apply/iptables.h"
+#include "apply/nftables.h"
 #include "apply/nfacct.h"
 #include "apply/sysctl.h"
 #include "config/config.h"
@@ -357,6 +358,32 @@ static void set_existing(struct family_state *f, struct buf *active) {
         }
 }
 
+/* nftables mode, interim: every sync renders the whole table and swaps it
+ * in one nft transaction (skipped when nothing changed). */
+static int sync_family_nft(struct proxier *p, struct family_state *f, const struct render_params *rp) {
+        struct buf out = BUF_INIT;
+        int r = render_nftables(p->model, rp, NULL, 0, &out);
+        if (r < 0)
+                goto out;
+        uint64_t h = fnv64(out.data, out.len);
+        if (f->have_hash && h == f->last_hash && nftables_table_present(f->family)) {
+                log_v(4, "IPv%u nftables rules unchanged, skipping", f->family);
+                goto out;
+        }
+        r = nftables_apply(f->family, out.data, out.len);
+        if (r < 0) {
+                f->have_hash = false;
+                goto out;
+        }
+        f->last_hash = h;
+        f->have_hash = true;
+        log_v(2, "Reloading service nftables data: IPv%u, %zu services (%zu bytes)", f->family,
+              model_n_services(p->model), out.len);
+out:
+        buf_done(&out);
+        return r;
+}
+
 static int sync_family(struct proxier *p, struct family_state *f, bool full, struct render_params *rp,
                        struct render_ipt_sync *ret_counts) {
         struct buf out = BUF_INIT, active = BUF_INIT, warnings = BUF_INIT;
@@ -369,6 +396,8 @@ static int sync_family(struct proxier *p, struct family_state *f, bool full, str
         buf_done(&warnings);
         if (r < 0)
                 return r;
+        if (p->cfg->mode == PROXY_MODE_NFTABLES)
+                return sync_family_nft(p, f, rp);
         if (full) {
                 char *names = NULL;
                 bool jumps_ok = false;
@@ -593,10 +622,19 @@ static void on_canary(struct ev_loop *l, void *userdata) {
         p->canary_timer = NULL;
         for (size_t i = 0; i < p->n_fam; i++) {
                 uint8_t fam = p->fam[i].family;
-                if (iptables_canary_present(fam))
-                        continue;
-                log_warning("IPv%u iptables canary is gone: the tables were flushed, resyncing everything", fam);
-                iptables_canary_ensure(fam);
+                if (p->cfg->mode == PROXY_MODE_NFTABLES) {
+                        /* The table is its own canary: gone means flushed. */
+                        if (!p->initialized || p->n_syncs == 0 || nftables_table_present(fam))
+                                continue;
+                        log_warning("IPv%u nftables table kube-proxy is gone, resyncing everything", fam);
+                        p->fam[i].have_hash = false;
+                } else {
+                        if (iptables_canary_present(fam))
+                                continue;
+                        log_warning("IPv%u iptables canary is gone: the tables were flushed, resyncing everything",
+                                    fam);
+                        iptables_canary_ensure(fam);
+                }
                 p->need_full = true;
                 if (p->initialized) {
                         p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
@@ -627,13 +665,14 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         if (o->ipv6)
                 p->fam[p->n_fam++].family = 6;
 
-        for (size_t i = 0; i < p->n_fam; i++)
+        for (size_t i = 0; i < p->n_fam && p->cfg->mode == PROXY_MODE_IPTABLES; i++)
                 iptables_canary_ensure(p->fam[i].family);
         p->canary_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
 
         /* Localhost NodePorts need the kernel to route 127/8 to other hosts. */
-        struct render_params rp;
-        if (render_params_init(&rp, 4, p->cfg, p->node_name, NULL, &p->host, NULL) == 0 && rp.localhost_nodeports) {
+        struct render_params rp = {0};
+        if (p->cfg->mode == PROXY_MODE_IPTABLES &&
+            render_params_init(&rp, 4, p->cfg, p->node_name, NULL, &p->host, NULL) == 0 && rp.localhost_nodeports) {
                 int r = sysctl_write("net/ipv4/conf/all/route_localnet", "1");
                 if (r < 0)
                         log_warning_errno(r, "Failed to set net.ipv4.conf.all.route_localnet=1 "
