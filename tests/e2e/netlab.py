@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -244,6 +245,23 @@ class Lab:
         """Waits until the kernel's nat table satisfies pred (the kernel is
         the truth, not kproxy's log)."""
         return wait_for(what, lambda: pred(self.nat()), timeout=timeout)
+
+    def restart_under_traffic(self, sig, host, port, seconds=6, ns="p-cl", start_args=()):
+        """Restarts kproxy (stopped with sig) while a client in ns loops new
+        connections to host:port for `seconds`, starting a second before the
+        stop; returns the client's summary."""
+        result = {}
+
+        def loop():
+            result["r"] = self.client(ns, host, port, 0, "--until-seconds", str(seconds))
+        t = threading.Thread(target=loop)
+        t.start()
+        time.sleep(1)   # traffic before, during and after the restart
+        self.stop_kproxy(sig)
+        self.start_kproxy(*start_args)
+        wait_for("healthz after restart", lambda: self.healthz() == "200", timeout=20)
+        t.join(timeout=60)
+        return result["r"]
 
     def client(self, ns, host, port, count=300, *flags):
         p = self.run([sys.executable, os.path.join(HERE, "client.py"), host, str(port), str(count)] + list(flags),

@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import unittest
 
@@ -371,19 +370,7 @@ class E2E(unittest.TestCase):
         sys.stderr.write("\n  restart to new endpoint in the kernel: %.2fs\n" % took)
 
     def _restart_under_traffic(self, sig):
-        lab = self.lab
-        result = {}
-
-        def loop():
-            result["r"] = self.client("10.96.0.10", 80, 0, "--until-seconds", "6")
-        t = threading.Thread(target=loop)
-        t.start()
-        time.sleep(1)   # let the client get going: traffic before, during and after
-        lab.stop_kproxy(sig)
-        lab.start_kproxy()
-        wait_for("healthz after restart", lambda: lab.healthz() == "200", timeout=20)
-        t.join(timeout=60)
-        r = result["r"]
+        r = self.lab.restart_under_traffic(sig, "10.96.0.10", 80)
         self.assertEqual(r["errors"], {}, r)
         self.assertGreater(r["attempts"], 100)
 

@@ -9,8 +9,6 @@ import os
 import re
 import signal
 import sys
-import threading
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -101,18 +99,9 @@ class E2ENft(unittest.TestCase):
         self.assertEqual(sorted(r["replies"]), ["a1", "b1"])
 
     def test_06_restart_under_traffic(self):
-        lab, result = self.lab, {}
-
-        def loop():
-            result["r"] = self.client("10.96.0.10", 80, 0, "--until-seconds", "5")
-        t = threading.Thread(target=loop)
-        t.start()
-        time.sleep(1)   # let the client get going: traffic before, during and after
-        lab.stop_kproxy(signal.SIGKILL)
-        lab.start_kproxy("--proxy-mode", "nftables")
-        wait_for("healthz after restart", lambda: lab.healthz() == "200", timeout=20)
-        t.join(timeout=60)
-        self.assertEqual(result["r"]["errors"], {}, result["r"])
+        r = self.lab.restart_under_traffic(signal.SIGKILL, "10.96.0.10", 80, seconds=5,
+                                           start_args=("--proxy-mode", "nftables"))
+        self.assertEqual(r["errors"], {}, r)
 
     def test_07_switch_to_iptables_and_back(self):
         lab, ip = self.lab, self.ip
