@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ev/ev.h"
+#include "http-client.h"
 #include "test.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -32,28 +33,7 @@
 
 #define SYNC(h, svcs, n) hcnp_sync((h), (svcs), (n), &lo, 1)
 
-#define GUARD_MS 10000  /* a client that takes this long has failed */
 #define MARK "@@MARK@@"
-
-/* A free port on ip, held: bound with SO_REUSEADDR but not listening. A
- * listener that also sets SO_REUSEADDR (as hcnp does, like Go) may bind it;
- * nobody else can take it meanwhile. Returns the socket, or -1. */
-static int reserve_port(const char *ip, int *ret_port) {
-        struct sockaddr_in sin = {.sin_family = AF_INET};
-        socklen_t len = sizeof sin;
-        int one = 1, fd;
-
-        inet_pton(AF_INET, ip, &sin.sin_addr);
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-            bind(fd, (struct sockaddr *) &sin, len) < 0 || getsockname(fd, (struct sockaddr *) &sin, &len) < 0) {
-                if (fd >= 0)
-                        close(fd);
-                return -1;
-        }
-        *ret_port = ntohs(sin.sin_port);
-        return fd;
-}
 
 static struct inet_addr addr(const char *s) {
         struct inet_addr a = {0};
@@ -83,24 +63,14 @@ static unsigned long listen_inode(const char *ip, int port) {
         return found;
 }
 
-struct script {
+struct hc_script {
         const char *ip;
         int port;
         const char *request;
 };
 
-/* In the child, any failure ends it with status 1, which the parent checks. */
-static void put(int fd, const char *p, size_t n) {
-        for (ssize_t w; n > 0; p += w, n -= (size_t) w)
-                if ((w = write(fd, p, n)) <= 0)
-                        _exit(1);
-}
-
-static void send_text(int fd, const char *s) {
-        put(fd, s, strlen(s));
-}
-
-/* A connected socket, or -errno (die: or the child's end). */
+/* In the child, any failure ends it with status 1, which the parent checks.
+ * A connected socket, or -errno (die: or the child's end). */
 static int connect_to(const char *ip, int port, bool die) {
         struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port)};
         struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t) port)};
@@ -119,40 +89,7 @@ static int connect_to(const char *ip, int port, bool die) {
         return r < 0 ? r : fd;
 }
 
-static void copy_to_eof(int fd, int out) {
-        char tmp[4096];
-        ssize_t n;
-
-        while ((n = read(fd, tmp, sizeof tmp)) > 0)
-                put(out, tmp, (size_t) n);
-        if (n < 0)
-                _exit(1);
-}
-
-/* One response of a kept-alive connection: headers, Content-Length bytes. */
-static void copy_one(int fd, int out) {
-        struct buf b = BUF_INIT;
-        char c, *cl;
-        size_t body = 0;
-
-        while (!b.data || !strstr(b.data, "\r\n\r\n")) {
-                if (read(fd, &c, 1) != 1)
-                        _exit(1);
-                buf_putc(&b, c);
-        }
-        cl = strcasestr(b.data, "\r\nContent-Length:");
-        if (cl)
-                body = strtoul(cl + 17, NULL, 10);
-        for (; body > 0; body--) {
-                if (read(fd, &c, 1) != 1)
-                        _exit(1);
-                buf_putc(&b, c);
-        }
-        put(out, b.data, b.len);
-        buf_done(&b);
-}
-
-static void script_one(const struct script *s, int out, int go) {
+static void hc_script_one(const struct hc_script *s, int out, int go) {
         int fd = connect_to(s->ip, s->port, true);
 
         (void) go;
@@ -160,7 +97,7 @@ static void script_one(const struct script *s, int out, int go) {
         copy_to_eof(fd, out);
 }
 
-static void script_refused(const struct script *s, int out, int go) {
+static void script_refused(const struct hc_script *s, int out, int go) {
         int fd = connect_to(s->ip, s->port, false);
 
         (void) go;
@@ -170,7 +107,7 @@ static void script_refused(const struct script *s, int out, int go) {
 /* Probes in flight across a sync: a kept-alive connection with one answer
  * behind it, and a connection opened but not yet used. Both must be served
  * after the parent's sync. */
-static void script_across_sync(const struct script *s, int out, int go) {
+static void script_across_sync(const struct hc_script *s, int out, int go) {
         int used = connect_to(s->ip, s->port, true), fresh;
         char c;
 
@@ -198,7 +135,7 @@ static bool client_ready(const struct client *c) {
         return c->eof || (c->until && c->data.data && strstr(c->data.data, c->until));
 }
 
-static void on_pipe(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+static void client_on_pipe(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
         struct client *c = userdata;
         char tmp[4096];
         ssize_t n;
@@ -212,14 +149,14 @@ static void on_pipe(struct ev_loop *l, int fd, uint32_t events, void *userdata) 
                 ev_stop(l);
 }
 
-static void on_guard(struct ev_loop *l, void *userdata) {
+static void client_on_guard(struct ev_loop *l, void *userdata) {
         struct client *c = userdata;
         c->timed_out = true;
         ev_stop(l);
 }
 
-static void client_start(struct ev_loop *l, struct client *c, void (*fn)(const struct script *, int, int),
-                         const struct script *s) {
+static void client_start(struct ev_loop *l, struct client *c, void (*fn)(const struct hc_script *, int, int),
+                         const struct hc_script *s) {
         int out[2], go[2];
 
         *c = (struct client) {.pid = -1, .out = -1, .go = -1, .data = BUF_INIT};
@@ -239,7 +176,7 @@ static void client_start(struct ev_loop *l, struct client *c, void (*fn)(const s
         c->out = out[0];
         c->go = go[1];
         fcntl(c->out, F_SETFL, O_NONBLOCK);
-        CHECK(ev_io_add(l, c->out, EPOLLIN, on_pipe, c) == 0);
+        CHECK(ev_io_add(l, c->out, EPOLLIN, client_on_pipe, c) == 0);
 }
 
 /* Runs the loop until the child's output holds until (or ends, for NULL). */
@@ -249,7 +186,7 @@ static void client_wait(struct ev_loop *l, struct client *c, const char *until) 
         c->until = until;
         if (client_ready(c))
                 return;
-        guard = ev_timer_add(l, GUARD_MS, on_guard, c);
+        guard = ev_timer_add(l, GUARD_MS, client_on_guard, c);
         ev_run(l);
         if (!c->timed_out)
                 ev_timer_cancel(l, guard);
@@ -271,26 +208,15 @@ static char *client_finish(struct ev_loop *l, struct client *c) {
         return buf_steal(&c->data);
 }
 
-static char *run_client(struct ev_loop *l, void (*fn)(const struct script *, int, int), const struct script *s) {
+static char *hc_run_client(struct ev_loop *l, void (*fn)(const struct hc_script *, int, int),
+                           const struct hc_script *s) {
         struct client c;
         client_start(l, &c, fn, s);
         return client_finish(l, &c);
 }
 
-struct reply {
-        int status;
-        char *head;     /* status line and headers, each line ending in \r\n */
-        char *body;
-};
-
-static void reply_done(struct reply *r) {
-        free(r->head);
-        free(r->body);
-        *r = (struct reply) {0};
-}
-
 /* Parses the response at *p (a body of Content-Length bytes) and moves *p
- * past it. Returns false if there is none. */
+ * past it; the head keeps each line's \r\n. Returns false if there is none. */
 static bool parse_reply(const char **p, struct reply *ret) {
         const char *end = *p ? strstr(*p, "\r\n\r\n") : NULL, *cl;
 
@@ -303,8 +229,9 @@ static bool parse_reply(const char **p, struct reply *ret) {
         return true;
 }
 
-/* A header's value (MHD writes "Name: value"), copied into out; or NULL. */
-static const char *header(const struct reply *r, const char *name, char *out, size_t outlen) {
+/* A header's value, copied into out; or NULL. Stricter than header(): MHD
+ * writes "Name: value", and exactly that is expected. */
+static const char *header_strict(const struct reply *r, const char *name, char *out, size_t outlen) {
         char key[64];
         const char *v;
 
@@ -317,19 +244,19 @@ static const char *header(const struct reply *r, const char *name, char *out, si
 }
 
 /* "METHOD /path" on a fresh connection to ip:port; false if no response came. */
-static bool request(struct ev_loop *l, const char *ip, int port, const char *what, struct reply *ret) {
+static bool hc_request(struct ev_loop *l, const char *ip, int port, const char *what, struct reply *ret) {
         char req[256];
-        struct script s = {ip, port, req};
+        struct hc_script s = {ip, port, req};
 
         snprintf(req, sizeof req, "%s HTTP/1.1\r\nHost: lb\r\nConnection: close\r\n\r\n", what);
-        _cleanup_free_ char *text = run_client(l, script_one, &s);
+        _cleanup_free_ char *text = hc_run_client(l, hc_script_one, &s);
         const char *p = text;
         return parse_reply(&p, ret);
 }
 
 static bool refused(struct ev_loop *l, const char *ip, int port) {
-        struct script s = {ip, port, NULL};
-        char *text = run_client(l, script_refused, &s);
+        struct hc_script s = {ip, port, NULL};
+        char *text = hc_run_client(l, script_refused, &s);
         bool r = text && strcmp(text, "refused") == 0;
 
         if (!r)
@@ -349,9 +276,9 @@ static void check_reply(const struct reply *r, int status, const char *ns, const
                  healthy ? "true" : "false");
         snprintf(weight, sizeof weight, "%zu", n);
         CHECK(r->status == status);
-        CHECK_STREQ(header(r, "Content-Type", v, sizeof v), "application/json");
-        CHECK_STREQ(header(r, "X-Content-Type-Options", v, sizeof v), "nosniff");
-        CHECK_STREQ(header(r, "X-Load-Balancing-Endpoint-Weight", v, sizeof v), weight);
+        CHECK_STREQ(header_strict(r, "Content-Type", v, sizeof v), "application/json");
+        CHECK_STREQ(header_strict(r, "X-Content-Type-Options", v, sizeof v), "nosniff");
+        CHECK_STREQ(header_strict(r, "X-Load-Balancing-Endpoint-Weight", v, sizeof v), weight);
         CHECK_STREQ(r->body, body);
 }
 
@@ -359,7 +286,7 @@ static void check_get(struct ev_loop *l, const char *ip, int port, int status, c
                       size_t n, bool healthy) {
         struct reply r = {0};
 
-        CHECK(request(l, ip, port, "GET /healthz", &r));
+        CHECK(hc_request(l, ip, port, "GET /healthz", &r));
         if (r.head)
                 check_reply(&r, status, ns, name, n, healthy);
         reply_done(&r);
@@ -376,7 +303,7 @@ static void fixture_init(struct fixture *f) {
         *f = (struct fixture) {.l = ev_loop_new()};
         CHECK(f->l && hcnp_new(f->l, &f->h) == 0 && f->h);
         for (size_t i = 0; i < 2; i++)
-                CHECK((f->hold[i] = reserve_port("127.0.0.1", &f->port[i])) >= 0);
+                CHECK((f->hold[i] = reserve_port(AF_INET, &f->port[i])) >= 0);
 }
 
 static void fixture_done(struct fixture *f) {
@@ -399,15 +326,15 @@ static void test_answer(void) {
         check_get(f.l, "127.0.0.1", port, 200, "default", "web", 2, true);
 
         /* Any method and path: the handler is the whole server. */
-        CHECK(request(f.l, "127.0.0.1", port, "POST /anything?x=1", &r));
+        CHECK(hc_request(f.l, "127.0.0.1", port, "POST /anything?x=1", &r));
         check_reply(&r, 200, "default", "web", 2, true);
         size_t length = r.body ? strlen(r.body) : 0;
         reply_done(&r);
 
         /* HEAD: the headers and the length, no body. */
-        CHECK(request(f.l, "127.0.0.1", port, "HEAD /", &r));
+        CHECK(hc_request(f.l, "127.0.0.1", port, "HEAD /", &r));
         CHECK(r.status == 200);
-        CHECK(length > 0 && header(&r, "Content-Length", v, sizeof v) && (size_t) atoi(v) == length);
+        CHECK(length > 0 && header_strict(&r, "Content-Length", v, sizeof v) && (size_t) atoi(v) == length);
         CHECK_STREQ(r.body, "");
         reply_done(&r);
 
@@ -487,7 +414,7 @@ static void test_update_keeps_socket(void) {
         const char *p;
 
         fixture_init(&f);
-        struct script s = {"127.0.0.1", f.port[0], "GET / HTTP/1.1\r\nHost: lb\r\nConnection: close\r\n\r\n"};
+        struct hc_script s = {"127.0.0.1", f.port[0], "GET / HTTP/1.1\r\nHost: lb\r\nConnection: close\r\n\r\n"};
         struct hcnp_service svc = {"default", "web", (uint16_t) f.port[0], 2};
         CHECK(SYNC(f.h, &svc, 1) == 0);
         inode = listen_inode("127.0.0.1", f.port[0]);

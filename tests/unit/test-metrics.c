@@ -28,182 +28,10 @@
 
 #include "config/config.h"
 #include "ev/ev.h"
+#include "http-client.h"
 #include "test.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
-
-#define GUARD_MS 10000  /* a request that takes this long has failed */
-
-/* ---- the client (a forked child) --------------------------------------------------- */
-
-struct reply {
-        int status;
-        char *head;     /* status line and headers */
-        char *body;
-};
-
-static void reply_done(struct reply *r) {
-        free(r->head);
-        free(r->body);
-        *r = (struct reply) {0};
-}
-
-/* A free port, held: bound with SO_REUSEADDR but not listening, so the
- * server (which sets SO_REUSEADDR too, like Go) may bind it and nobody else
- * can take it meanwhile. Port 0 means "disabled" to metrics_new(). */
-static int reserve_port(int *ret_port) {
-        struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t len = sizeof sin;
-        int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-        if (fd < 0)
-                return -1;
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-            bind(fd, (struct sockaddr *) &sin, len) < 0 || getsockname(fd, (struct sockaddr *) &sin, &len) < 0) {
-                close(fd);
-                return -1;
-        }
-        *ret_port = ntohs(sin.sin_port);
-        return fd;
-}
-
-static bool write_all(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return false;
-                p += w;
-                n -= (size_t) w;
-        }
-        return true;
-}
-
-struct script {
-        int port;
-        const char *request;
-};
-
-/* In the child: one request, the whole response into out. */
-static void script_one(const struct script *s, int out) {
-        struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t) s->port),
-                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        char tmp[4096];
-        ssize_t n;
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-        if (fd < 0 || connect(fd, (struct sockaddr *) &sin, sizeof sin) < 0)
-                _exit(1);
-        if (!write_all(fd, s->request, strlen(s->request)))
-                _exit(1);
-        while ((n = read(fd, tmp, sizeof tmp)) > 0)
-                if (!write_all(out, tmp, (size_t) n))
-                        _exit(1);
-        if (n < 0)
-                _exit(1);
-}
-
-struct fetch {
-        struct buf data;
-        bool timed_out;
-};
-
-static void on_pipe(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
-        struct fetch *f = userdata;
-        char tmp[4096];
-
-        (void) events;
-        for (;;) {
-                ssize_t n = read(fd, tmp, sizeof tmp);
-                if (n > 0) {
-                        buf_put(&f->data, tmp, (size_t) n);
-                        continue;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
-                        return;
-                ev_stop(l);
-                return;
-        }
-}
-
-static void on_guard(struct ev_loop *l, void *userdata) {
-        struct fetch *f = userdata;
-        f->timed_out = true;
-        ev_stop(l);
-}
-
-/* Runs the script in a child while this process runs the loop (and so the
- * server) until the child's output is complete. */
-static char *run_client(struct ev_loop *l, const struct script *s) {
-        struct fetch f = {.data = BUF_INIT};
-        struct ev_timer *guard;
-        int p[2], status = 0;
-        pid_t pid;
-
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return NULL;
-        pid = fork();
-        if (pid < 0)
-                return NULL;
-        if (pid == 0) {
-                close(p[0]);
-                script_one(s, p[1]);
-                _exit(0);
-        }
-        close(p[1]);
-        fcntl(p[0], F_SETFL, O_NONBLOCK);
-        CHECK(ev_io_add(l, p[0], EPOLLIN, on_pipe, &f) == 0);
-        guard = ev_timer_add(l, GUARD_MS, on_guard, &f);
-        ev_run(l);
-        if (!f.timed_out)
-                ev_timer_cancel(l, guard);
-        ev_io_del(l, p[0]);
-        close(p[0]);
-        waitpid(pid, &status, 0);
-        CHECK(!f.timed_out);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        return buf_steal(&f.data);
-}
-
-static int request(struct ev_loop *l, int port, const char *method, const char *path, struct reply *ret) {
-        char req[512];
-        struct script s = {port, req};
-
-        snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                 method, path);
-        char *text = run_client(l, &s);
-        char *end = text ? strstr(text, "\r\n\r\n") : NULL;
-        if (!end || sscanf(text, "HTTP/1.%*d %d", &ret->status) != 1) {
-                free(text);
-                return -1;
-        }
-        ret->body = strdup(end + 4);
-        end[2] = '\0';
-        ret->head = text;
-        return 0;
-}
-
-/* A header's value (case-insensitive name), copied into out; NULL if absent. */
-static const char *header(const struct reply *r, const char *name, char *out, size_t outlen) {
-        size_t nl = strlen(name);
-
-        for (const char *line = strstr(r->head, "\r\n"); line && line[2]; line = strstr(line + 2, "\r\n")) {
-                const char *s = line + 2, *eol = strstr(s, "\r\n");
-                if (strncasecmp(s, name, nl) != 0 || s[nl] != ':')
-                        continue;
-                s += nl + 1;
-                while (*s == ' ')
-                        s++;
-                size_t n = (size_t) (eol - s) < outlen - 1 ? (size_t) (eol - s) : outlen - 1;
-                memcpy(out, s, n);
-                out[n] = '\0';
-                return out;
-        }
-        return NULL;
-}
 
 /* ---- a strict reader of the text exposition format ---------------------------------- */
 
@@ -437,7 +265,7 @@ static bool scrape(struct ev_loop *l, int port, struct expo *e) {
         char v[128];
         bool ok;
 
-        if (request(l, port, "GET", "/metrics", &r) < 0) {
+        if (request(l, AF_INET, port, "GET", "/metrics", &r) < 0) {
                 CHECK(!"request failed");
                 return false;
         }
@@ -529,7 +357,7 @@ static void test_bind(void) {
         struct kproxy_config c;
         struct metrics *a = NULL, *b = (struct metrics *) l;  /* sentinel: written only on success */
         char addr[64];
-        int port, hold = reserve_port(&port);
+        int port, hold = reserve_port(AF_INET, &port);
 
         CHECK(config_init(&c) == 0);
         CHECK(hold >= 0);
@@ -573,7 +401,7 @@ static int start(struct ev_loop *l, const struct kproxy_config *c, struct metric
         char addr[64];
         int port;
 
-        *ret_hold = reserve_port(&port);
+        *ret_hold = reserve_port(AF_INET, &port);
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
         if (*ret_hold < 0 || metrics_new(l, addr, c, ret) < 0 || !*ret)
                 return -1;
@@ -802,7 +630,7 @@ static void check_text(struct ev_loop *l, int port, const char *method, const ch
         struct reply r = {0};
         char v[128];
 
-        if (request(l, port, method, path, &r) < 0) {
+        if (request(l, AF_INET, port, method, path, &r) < 0) {
                 CHECK(!"request failed");
                 return;
         }
@@ -863,7 +691,7 @@ static void test_paths(void) {
         check_text(l, port, "POST", "/proxyMode", 200, "text/plain; charset=utf-8", true, "iptables");
 
         /* HEAD: the headers with the length, no body. */
-        CHECK(request(l, port, "HEAD", "/metrics", &r) == 0);
+        CHECK(request(l, AF_INET, port, "HEAD", "/metrics", &r) == 0);
         CHECK(r.status == 200);
         CHECK(header(&r, "Content-Length", v, sizeof v) && atoi(v) > 1000);
         CHECK_STREQ(r.body, "");
@@ -871,7 +699,7 @@ static void test_paths(void) {
 
         /* /configz: one compact object under the group name, holding the
          * internal configuration with Go's field names. */
-        CHECK(request(l, port, "GET", "/configz", &r) == 0);
+        CHECK(request(l, AF_INET, port, "GET", "/configz", &r) == 0);
         CHECK(r.status == 200);
         CHECK_STREQ(header(&r, "Content-Type", v, sizeof v), "application/json");
         CHECK(header(&r, "X-Content-Type-Options", v, sizeof v) != NULL);
