@@ -2,20 +2,26 @@
 /*
  * Principle of the nftables renderer: upstream kube-proxy's nftables layout
  * (reference/nftables-mode.md, v1.34: table "kube-proxy", its base chains,
- * sets, verdict maps and per-service chain names) with one deliberate
- * difference: a service chain picks its endpoint with one rule per
- * endpoint ("numgen random mod K == 0 goto endpoint-…", K = N, N-1, …, then
- * a plain goto), as iptables' statistic rules do, instead of upstream's one
- * anonymous verdict map per chain. Each anonymous map is a set the kernel
- * binds on commit, and N of them in one transaction cost O(N²) (4 s at 5k
- * services, minutes at 20k, measured in reference/performance.md); the
- * per-rule form has the same distribution and loads linearly.
+ * sets, verdict maps and per-service chain names), described once as
+ * nftir data and written by a sink: nft script text for `kproxy render`,
+ * netlink messages for the daemon.
  *
- * Output order: table, sets and maps, every chain, then rules, then
- * elements, so each object exists before anything refers to it.
+ * One deliberate difference from upstream: a service chain picks its
+ * endpoint with one rule per endpoint ("numgen random mod K == 0 goto
+ * endpoint-…", K = N, N-1, …, then a plain goto), as iptables' statistic
+ * rules do, instead of upstream's one anonymous verdict map per chain. Each
+ * anonymous map is a set the kernel binds on commit, and N of them in one
+ * transaction cost O(N²) (4 s at 5k services, minutes at 20k, measured in
+ * reference/performance.md); the per-rule form has the same distribution
+ * and loads linearly.
+ *
+ * The table splits into a fixed part (render_nft_fixed: the table, its sets
+ * and maps, the base and helper chains) and one part per service
+ * (render_nft_service: its chains, affinity sets and map elements), which
+ * is what lets the daemon rewrite only the services that changed.
  */
 #include <errno.h>
-#include <stdarg.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +29,20 @@
 #include "model/endpoints.h"
 #include "model/model.h"
 #include "render/chain.h"
+#include "render/nftir.h"
 #include "render/render.h"
 #include "util/buf.h"
+#include "util/cleanup.h"
 
 #define BODY_MAX 241            /* 240 characters and NUL: upstream's budget */
 
-struct nft {
+struct nrender {
         const struct render_params *p;
-        const char *fam;        /* "ip" / "ip6" */
-        const char *addr;       /* "ipv4_addr" / "ipv6_addr" */
-        struct buf objs, chains, rules, elems;
+        const struct nftir_sink *sink;
+        struct nftir_stmt detector_local, detector_remote;     /* kind _NFTIR_STMT_MAX: none */
+        char iif[sizeof ((struct render_params *) 0)->detector_arg];
+        struct nftir_rule *rules;       /* the chain being built */
+        size_t n_rules, cap_rules;
 };
 
 /* upstream's hashAndTruncate(): "<8 base32 chars of SHA-256>-<base>", cut
@@ -45,159 +55,226 @@ static void name_body(const char *base, char out[BODY_MAX]) {
                 memcpy(out + 237, "...", 4);
 }
 
-static void chain_decl(struct nft *t, const char *prefix, const char *body) {
-        buf_printf(&t->chains, "add chain %s kube-proxy %s%s\n", t->fam, prefix, body);
+static struct nftir_name nm(const char *prefix, const char *body) {
+        return (struct nftir_name) {prefix, body};
 }
 
-static void rule(struct nft *t, const char *chain, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void rule(struct nft *t, const char *chain, const char *fmt, ...) {
-        va_list ap;
-        buf_printf(&t->rules, "add rule %s kube-proxy %s ", t->fam, chain);
-        va_start(ap, fmt);
-        buf_vprintf(&t->rules, fmt, ap);
-        va_end(ap);
-        buf_putc(&t->rules, '\n');
+/* Starts the rule list of a new chain. */
+static void chain_begin(struct nrender *t) {
+        t->n_rules = 0;
 }
 
-static void element(struct nft *t, const char *set, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void element(struct nft *t, const char *set, const char *fmt, ...) {
-        va_list ap;
-        buf_printf(&t->elems, "add element %s kube-proxy %s { ", t->fam, set);
-        va_start(ap, fmt);
-        buf_vprintf(&t->elems, fmt, ap);
-        va_end(ap);
-        buf_puts(&t->elems, " }\n");
+static struct nftir_rule *rule_new(struct nrender *t) {
+        if (t->n_rules == t->cap_rules) {
+                size_t cap = t->cap_rules ? t->cap_rules * 2 : 16;
+                struct nftir_rule *r = realloc(t->rules, cap * sizeof *r);
+                if (!r)
+                        abort();        /* as buf: a few kilobytes short is fatal */
+                t->rules = r;
+                t->cap_rules = cap;
+        }
+        struct nftir_rule *r = &t->rules[t->n_rules++];
+        memset(r, 0, sizeof *r);
+        return r;
 }
 
-/* The detector's match in nft syntax (§6.3); "" when not implemented. */
-static void detector_match(const struct nft *t, bool local, char *out, size_t len) {
+static struct nftir_stmt *stmt(struct nftir_rule *r, enum nftir_stmt_kind kind) {
+        struct nftir_stmt *s = &r->s[r->n++];
+        memset(s, 0, sizeof *s);
+        s->kind = kind;
+        return s;
+}
+
+static void verdict(struct nftir_rule *r, enum nftir_stmt_kind kind, const char *prefix, const char *body) {
+        stmt(r, kind)->name = nm(prefix, body);
+}
+
+static void addr_stmt(struct nftir_rule *r, bool saddr, bool neg, const struct inet_addr *a) {
+        struct nftir_stmt *s = stmt(r, NFTIR_ADDR);
+        s->saddr = saddr;
+        s->neg = neg;
+        s->cidr.addr = *a;
+        s->cidr.prefix = a->family == 6 ? 128 : 32;
+}
+
+static void chain_end(struct nrender *t, const char *prefix, const char *body, const char *comment) {
+        struct nftir_chain c = {
+                .name = nm(prefix, body),
+                .comment = comment,
+                .rules = t->rules,
+                .n_rules = t->n_rules,
+        };
+        t->sink->chain(t->sink->ud, &c);
+}
+
+/* The detector's match (§6.3): the local form and the not-local form. */
+static void detector_init(struct nrender *t) {
         const struct render_params *p = t->p;
+        t->detector_local.kind = t->detector_remote.kind = _NFTIR_STMT_MAX;
         if (p->detector == DETECTOR_SOURCE_CIDR) {
-                snprintf(out, len, "%s saddr %s%s", t->fam, local ? "" : "!= ", p->detector_arg);
+                struct inet_cidr c;
+                if (inet_cidr_parse(p->detector_arg, &c) < 0)
+                        return;         /* params.c formatted it: cannot happen */
+                t->detector_local = (struct nftir_stmt) {.kind = NFTIR_ADDR, .saddr = true, .cidr = c};
         } else if (p->detector == DETECTOR_INTERFACE) {
                 /* iptables spells an interface prefix "veth+", nft "veth*". */
-                char arg[sizeof p->detector_arg];
-                snprintf(arg, sizeof arg, "%s", p->detector_arg);
-                size_t n = strlen(arg);
-                if (n > 0 && arg[n - 1] == '+')
-                        arg[n - 1] = '*';
-                snprintf(out, len, "iifname %s%s", local ? "" : "!= ", arg);
+                snprintf(t->iif, sizeof t->iif, "%s", p->detector_arg);
+                size_t n = strlen(t->iif);
+                if (n > 0 && t->iif[n - 1] == '+')
+                        t->iif[n - 1] = '*';
+                t->detector_local = (struct nftir_stmt) {.kind = NFTIR_IIFNAME, .name = nm(t->iif, NULL)};
         } else {
-                out[0] = '\0';
+                return;
         }
+        t->detector_remote = t->detector_local;
+        t->detector_remote.neg = true;
 }
 
-static void fixed_part(struct nft *t, const struct inet_cidr *cidrs, size_t n_cidrs) {
-        const struct render_params *p = t->p;
-        const char *f = t->fam;
+static void set(struct nrender *t, const char *name, enum nftir_set_type type, const char *comment) {
+        struct nftir_set s = {.name = nm(name, NULL), .type = type, .comment = comment};
+        t->sink->set(t->sink->ud, &s);
+}
+
+int render_nft_fixed(const struct render_params *p, const struct inet_cidr *cidrs, size_t n_cidrs,
+                     const struct nftir_sink *sink) {
+        struct nrender t = {.p = p, .sink = sink};
         static const struct {
                 const char *name, *type, *hook;
                 int prio;
+                const char *jumps[2];   /* "ct state new jump X" (filter) or "jump X" (nat) */
         } base[] = {
-                {"filter-prerouting-pre-dnat", "filter", "prerouting", -110},
-                {"filter-output-pre-dnat", "filter", "output", -110},
-                {"filter-forward", "filter", "forward", 0},
-                {"filter-input", "filter", "input", 0},
-                {"filter-output", "filter", "output", 0},
-                {"nat-prerouting", "nat", "prerouting", -100},
-                {"nat-output", "nat", "output", -100},
-                {"nat-postrouting", "nat", "postrouting", 100},
+                {"filter-prerouting-pre-dnat", "filter", "prerouting", -110, {"firewall-check"}},
+                {"filter-output-pre-dnat", "filter", "output", -110, {"firewall-check"}},
+                {"filter-forward", "filter", "forward", 0, {"service-endpoints-check", "cluster-ips-check"}},
+                {"filter-input", "filter", "input", 0, {"nodeport-endpoints-check", "service-endpoints-check"}},
+                {"filter-output", "filter", "output", 0, {"service-endpoints-check", "cluster-ips-check"}},
+                {"nat-prerouting", "nat", "prerouting", -100, {"services"}},
+                {"nat-output", "nat", "output", -100, {"services"}},
+                {"nat-postrouting", "nat", "postrouting", 100, {"masquerading"}},
         };
-        static const char *const regular[] = {"cluster-ips-check", "firewall-check", "mark-for-masquerade",
-                                              "masquerading", "nodeport-endpoints-check", "services",
-                                              "service-endpoints-check"};
+        struct inet_addr loop;
+        struct nftir_rule *r;
 
-        buf_printf(&t->objs, "add table %s kube-proxy { comment \"rules for kube-proxy\" ; }\n", f);
-        buf_printf(&t->objs, "add set %s kube-proxy cluster-ips { type %s ; comment \"Active ClusterIPs\" ; }\n", f,
-                   t->addr);
+        sink->table(sink->ud);
+        set(&t, "cluster-ips", NFTIR_SET_ADDR, "Active ClusterIPs");
         if (!p->nodeports_match_all)
-                buf_printf(&t->objs,
-                           "add set %s kube-proxy nodeport-ips { type %s ; comment \"IPs that accept NodePort "
-                           "traffic\" ; }\n",
-                           f, t->addr);
-        buf_printf(&t->objs,
-                   "add map %s kube-proxy firewall-ips { type %s . inet_proto . inet_service : verdict ; comment "
-                   "\"destinations that are subject to LoadBalancerSourceRanges\" ; }\n",
-                   f, t->addr);
-        buf_printf(&t->objs,
-                   "add map %s kube-proxy no-endpoint-nodeports { type inet_proto . inet_service : verdict ; comment "
-                   "\"vmap to drop or reject packets to service nodeports with no endpoints\" ; }\n",
-                   f);
-        buf_printf(&t->objs,
-                   "add map %s kube-proxy no-endpoint-services { type %s . inet_proto . inet_service : verdict ; "
-                   "comment \"vmap to drop or reject packets to services with no endpoints\" ; }\n",
-                   f, t->addr);
-        buf_printf(&t->objs,
-                   "add map %s kube-proxy service-ips { type %s . inet_proto . inet_service : verdict ; comment "
-                   "\"ClusterIP, ExternalIP and LoadBalancer IP traffic\" ; }\n",
-                   f, t->addr);
-        buf_printf(&t->objs,
-                   "add map %s kube-proxy service-nodeports { type inet_proto . inet_service : verdict ; comment "
-                   "\"NodePort traffic\" ; }\n",
-                   f);
+                set(&t, "nodeport-ips", NFTIR_SET_ADDR, "IPs that accept NodePort traffic");
+        set(&t, "firewall-ips", NFTIR_MAP_ADDR_PROTO_PORT, "destinations that are subject to LoadBalancerSourceRanges");
+        set(&t, "no-endpoint-nodeports", NFTIR_MAP_PROTO_PORT,
+            "vmap to drop or reject packets to service nodeports with no endpoints");
+        set(&t, "no-endpoint-services", NFTIR_MAP_ADDR_PROTO_PORT,
+            "vmap to drop or reject packets to services with no endpoints");
+        set(&t, "service-ips", NFTIR_MAP_ADDR_PROTO_PORT, "ClusterIP, ExternalIP and LoadBalancer IP traffic");
+        set(&t, "service-nodeports", NFTIR_MAP_PROTO_PORT, "NodePort traffic");
 
-        for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
-                buf_printf(&t->chains, "add chain %s kube-proxy %s { type %s hook %s priority %d ; }\n", f,
-                           base[i].name, base[i].type, base[i].hook, base[i].prio);
-        for (size_t i = 0; i < sizeof regular / sizeof regular[0]; i++)
-                buf_printf(&t->chains, "add chain %s kube-proxy %s\n", f, regular[i]);
-        buf_printf(&t->chains,
-                   "add chain %s kube-proxy reject-chain { comment \"helper for @no-endpoint-services / "
-                   "@no-endpoint-nodeports\" ; }\n",
-                   f);
-
-        /* §3.1 jumps, in upstream's order. */
-        rule(t, "filter-prerouting-pre-dnat", "ct state new jump firewall-check");
-        rule(t, "filter-output-pre-dnat", "ct state new jump firewall-check");
-        rule(t, "filter-input", "ct state new jump nodeport-endpoints-check");
-        rule(t, "filter-input", "ct state new jump service-endpoints-check");
-        rule(t, "filter-forward", "ct state new jump service-endpoints-check");
-        rule(t, "filter-forward", "ct state new jump cluster-ips-check");
-        rule(t, "filter-output", "ct state new jump service-endpoints-check");
-        rule(t, "filter-output", "ct state new jump cluster-ips-check");
-        rule(t, "nat-prerouting", "jump services");
-        rule(t, "nat-output", "jump services");
-        rule(t, "nat-postrouting", "jump masquerading");
-
-        /* §3.3 fixed chains. */
-        rule(t, "cluster-ips-check", "%s daddr @cluster-ips reject comment \"Reject traffic to invalid ports of ClusterIPs\"",
-             f);
-        if (n_cidrs > 0) {
-                struct buf list = BUF_INIT;
-                char c[INET_CIDR_STRLEN];
-                for (size_t i = 0; i < n_cidrs; i++)
+        /* Helper chains first: the base chains' rules jump to them. */
+        chain_begin(&t);
+        r = rule_new(&t);
+        stmt(r, NFTIR_ADDR_SET)->name = nm("cluster-ips", NULL);
+        stmt(r, NFTIR_REJECT);
+        r->comment = "Reject traffic to invalid ports of ClusterIPs";
+        {
+                struct inet_cidr own[8];
+                size_t n = 0;
+                for (size_t i = 0; i < n_cidrs && n < ELEMENTSOF(own); i++)
                         if (cidrs[i].addr.family == p->family)
-                                buf_printf(&list, "%s%s", list.len ? ", " : "", inet_cidr_format(&cidrs[i], c));
-                if (list.len)
-                        rule(t, "cluster-ips-check", "%s daddr { %s } drop comment \"Drop traffic to unallocated ClusterIPs\"",
-                             f, list.data);
-                buf_done(&list);
+                                own[n++] = cidrs[i];
+                if (n > 0) {
+                        r = rule_new(&t);
+                        struct nftir_stmt *s = stmt(r, NFTIR_ADDR_LIST);
+                        s->cidrs = own;
+                        s->n_cidrs = n;
+                        stmt(r, NFTIR_DROP);
+                        r->comment = "Drop traffic to unallocated ClusterIPs";
+                }
+                chain_end(&t, "cluster-ips-check", NULL, NULL);
         }
-        rule(t, "firewall-check", "%s daddr . meta l4proto . th dport vmap @firewall-ips", f);
-        rule(t, "mark-for-masquerade", "mark set mark or %s", p->mark);
-        rule(t, "masquerading", "mark and %s == 0 return", p->mark);
-        rule(t, "masquerading", "mark set mark xor %s", p->mark);
-        rule(t, "masquerading", "masquerade fully-random");
-        rule(t, "reject-chain", "reject");
-        rule(t, "services", "%s daddr . meta l4proto . th dport vmap @service-ips", f);
-        rule(t, "service-endpoints-check", "%s daddr . meta l4proto . th dport vmap @no-endpoint-services", f);
+
+        chain_begin(&t);
+        r = rule_new(&t);
+        stmt(r, NFTIR_VMAP)->with_addr = true;
+        r->s[0].name = nm("firewall-ips", NULL);
+        chain_end(&t, "firewall-check", NULL, NULL);
+
+        chain_begin(&t);
+        stmt(rule_new(&t), NFTIR_MARK_OR)->n = p->mark_value;
+        chain_end(&t, "mark-for-masquerade", NULL, NULL);
+
+        chain_begin(&t);
+        r = rule_new(&t);
+        stmt(r, NFTIR_MARK_CLEAR)->n = p->mark_value;
+        stmt(r, NFTIR_RETURN);
+        stmt(rule_new(&t), NFTIR_MARK_XOR)->n = p->mark_value;
+        stmt(rule_new(&t), NFTIR_MASQ);
+        chain_end(&t, "masquerading", NULL, NULL);
 
         /* §3.4 NodePorts; localhost NodePorts do not exist in this mode. */
-        const char *loop = p->family == 6 ? "::1" : "127.0.0.0/8";
+        inet_addr_parse(p->family == 6 ? "::1" : "127.0.0.0", &loop);
+        struct nftir_stmt not_loop = {.kind = NFTIR_ADDR, .neg = true, .cidr = {loop, p->family == 6 ? 128 : 8}};
+        struct nftir_stmt in_nodeport_ips = {.kind = NFTIR_ADDR_SET, .name = nm("nodeport-ips", NULL)};
+
+        chain_begin(&t);
+        r = rule_new(&t);
+        if (p->nodeports_match_all)
+                r->s[r->n++] = not_loop;
+        else
+                r->s[r->n++] = in_nodeport_ips;
+        stmt(r, NFTIR_VMAP)->name = nm("no-endpoint-nodeports", NULL);
+        chain_end(&t, "nodeport-endpoints-check", NULL, NULL);
+
+        chain_begin(&t);
+        r = rule_new(&t);
+        stmt(r, NFTIR_VMAP)->with_addr = true;
+        r->s[0].name = nm("service-ips", NULL);
+        r = rule_new(&t);
         if (p->nodeports_match_all) {
-                rule(t, "services", "fib daddr type local %s daddr != %s meta l4proto . th dport vmap @service-nodeports",
-                     f, loop);
-                rule(t, "nodeport-endpoints-check", "%s daddr != %s meta l4proto . th dport vmap @no-endpoint-nodeports",
-                     f, loop);
+                stmt(r, NFTIR_FIB_LOCAL);
+                r->s[r->n++] = not_loop;
         } else {
-                char ip[INET_ADDR_STRLEN];
-                rule(t, "services", "%s daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports", f);
-                rule(t, "nodeport-endpoints-check", "%s daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports",
-                     f);
-                for (size_t i = 0; i < p->n_nodeport_ips; i++)
-                        if (!inet_addr_is_loopback(&p->nodeport_ips[i]))
-                                element(t, "nodeport-ips", "%s", inet_addr_format(&p->nodeport_ips[i], ip));
+                r->s[r->n++] = in_nodeport_ips;
         }
+        stmt(r, NFTIR_VMAP)->name = nm("service-nodeports", NULL);
+        chain_end(&t, "services", NULL, NULL);
+
+        chain_begin(&t);
+        r = rule_new(&t);
+        stmt(r, NFTIR_VMAP)->with_addr = true;
+        r->s[0].name = nm("no-endpoint-services", NULL);
+        chain_end(&t, "service-endpoints-check", NULL, NULL);
+
+        chain_begin(&t);
+        stmt(rule_new(&t), NFTIR_REJECT);
+        chain_end(&t, "reject-chain", NULL, "helper for @no-endpoint-services / @no-endpoint-nodeports");
+
+        /* §3.1 base chains and their jumps, in upstream's order. */
+        for (size_t i = 0; i < ELEMENTSOF(base); i++) {
+                bool filter = strcmp(base[i].type, "filter") == 0;
+                chain_begin(&t);
+                for (size_t j = 0; j < ELEMENTSOF(base[i].jumps) && base[i].jumps[j]; j++) {
+                        r = rule_new(&t);
+                        if (filter)
+                                stmt(r, NFTIR_CT_NEW);
+                        verdict(r, NFTIR_JUMP, base[i].jumps[j], NULL);
+                }
+                struct nftir_chain c = {
+                        .name = nm(base[i].name, NULL),
+                        .type = base[i].type,
+                        .hook = base[i].hook,
+                        .prio = base[i].prio,
+                        .rules = t.rules,
+                        .n_rules = t.n_rules,
+                };
+                sink->chain(sink->ud, &c);
+        }
+
+        for (size_t i = 0; !p->nodeports_match_all && i < p->n_nodeport_ips; i++) {
+                if (inet_addr_is_loopback(&p->nodeport_ips[i]))
+                        continue;
+                struct nftir_elem e = {.set = "nodeport-ips", .with_addr = true, .addr = p->nodeport_ips[i]};
+                sink->elem(sink->ud, &e);
+        }
+        free(t.rules);
+        return 0;
 }
 
 /* The endpoint part of a base name: "IP/port", IPv6 colons as dots. */
@@ -210,44 +287,84 @@ static void endpoint_base(const char *svc_base, const struct endpoint *e, char *
         snprintf(out, len, "%s__%s/%u", svc_base, ip, e->port);
 }
 
-static void lb_chain(struct nft *t, const char *chain, const char *cip, bool masq_rule, bool affinity,
-                     struct endpoint *const *list, size_t n, char (*ep_bodies)[BODY_MAX], const struct endpoint *all) {
-        char not_local[96];
+static uint8_t ipproto(enum l4_proto p) {
+        return p == L4_UDP ? IPPROTO_UDP : p == L4_SCTP ? IPPROTO_SCTP : IPPROTO_TCP;
+}
+
+/* A service- or local- chain: masquerade rule, affinity, endpoint choice. */
+static void lb_chain(struct nrender *t, const char *prefix, const char *body, const struct inet_addr *cip,
+                     bool masq_rule, bool affinity, struct endpoint *const *list, size_t n,
+                     char (*ep_bodies)[BODY_MAX], const struct endpoint *all) {
+        struct nftir_rule *r;
+
+        chain_begin(t);
         if (masq_rule) {
-                detector_match(t, false, not_local, sizeof not_local);
-                if (t->p->masquerade_all)
-                        rule(t, chain, "%s daddr %s jump mark-for-masquerade", t->fam, cip);
-                else
-                        rule(t, chain, "%s daddr %s %s jump mark-for-masquerade", t->fam, cip, not_local);
+                r = rule_new(t);
+                addr_stmt(r, false, false, cip);
+                if (!t->p->masquerade_all)
+                        r->s[r->n++] = t->detector_remote;
+                verdict(r, NFTIR_JUMP, "mark-for-masquerade", NULL);
         }
         if (affinity)
                 for (size_t i = 0; i < n; i++) {
                         const char *b = ep_bodies[list[i] - all];
-                        rule(t, chain, "%s saddr @affinity-%s goto endpoint-%s", t->fam, b, b);
+                        r = rule_new(t);
+                        struct nftir_stmt *s = stmt(r, NFTIR_ADDR_SET);
+                        s->saddr = true;
+                        s->name = nm("affinity-", b);
+                        verdict(r, NFTIR_GOTO, "endpoint-", b);
                 }
         for (size_t i = 0; i < n; i++) {
                 const char *b = ep_bodies[list[i] - all];
+                r = rule_new(t);
                 if (i + 1 < n)
-                        rule(t, chain, "numgen random mod %zu == 0 goto endpoint-%s", n - i, b);
-                else
-                        rule(t, chain, "goto endpoint-%s", b);
+                        stmt(r, NFTIR_NUMGEN)->n = (uint32_t) (n - i);
+                verdict(r, NFTIR_GOTO, "endpoint-", b);
         }
+        chain_end(t, prefix, body, NULL);
 }
 
-static int render_port(struct nft *t, const struct svc *s, const struct svc_port *port,
-                       const struct svc_port_endpoints *e, const struct inet_addr *cip_addr, bool first_port) {
-        const struct render_params *p = t->p;
-        const char *f = t->fam, *proto = l4_proto_to_lower(port->proto);
-        char base[300], body[BODY_MAX], spn[340], cip[INET_ADDR_STRLEN], ip[INET_ADDR_STRLEN];
-        unsigned pt = port->port, np = port->node_port;
+/* A map element "KEY : goto CHAIN" or "KEY comment SPN : drop|goto reject-chain". */
+static void elem(struct nrender *t, const char *set, const struct inet_addr *addr, uint8_t proto, uint16_t port,
+                 enum nftir_stmt_kind v, const char *prefix, const char *body, const char *comment) {
+        struct nftir_elem e = {
+                .set = set,
+                .with_addr = addr != NULL,
+                .proto = proto,
+                .port = port,
+                .verdict = v,
+                .chain = nm(prefix, body),
+                .comment = comment,
+        };
+        if (addr)
+                e.addr = *addr;
+        t->sink->elem(t->sink->ud, &e);
+}
 
-        snprintf(base, sizeof base, "%s/%s/%s", s->key, proto, port->name);
+/* The no-endpoint verdict: with no endpoint at all, reject; with endpoints
+ * elsewhere only (a Local policy), drop. */
+static void no_endpoint(struct nrender *t, const char *set, const struct inet_addr *addr, uint8_t proto,
+                        uint16_t port, bool has_any, const char *spn) {
+        if (has_any)
+                elem(t, set, addr, proto, port, NFTIR_DROP, "", NULL, spn);
+        else
+                elem(t, set, addr, proto, port, NFTIR_GOTO, "reject-chain", NULL, spn);
+}
+
+static int render_port(struct nrender *t, const struct svc *s, const struct svc_port *port,
+                       const struct svc_port_endpoints *e, const struct inet_addr *cip, bool first_port) {
+        const struct render_params *p = t->p;
+        uint8_t proto = ipproto(port->proto);
+        char base[300], body[BODY_MAX], spn[340];
+        uint16_t pt = port->port, np = port->node_port;
+        struct nftir_rule *r;
+
+        snprintf(base, sizeof base, "%s/%s/%s", s->key, l4_proto_to_lower(port->proto), port->name);
         name_body(base, body);
         if (port->name[0])
                 snprintf(spn, sizeof spn, "%s:%s", s->key, port->name);
         else
                 snprintf(spn, sizeof spn, "%s", s->key);
-        inet_addr_format(cip_addr, cip);
 
         size_t n_lb = 0, n_ranges = 0;
         for (size_t i = 0; i < s->n_lb_ips; i++)
@@ -261,46 +378,40 @@ static int render_port(struct nft *t, const struct svc *s, const struct svc_port
         bool uses_svl = e->n_local > 0 && e->uses_local;
         bool uses_ext = has_any && e->externally_accessible;
         bool uses_fw = n_lb > 0 && n_ranges > 0;        /* no endpoint condition in this mode */
-        const char *internal = e->internal_policy_local ? "local" : "service";
-        const char *int_verdict = has_any ? "drop" : "goto reject-chain";
-        const char *ext_verdict = int_verdict;
+        const char *internal = e->internal_policy_local ? "local-" : "service-";
 
         /* §6.1 elements */
         if (first_port)
-                element(t, "cluster-ips", "%s", cip);
+                elem(t, "cluster-ips", cip, 0, 0, NFTIR_DROP, "", NULL, NULL);
         if (has_internal)
-                element(t, "service-ips", "%s . %s . %u : goto %s-%s", cip, proto, pt, internal, body);
+                elem(t, "service-ips", cip, proto, pt, NFTIR_GOTO, internal, body, NULL);
         else
-                element(t, "no-endpoint-services", "%s . %s . %u comment \"%s\" : %s", cip, proto, pt, spn, int_verdict);
+                no_endpoint(t, "no-endpoint-services", cip, proto, pt, has_any, spn);
         for (size_t i = 0; i < s->n_external_ips; i++) {
                 if (s->external_ips[i].family != p->family)
                         continue;
-                inet_addr_format(&s->external_ips[i], ip);
                 if (has_any)
-                        element(t, "service-ips", "%s . %s . %u : goto external-%s", ip, proto, pt, body);
+                        elem(t, "service-ips", &s->external_ips[i], proto, pt, NFTIR_GOTO, "external-", body, NULL);
                 if (!has_external)
-                        element(t, "no-endpoint-services", "%s . %s . %u comment \"%s\" : %s", ip, proto, pt, spn,
-                                ext_verdict);
+                        no_endpoint(t, "no-endpoint-services", &s->external_ips[i], proto, pt, has_any, spn);
         }
         for (size_t i = 0; i < s->n_lb_ips; i++) {
                 if (s->lb_ips[i].family != p->family)
                         continue;
-                inet_addr_format(&s->lb_ips[i], ip);
                 if (has_any)
-                        element(t, "service-ips", "%s . %s . %u : goto external-%s", ip, proto, pt, body);
+                        elem(t, "service-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, "external-", body, NULL);
                 if (uses_fw)
-                        element(t, "firewall-ips", "%s . %s . %u : goto firewall-%s", ip, proto, pt, body);
+                        elem(t, "firewall-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, "firewall-", body, NULL);
         }
         if (!has_external)
                 for (size_t i = 0; i < s->n_lb_ips; i++)
                         if (s->lb_ips[i].family == p->family)
-                                element(t, "no-endpoint-services", "%s . %s . %u comment \"%s\" : %s",
-                                        inet_addr_format(&s->lb_ips[i], ip), proto, pt, spn, ext_verdict);
+                                no_endpoint(t, "no-endpoint-services", &s->lb_ips[i], proto, pt, has_any, spn);
         if (np) {
                 if (has_any)
-                        element(t, "service-nodeports", "%s . %u : goto external-%s", proto, np, body);
+                        elem(t, "service-nodeports", NULL, proto, np, NFTIR_GOTO, "external-", body, NULL);
                 if (!has_external)
-                        element(t, "no-endpoint-nodeports", "%s . %u comment \"%s\" : %s", proto, np, spn, ext_verdict);
+                        no_endpoint(t, "no-endpoint-nodeports", NULL, proto, np, has_any, spn);
         }
 
         /* §6.2 chains */
@@ -315,117 +426,177 @@ static int render_port(struct nft *t, const struct svc *s, const struct svc_port
                 endpoint_base(base, e->reachable[i], eb, sizeof eb);
                 name_body(eb, ep_bodies[e->reachable[i] - e->all]);
         }
-        char chain[BODY_MAX + 16];
-        bool masq = has_internal && (p->masquerade_all || p->detector != DETECTOR_NONE);
-        if (uses_svc) {
-                chain_decl(t, "service-", body);
-                snprintf(chain, sizeof chain, "service-%s", body);
-                lb_chain(t, chain, cip, masq && !e->internal_policy_local, s->affinity_client_ip, e->cluster,
-                         e->n_cluster, ep_bodies, e->all);
-        }
-        if (uses_svl) {
-                chain_decl(t, "local-", body);
-                snprintf(chain, sizeof chain, "local-%s", body);
-                lb_chain(t, chain, cip, masq && e->internal_policy_local, s->affinity_client_ip, e->local,
-                         e->n_local, ep_bodies, e->all);
-        }
-        if (uses_ext) {
-                chain_decl(t, "external-", body);
-                snprintf(chain, sizeof chain, "external-%s", body);
-                if (!e->external_policy_local) {
-                        rule(t, chain, "jump mark-for-masquerade");
-                        rule(t, chain, "goto service-%s", body);
-                } else {
-                        char local[96];
-                        detector_match(t, true, local, sizeof local);
-                        if (local[0])
-                                rule(t, chain, "%s goto service-%s comment \"short-circuit pod traffic\"", local, body);
-                        rule(t, chain, "fib saddr type local jump mark-for-masquerade comment \"masquerade local traffic\"");
-                        rule(t, chain, "fib saddr type local goto service-%s comment \"short-circuit local traffic\"",
-                             body);
-                        if (has_external)
-                                rule(t, chain, "goto local-%s", body);
-                }
-        }
-        if (uses_fw) {
-                struct buf list = BUF_INIT;
-                char c[INET_CIDR_STRLEN];
-                bool from_node = false;
-                for (size_t i = 0; i < s->n_source_ranges; i++) {
-                        const struct inet_cidr *r = &s->source_ranges[i];
-                        if (r->addr.family != p->family)
-                                continue;
-                        buf_printf(&list, "%s%s", list.len ? " , " : "", inet_cidr_format(r, c));
-                        from_node = from_node || inet_cidr_contains(r, &p->node_ip);
-                }
-                for (size_t i = 0; from_node && i < s->n_lb_ips; i++)
-                        if (s->lb_ips[i].family == p->family)
-                                buf_printf(&list, " , %s", inet_addr_format(&s->lb_ips[i], ip));
-                chain_decl(t, "firewall-", body);
-                snprintf(chain, sizeof chain, "firewall-%s", body);
-                rule(t, chain, "%s saddr != { %s } drop", f, list.data);
-                buf_done(&list);
-        }
+        /* Endpoint chains (and affinity sets) before the chains that jump to them. */
         for (size_t i = 0; i < e->n_reachable; i++) {
                 const struct endpoint *ep = e->reachable[i];
                 const char *b = ep_bodies[ep - e->all];
-                if (s->affinity_client_ip)
-                        buf_printf(&t->objs, "add set %s kube-proxy affinity-%s { type %s ; flags dynamic,timeout ; timeout %us ; }\n",
-                                   f, b, t->addr, s->affinity_timeout);
-                chain_decl(t, "endpoint-", b);
-                snprintf(chain, sizeof chain, "endpoint-%s", b);
-                rule(t, chain, "%s saddr %.*s jump mark-for-masquerade", f, (int) ep->ip_len, ep->str + ep->ip_off);
-                if (s->affinity_client_ip)
-                        rule(t, chain, "update @affinity-%s { %s saddr }", b, f);
-                rule(t, chain, "meta l4proto %s dnat to %s", proto, ep->str);
+                if (s->affinity_client_ip) {
+                        struct nftir_set as = {.name = nm("affinity-", b), .type = NFTIR_SET_ADDR,
+                                               .timeout = s->affinity_timeout};
+                        t->sink->set(t->sink->ud, &as);
+                }
+                chain_begin(t);
+                r = rule_new(t);
+                addr_stmt(r, true, false, &ep->addr);
+                verdict(r, NFTIR_JUMP, "mark-for-masquerade", NULL);
+                if (s->affinity_client_ip) {
+                        struct nftir_stmt *u = stmt(rule_new(t), NFTIR_UPDATE_SADDR);
+                        u->name = nm("affinity-", b);
+                }
+                r = rule_new(t);
+                stmt(r, NFTIR_L4PROTO)->proto = proto;
+                struct nftir_stmt *d = stmt(r, NFTIR_DNAT);
+                d->cidr.addr = ep->addr;
+                d->port = ep->port;
+                chain_end(t, "endpoint-", b, NULL);
+        }
+        bool masq = has_internal && (p->masquerade_all || p->detector != DETECTOR_NONE);
+        if (uses_svc)
+                lb_chain(t, "service-", body, cip, masq && !e->internal_policy_local, s->affinity_client_ip,
+                         e->cluster, e->n_cluster, ep_bodies, e->all);
+        if (uses_svl)
+                lb_chain(t, "local-", body, cip, masq && e->internal_policy_local, s->affinity_client_ip, e->local,
+                         e->n_local, ep_bodies, e->all);
+        if (uses_ext) {
+                chain_begin(t);
+                if (!e->external_policy_local) {
+                        verdict(rule_new(t), NFTIR_JUMP, "mark-for-masquerade", NULL);
+                        verdict(rule_new(t), NFTIR_GOTO, "service-", body);
+                } else {
+                        if (t->detector_local.kind != _NFTIR_STMT_MAX) {
+                                r = rule_new(t);
+                                r->s[r->n++] = t->detector_local;
+                                verdict(r, NFTIR_GOTO, "service-", body);
+                                r->comment = "short-circuit pod traffic";
+                        }
+                        r = rule_new(t);
+                        stmt(r, NFTIR_FIB_LOCAL)->saddr = true;
+                        verdict(r, NFTIR_JUMP, "mark-for-masquerade", NULL);
+                        r->comment = "masquerade local traffic";
+                        r = rule_new(t);
+                        stmt(r, NFTIR_FIB_LOCAL)->saddr = true;
+                        verdict(r, NFTIR_GOTO, "service-", body);
+                        r->comment = "short-circuit local traffic";
+                        if (has_external)
+                                verdict(rule_new(t), NFTIR_GOTO, "local-", body);
+                }
+                chain_end(t, "external-", body, NULL);
+        }
+        if (uses_fw) {
+                struct inet_cidr *ranges = calloc(n_ranges, sizeof *ranges);
+                struct inet_addr *lbs = calloc(n_lb, sizeof *lbs);
+                size_t nr = 0, nl = 0;
+                bool from_node = false;
+                if (!ranges || !lbs) {
+                        free(ranges);
+                        free(lbs);
+                        free(ep_bodies);
+                        return -ENOMEM;
+                }
+                for (size_t i = 0; i < s->n_source_ranges; i++) {
+                        const struct inet_cidr *c = &s->source_ranges[i];
+                        if (c->addr.family != p->family)
+                                continue;
+                        ranges[nr++] = *c;
+                        from_node = from_node || inet_cidr_contains(c, &p->node_ip);
+                }
+                for (size_t i = 0; from_node && i < s->n_lb_ips; i++)
+                        if (s->lb_ips[i].family == p->family)
+                                lbs[nl++] = s->lb_ips[i];
+                chain_begin(t);
+                r = rule_new(t);
+                struct nftir_stmt *l = stmt(r, NFTIR_ADDR_LIST);
+                l->saddr = l->neg = true;
+                l->cidrs = ranges;
+                l->n_cidrs = nr;
+                l->addrs = lbs;
+                l->n_addrs = nl;
+                stmt(r, NFTIR_DROP);
+                chain_end(t, "firewall-", body, NULL);
+                free(ranges);
+                free(lbs);
         }
         free(ep_bodies);
         return 0;
 }
 
-int render_nftables(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
-                    size_t n_service_cidrs, struct buf *out) {
-        struct nft t = {
-                .p = p,
-                .fam = p->family == 6 ? "ip6" : "ip",
-                .addr = p->family == 6 ? "ipv6_addr" : "ipv4_addr",
-        };
+int render_nft_service(const struct model *m, const struct svc *s, const struct render_params *p,
+                       const struct nftir_sink *sink) {
+        struct nrender t = {.p = p, .sink = sink};
         struct endpoint_filter f = {.node_name = p->node_name, .zone = p->node_zone,
                                     .prefer_same_node = p->prefer_same_node};
-        size_t n_svcs;
-        const struct svc **svcs = model_services_sorted(m, &n_svcs);
+        const struct inet_addr *cip = NULL;
+        size_t n_slices;
         int r = 0;
 
-        fixed_part(&t, service_cidrs, n_service_cidrs);
-        for (size_t i = 0; i < n_svcs && r == 0; i++) {
-                const struct svc *s = svcs[i];
-                const struct inet_addr *cip = NULL;
-                size_t n_slices;
-                for (size_t k = 0; k < s->n_cluster_ips; k++)
-                        if (s->cluster_ips[k].family == p->family)
-                                cip = &s->cluster_ips[k];
-                if (!cip)
-                        continue;
-                const struct slice **slices = model_service_slices(m, s->key, &n_slices);
-                for (size_t j = 0; j < s->n_ports && r == 0; j++) {
-                        struct svc_port_endpoints e = {0};
-                        r = endpoints_collect(s, &s->ports[j], p->family, slices, n_slices, &f, &e);
-                        if (r == 0)
-                                r = render_port(&t, s, &s->ports[j], &e, cip, j == 0);
-                        endpoints_done(&e);
-                }
-                free(slices);
+        for (size_t k = 0; k < s->n_cluster_ips; k++)
+                if (s->cluster_ips[k].family == p->family)
+                        cip = &s->cluster_ips[k];
+        if (!cip)
+                return 0;
+        detector_init(&t);
+        const struct slice **slices = model_service_slices(m, s->key, &n_slices);
+        for (size_t j = 0; j < s->n_ports && r == 0; j++) {
+                struct svc_port_endpoints e = {0};
+                r = endpoints_collect(s, &s->ports[j], p->family, slices, n_slices, &f, &e);
+                if (r == 0)
+                        r = render_port(&t, s, &s->ports[j], &e, cip, j == 0);
+                endpoints_done(&e);
         }
+        free(slices);
+        free(t.rules);
+        return r;
+}
+
+/* --- the text sink: a first full sync's script, objects before their users --- */
+
+struct text_sink {
+        uint8_t family;
+        struct buf objs, chains, rules, elems;
+};
+
+static void text_table(void *ud) {
+        struct text_sink *x = ud;
+        nftir_format_table(x->family, &x->objs);
+}
+
+static void text_set(void *ud, const struct nftir_set *s) {
+        struct text_sink *x = ud;
+        nftir_format_set(x->family, s, &x->objs);
+}
+
+static void text_chain(void *ud, const struct nftir_chain *c) {
+        struct text_sink *x = ud;
+        nftir_format_chain(x->family, c, &x->chains);
+        for (size_t i = 0; i < c->n_rules; i++)
+                nftir_format_rule(x->family, &c->name, &c->rules[i], &x->rules);
+}
+
+static void text_elem(void *ud, const struct nftir_elem *e) {
+        struct text_sink *x = ud;
+        nftir_format_elem(x->family, e, &x->elems);
+}
+
+int render_nftables(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
+                    size_t n_service_cidrs, struct buf *out) {
+        struct text_sink x = {.family = p->family};
+        struct nftir_sink sink = {text_table, text_set, text_chain, text_elem, &x};
+        size_t n_svcs;
+        const struct svc **svcs = model_services_sorted(m, &n_svcs);
+        int r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
+
+        for (size_t i = 0; i < n_svcs && r == 0; i++)
+                r = render_nft_service(m, svcs[i], p, &sink);
         if (r == 0) {
-                buf_put(out, t.objs.data, t.objs.len);
-                buf_put(out, t.chains.data, t.chains.len);
-                buf_put(out, t.rules.data, t.rules.len);
-                buf_put(out, t.elems.data, t.elems.len);
+                buf_put(out, x.objs.data, x.objs.len);
+                buf_put(out, x.chains.data, x.chains.len);
+                buf_put(out, x.rules.data, x.rules.len);
+                buf_put(out, x.elems.data, x.elems.len);
         }
         free(svcs);
-        buf_done(&t.objs);
-        buf_done(&t.chains);
-        buf_done(&t.rules);
-        buf_done(&t.elems);
+        buf_done(&x.objs);
+        buf_done(&x.chains);
+        buf_done(&x.rules);
+        buf_done(&x.elems);
         return r;
 }

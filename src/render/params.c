@@ -200,7 +200,8 @@ int render_params_init(struct render_params *p, uint8_t family, const struct kpr
         if (sync->masquerade_bit < 0 || sync->masquerade_bit > 31)
                 return -EINVAL;
         /* Go's %#08x: "0x" and eight digits. */
-        snprintf(p->mark, sizeof p->mark, "0x%08x", 1u << sync->masquerade_bit);
+        p->mark_value = 1u << sync->masquerade_bit;
+        snprintf(p->mark, sizeof p->mark, "0x%08x", p->mark_value);
         pick_node_ip(p, c, node, warnings);
         pick_detector(p, c, node, warnings);
         return pick_nodeports(p, c, h, c->iptables.localhost_nodeports, warnings);

@@ -15,6 +15,7 @@ struct model;
 struct kproxy_config;
 struct node;
 struct host_facts;
+struct svc;
 
 enum detector_kind {
         DETECTOR_NONE,          /* not implemented for this family: no masquerade by source */
@@ -28,6 +29,7 @@ struct render_params {
         const char *node_zone;          /* NULL: no zone label */
         struct inet_addr node_ip;       /* primary node IP of the family */
         char mark[16];                  /* masquerade mark, "0x00004000" */
+        uint32_t mark_value;            /* the same, as a number */
         bool masquerade_all;
         enum detector_kind detector;
         char detector_arg[64];          /* "10.0.0.0/8", "br0", "veth+" */
@@ -75,10 +77,22 @@ struct render_ipt_sync {
         size_t n_no_local_internal, n_no_local_external;
 };
 
-/* The nft script (nftables mode, upstream's v1.34 layout) of a first full
- * sync for p->family, appended to out: only "add" commands, for an empty
- * kernel. service_cidrs (may be NULL) are the cluster's ServiceCIDRs, for
- * the drop rule of unallocated cluster IPs. Returns 0 or -ENOMEM. */
+struct nftir_sink;
+
+/* nftables mode (upstream's v1.34 layout), described to a sink
+ * (render/nftir.h). render_nft_fixed() gives the table, its sets and maps,
+ * the base and helper chains and the nodeport-ips elements; service_cidrs
+ * (may be NULL) are the cluster's ServiceCIDRs, for the drop rule of
+ * unallocated cluster IPs. render_nft_service() gives one service's chains,
+ * affinity sets and map elements (nothing for a service without a cluster
+ * IP of p->family). Both return 0 or -ENOMEM. */
+int render_nft_fixed(const struct render_params *p, const struct inet_cidr *service_cidrs, size_t n_service_cidrs,
+                     const struct nftir_sink *sink);
+int render_nft_service(const struct model *m, const struct svc *s, const struct render_params *p,
+                       const struct nftir_sink *sink);
+
+/* The nft script of a first full sync for p->family, appended to out: only
+ * "add" commands, for an empty kernel, objects before their users. */
 int render_nftables(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
                     size_t n_service_cidrs, struct buf *out);
 

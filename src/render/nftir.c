@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The text back-end of the nftables description: nft script lines as
+ * upstream's nftables proxier writes them (reference/nftables-mode.md).
+ */
+#include "render/nftir.h"
+
+#include <assert.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/endpoints.h"
+#include "util/buf.h"
+
+static const char *fam_name(uint8_t family) {
+        return family == 6 ? "ip6" : "ip";
+}
+
+static const char *addr_type(uint8_t family) {
+        return family == 6 ? "ipv6_addr" : "ipv4_addr";
+}
+
+static const char *proto_name(uint8_t proto) {
+        switch (proto) {
+        case IPPROTO_TCP:
+                return "tcp";
+        case IPPROTO_UDP:
+                return "udp";
+        case IPPROTO_SCTP:
+                return "sctp";
+        default:
+                assert(!"unknown protocol");
+                return "tcp";
+        }
+}
+
+const char *nftir_name_join(const struct nftir_name *n, char *out, size_t len) {
+        snprintf(out, len, "%s%s", n->prefix, n->body ? n->body : "");
+        return out;
+}
+
+static void put_name(struct buf *b, const struct nftir_name *n) {
+        buf_puts(b, n->prefix);
+        if (n->body)
+                buf_puts(b, n->body);
+}
+
+static void head(struct buf *b, const char *what, uint8_t family) {
+        buf_puts(b, "add ");
+        buf_puts(b, what);
+        buf_putc(b, ' ');
+        buf_puts(b, fam_name(family));
+        buf_puts(b, " kube-proxy ");
+}
+
+void nftir_format_table(uint8_t family, struct buf *out) {
+        buf_printf(out, "add table %s kube-proxy { comment \"rules for kube-proxy\" ; }\n", fam_name(family));
+}
+
+void nftir_format_set(uint8_t family, const struct nftir_set *s, struct buf *out) {
+        head(out, s->type == NFTIR_SET_ADDR ? "set" : "map", family);
+        put_name(out, &s->name);
+        buf_puts(out, " { type ");
+        switch (s->type) {
+        case NFTIR_SET_ADDR:
+                buf_puts(out, addr_type(family));
+                break;
+        case NFTIR_MAP_ADDR_PROTO_PORT:
+                buf_printf(out, "%s . inet_proto . inet_service : verdict", addr_type(family));
+                break;
+        case NFTIR_MAP_PROTO_PORT:
+                buf_puts(out, "inet_proto . inet_service : verdict");
+                break;
+        }
+        if (s->timeout)
+                buf_printf(out, " ; flags dynamic,timeout ; timeout %us", s->timeout);
+        if (s->comment)
+                buf_printf(out, " ; comment \"%s\"", s->comment);
+        buf_puts(out, " ; }\n");
+}
+
+void nftir_format_chain(uint8_t family, const struct nftir_chain *c, struct buf *out) {
+        head(out, "chain", family);
+        put_name(out, &c->name);
+        if (c->type)
+                buf_printf(out, " { type %s hook %s priority %d ; }", c->type, c->hook, c->prio);
+        else if (c->comment)
+                buf_printf(out, " { comment \"%s\" ; }", c->comment);
+        buf_putc(out, '\n');
+}
+
+static void put_cidr(struct buf *b, const struct inet_cidr *c) {
+        char s[INET_CIDR_STRLEN];
+        if (c->prefix == (c->addr.family == 6 ? 128 : 32))
+                inet_addr_format(&c->addr, s);
+        else
+                inet_cidr_format(c, s);
+        buf_puts(b, s);
+}
+
+static void put_stmt(struct buf *b, uint8_t family, const struct nftir_stmt *s) {
+        const char *f = fam_name(family);
+        char a[INET_ADDR_STRLEN + 8];
+
+        switch (s->kind) {
+        case NFTIR_CT_NEW:
+                buf_puts(b, "ct state new");
+                break;
+        case NFTIR_ADDR:
+                buf_printf(b, "%s %s %s", f, s->saddr ? "saddr" : "daddr", s->neg ? "!= " : "");
+                put_cidr(b, &s->cidr);
+                break;
+        case NFTIR_ADDR_SET:
+                buf_printf(b, "%s %s @", f, s->saddr ? "saddr" : "daddr");
+                put_name(b, &s->name);
+                break;
+        case NFTIR_ADDR_LIST: {
+                /* Upstream separates the firewall's source ranges with " , "
+                 * and the ServiceCIDRs of the drop rule with ",". */
+                const char *sep = s->neg ? " , " : ",";
+                buf_printf(b, "%s %s %s{ ", f, s->saddr ? "saddr" : "daddr", s->neg ? "!= " : "");
+                for (size_t i = 0; i < s->n_cidrs; i++) {
+                        if (i > 0)
+                                buf_puts(b, sep);
+                        put_cidr(b, &s->cidrs[i]);
+                }
+                for (size_t i = 0; i < s->n_addrs; i++) {
+                        if (i + s->n_cidrs > 0)
+                                buf_puts(b, sep);
+                        buf_puts(b, inet_addr_format(&s->addrs[i], a));
+                }
+                buf_puts(b, " }");
+                break;
+        }
+        case NFTIR_IIFNAME:
+                buf_printf(b, "iifname %s", s->neg ? "!= " : "");
+                put_name(b, &s->name);
+                break;
+        case NFTIR_FIB_LOCAL:
+                buf_printf(b, "fib %s type local", s->saddr ? "saddr" : "daddr");
+                break;
+        case NFTIR_NUMGEN:
+                buf_printf(b, "numgen random mod %u == 0", s->n);
+                break;
+        case NFTIR_VMAP:
+                if (s->with_addr)
+                        buf_printf(b, "%s daddr . ", f);
+                buf_puts(b, "meta l4proto . th dport vmap @");
+                put_name(b, &s->name);
+                break;
+        case NFTIR_MARK_OR:
+                buf_printf(b, "mark set mark or 0x%08x", s->n);
+                break;
+        case NFTIR_MARK_XOR:
+                buf_printf(b, "mark set mark xor 0x%08x", s->n);
+                break;
+        case NFTIR_MARK_CLEAR:
+                buf_printf(b, "mark and 0x%08x == 0", s->n);
+                break;
+        case NFTIR_UPDATE_SADDR:
+                buf_puts(b, "update @");
+                put_name(b, &s->name);
+                buf_printf(b, " { %s saddr }", f);
+                break;
+        case NFTIR_L4PROTO:
+                buf_printf(b, "meta l4proto %s", proto_name(s->proto));
+                break;
+        case NFTIR_DNAT:
+                endpoint_format(&s->cidr.addr, s->port, a);
+                buf_printf(b, "dnat to %s", a);
+                break;
+        case NFTIR_MASQ:
+                buf_puts(b, "masquerade fully-random");
+                break;
+        case NFTIR_REJECT:
+                buf_puts(b, "reject");
+                break;
+        case NFTIR_JUMP:
+        case NFTIR_GOTO:
+                buf_puts(b, s->kind == NFTIR_JUMP ? "jump " : "goto ");
+                put_name(b, &s->name);
+                break;
+        case NFTIR_DROP:
+                buf_puts(b, "drop");
+                break;
+        case NFTIR_RETURN:
+                buf_puts(b, "return");
+                break;
+        case _NFTIR_STMT_MAX:
+                assert(!"bad statement");
+                break;
+        }
+}
+
+void nftir_format_rule(uint8_t family, const struct nftir_name *chain, const struct nftir_rule *r, struct buf *out) {
+        head(out, "rule", family);
+        put_name(out, chain);
+        for (size_t i = 0; i < r->n; i++) {
+                buf_putc(out, ' ');
+                put_stmt(out, family, &r->s[i]);
+        }
+        if (r->comment)
+                buf_printf(out, " comment \"%s\"", r->comment);
+        buf_putc(out, '\n');
+}
+
+void nftir_format_elem(uint8_t family, const struct nftir_elem *e, struct buf *out) {
+        char a[INET_ADDR_STRLEN];
+
+        head(out, "element", family);
+        buf_puts(out, e->set);
+        buf_puts(out, " { ");
+        if (e->with_addr) {
+                buf_puts(out, inet_addr_format(&e->addr, a));
+                if (e->proto)
+                        buf_puts(out, " . ");
+        }
+        if (e->proto)
+                buf_printf(out, "%s . %u", proto_name(e->proto), e->port);
+        if (e->comment)
+                buf_printf(out, " comment \"%s\"", e->comment);
+        if (e->proto) {
+                if (e->verdict == NFTIR_GOTO) {
+                        buf_puts(out, " : goto ");
+                        put_name(out, &e->chain);
+                } else {
+                        buf_puts(out, " : drop");
+                }
+        }
+        buf_puts(out, " }\n");
+}
