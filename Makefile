@@ -9,7 +9,7 @@
 
 BUILD    ?= build
 CC       ?= cc
-PKGS     := jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack
+PKGS     := jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack libmnl
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
             -Wno-missing-field-initializers -Werror
 OPT      ?= -O2 -g
@@ -51,7 +51,7 @@ unit: $(UNIT_BIN)
 
 # Debian packages the build and the tests need. Installs only what is missing.
 DEB_BUILD := build-essential pkg-config libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev \
-             libmicrohttpd-dev libnetfilter-conntrack-dev clang libclang-rt-14-dev
+             libmicrohttpd-dev libnetfilter-conntrack-dev libmnl-dev clang libclang-rt-14-dev
 DEB_TEST  := iptables nftables iproute2 nfacct conntrack curl openssl python3 python3-yaml
 deps:
 	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do \

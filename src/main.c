@@ -17,6 +17,7 @@
 #include "kube/load.h"
 #include "model/model.h"
 #include "proxy/daemon.h"
+#include "render/nftmsg.h"
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -29,6 +30,7 @@ struct render_opts {
         struct inet_cidr *service_cidrs;
         size_t n_service_cidrs;
         int ip_family;
+        bool netlink;                   /* --output netlink */
         const char *node_name;
         struct model *model;
 };
@@ -108,7 +110,18 @@ bad:
         return -EINVAL;
 }
 
+static int set_output(void *u, const char *v) {
+        struct render_opts *o = u;
+        if (strcmp(v, "text") != 0 && strcmp(v, "netlink") != 0)
+                return -EINVAL;
+        o->netlink = strcmp(v, "netlink") == 0;
+        return 0;
+}
+
 static const struct config_extra_flag render_flags[] = {
+        {"output", false, "text|netlink",
+         "nftables mode: the nft script (default), or the nf_tables netlink batch the daemon sends, as bytes",
+         set_output},
         {"service-cidrs", false, "CIDR,...",
          "the cluster's ServiceCIDRs (nftables mode drops traffic to unallocated cluster IPs in them)",
          set_service_cidrs},
@@ -234,7 +247,15 @@ static int cmd_render(int argc, char **argv) {
         log_lines(&warnings);
         if (r < 0)
                 goto out;
-        if (cfg.mode == PROXY_MODE_NFTABLES)
+        if (cfg.mode == PROXY_MODE_NFTABLES && o.netlink) {
+                struct nftmsg m;
+                nftmsg_init(&m, params.family, 0);
+                nftmsg_batch_begin(&m);
+                r = render_nftables_netlink(o.model, &params, o.service_cidrs, o.n_service_cidrs, &m);
+                nftmsg_batch_end(&m);
+                buf_put(&out, m.b.data, m.b.len);
+                nftmsg_done(&m);
+        } else if (cfg.mode == PROXY_MODE_NFTABLES)
                 r = render_nftables(o.model, &params, o.service_cidrs, o.n_service_cidrs, &out);
         else if (cfg.mode == PROXY_MODE_IPTABLES)
                 r = render_iptables(o.model, &params, NULL, &out);

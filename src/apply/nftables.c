@@ -1,63 +1,449 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Principle of nftables mode's kernel access: kproxy talks nf_tables
+ * netlink itself, so a change costs what the kernel does and no more. `nft
+ * -f` (and libnftables) first reads the whole ruleset into a cache, which at
+ * 20k services is more than half of a one-element change; kproxy keeps its
+ * own state and sends only the batch. A batch is one transaction: the
+ * kernel applies all of it or none.
+ *
+ * Replies: the batch's last message carries NLM_F_ACK, and the kernel
+ * answers it only after the commit (or the abort), so reading up to that
+ * answer collects every error of the batch. The kernel processes the batch
+ * inside sendmsg(), so the replies are queued by the time it returns.
+ */
+#include <netinet/in.h>
+
 #include "apply/nftables.h"
 
 #include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
-#include "apply/exec.h"
-#include "util/buf.h"
+#include "render/nftmsg.h"
+#include "util/cleanup.h"
+#include "util/hmap.h"
 #include "util/log.h"
 
-int nftables_cleanup(void) {
-        static const char *const families[] = {"ip", "ip6"};
-        int r = 0;
+#define TABLE "kube-proxy"
+#define RECV_BUF (64 * 1024)
+#define MONITOR_RCVBUF (32 * 1024 * 1024)
 
+struct nftables {
+        struct mnl_socket *nl;
+        uint32_t portid;
+        uint32_t seq;           /* for dumps and single requests */
+        size_t sndbuf;
+};
 
-        for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
-                const char *list[] = {"nft", "list", "table", families[i], "kube-proxy", NULL};
-                const char *del[] = {"nft", "delete", "table", families[i], "kube-proxy", NULL};
-                struct buf err = BUF_INIT;
+struct nftables_monitor {
+        struct mnl_socket *nl;
+        uint32_t ours;
+        nftables_event_fn fn;
+        void *userdata;
+};
 
-                /* No table (or no nft at all): nothing of nftables mode here. */
-                if (exec_run(list, NULL, 0, NULL, NULL) != 0)
-                        continue;
-                int q = exec_run(del, NULL, 0, NULL, &err);
-                if (q != 0) {
-                        log_error("Failed to delete nftables table %s kube-proxy: %s", families[i],
-                                  err.data ? err.data : "");
-                        r = -EIO;
-                } else {
-                        log_info("Deleted nftables table %s kube-proxy", families[i]);
-                }
-                buf_done(&err);
-        }
-        return r;
+static int socket_setup(struct mnl_socket *nl) {
+        int one = 1;
+        struct timeval tv = {.tv_sec = 60};
+        /* Errors without the echoed request, and with the kernel's text. */
+        if (mnl_socket_setsockopt(nl, NETLINK_CAP_ACK, &one, sizeof one) < 0 ||
+            mnl_socket_setsockopt(nl, NETLINK_EXT_ACK, &one, sizeof one) < 0)
+                return -errno;
+        if (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
+                return -errno;
+        return 0;
 }
 
-static const char *family_name(uint8_t family) {
-        return family == 6 ? "ip6" : "ip";
-}
-
-int nftables_apply(uint8_t family, const char *script, size_t len) {
-        const char *argv[] = {"nft", "-f", "-", NULL};
-        struct buf in = BUF_INIT, err = BUF_INIT;
+int nftables_open(struct nftables **ret) {
+        struct nftables *n = calloc(1, sizeof *n);
         int r;
 
-        /* "add" first so that "delete" never fails on a missing table. */
-        buf_printf(&in, "add table %s kube-proxy\ndelete table %s kube-proxy\n", family_name(family),
-                   family_name(family));
-        buf_put(&in, script, len);
-        r = exec_run(argv, in.data, in.len, NULL, &err);
-        if (r != 0) {
-                log_error("nft -f failed (%d): %s", r, err.data ? err.data : "(no message)");
-                r = r < 0 ? r : -EIO;
+        if (!n)
+                return -ENOMEM;
+        n->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+        if (!n->nl) {
+                r = -errno;
+                free(n);
+                return r;
         }
-        buf_done(&in);
-        buf_done(&err);
-        return r;
+        if (mnl_socket_bind(n->nl, 0, MNL_SOCKET_AUTOPID) < 0 || (r = socket_setup(n->nl)) < 0) {
+                r = -errno;
+                nftables_close(n);
+                return r ? r : -EIO;
+        }
+        n->portid = mnl_socket_get_portid(n->nl);
+        n->seq = (uint32_t) time(NULL);
+        *ret = n;
+        return 0;
+}
+
+struct nftables *nftables_close(struct nftables *n) {
+        if (!n)
+                return NULL;
+        if (n->nl)
+                mnl_socket_close(n->nl);
+        free(n);
+        return NULL;
+}
+
+uint32_t nftables_portid(const struct nftables *n) {
+        return n->portid;
+}
+
+static const char *msg_type_name(uint16_t type) {
+        static const char *const names[NFT_MSG_MAX] = {
+                [NFT_MSG_NEWTABLE] = "add table",    [NFT_MSG_DELTABLE] = "delete table",
+                [NFT_MSG_NEWCHAIN] = "add chain",    [NFT_MSG_DELCHAIN] = "delete chain",
+                [NFT_MSG_NEWRULE] = "add rule",      [NFT_MSG_DELRULE] = "flush chain",
+                [NFT_MSG_NEWSET] = "add set",        [NFT_MSG_DELSET] = "delete set",
+                [NFT_MSG_NEWSETELEM] = "add element", [NFT_MSG_DELSETELEM] = "delete element",
+        };
+        type &= 0xff;
+        return type < NFT_MSG_MAX && names[type] ? names[type] : "message";
+}
+
+/* The object a message is about: the chain of a rule, the set of an
+ * element, else the object's own name. */
+static const char *msg_object(const struct nlmsghdr *nlh) {
+        uint16_t want;
+        switch (nlh->nlmsg_type & 0xff) {
+        case NFT_MSG_NEWCHAIN:
+        case NFT_MSG_DELCHAIN:
+                want = NFTA_CHAIN_NAME;
+                break;
+        case NFT_MSG_NEWTABLE:
+        case NFT_MSG_DELTABLE:
+                want = NFTA_TABLE_NAME;
+                break;
+        default:        /* rules: chain; sets: name; elements: set */
+                want = 2;
+                break;
+        }
+        const struct nlattr *a;
+        mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+                if (mnl_attr_get_type(a) == want && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0)
+                        return mnl_attr_get_str(a);
+        }
+        return "?";
+}
+
+static const struct nlmsghdr *find_seq(const struct nftmsg *m, uint32_t seq) {
+        for (size_t off = 0; off < m->b.len;) {
+                const struct nlmsghdr *nlh = (const struct nlmsghdr *) (m->b.data + off);
+                if (nlh->nlmsg_seq == seq)
+                        return nlh;
+                off += NLMSG_ALIGN(nlh->nlmsg_len);
+        }
+        return NULL;
+}
+
+/* The kernel's extended-ack text, if it sent one. */
+static const char *ext_msg(const struct nlmsghdr *nlh) {
+        if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+                return NULL;
+        const struct nlattr *a;
+        mnl_attr_for_each(a, nlh, sizeof(struct nlmsgerr)) {
+                if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0)
+                        return mnl_attr_get_str(a);
+        }
+        return NULL;
+}
+
+int nftables_commit(struct nftables *n, const struct nftmsg *m, char *err, size_t errlen) {
+        _cleanup_free_ char *rbuf = NULL;
+        const struct nlmsghdr *first = (const struct nlmsghdr *) m->b.data;
+        uint32_t first_seq, last_seq;
+        int r = 0;
+
+        if (errlen)
+                err[0] = '\0';
+        if (m->n == 0)
+                return 0;       /* nothing to change */
+        first_seq = first->nlmsg_seq;
+        last_seq = ((const struct nlmsghdr *) (m->b.data + m->last))->nlmsg_seq;
+
+        /* The whole batch goes in one message: make room for it. */
+        if (m->b.len + 65536 > n->sndbuf) {
+                int size = (int) (m->b.len + 65536);
+                if (setsockopt(mnl_socket_get_fd(n->nl), SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0 &&
+                    setsockopt(mnl_socket_get_fd(n->nl), SOL_SOCKET, SO_SNDBUF, &size, sizeof size) < 0)
+                        return -errno;
+                n->sndbuf = (size_t) size;
+        }
+        if (mnl_socket_sendto(n->nl, m->b.data, m->b.len) < 0)
+                return -errno;
+
+        rbuf = malloc(RECV_BUF);
+        if (!rbuf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t len = mnl_socket_recvfrom(n->nl, rbuf, RECV_BUF);
+                if (len < 0)
+                        return -errno == -EAGAIN ? -ETIMEDOUT : -errno;
+                for (const struct nlmsghdr *nlh = (const struct nlmsghdr *) rbuf; mnl_nlmsg_ok(nlh, (int) len);
+                     nlh = mnl_nlmsg_next(nlh, (int *) &len)) {
+                        if (nlh->nlmsg_type != NLMSG_ERROR || nlh->nlmsg_seq < first_seq ||
+                            nlh->nlmsg_seq > last_seq)
+                                continue;       /* not about this batch */
+                        const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+                        if (e->error != 0 && r == 0) {
+                                const struct nlmsghdr *bad = find_seq(m, nlh->nlmsg_seq);
+                                const char *text = ext_msg(nlh);
+                                r = e->error;
+                                if (bad && nlh->nlmsg_seq != first_seq)
+                                        snprintf(err, errlen, "%s %s: %s%s%s", msg_type_name(bad->nlmsg_type),
+                                                 msg_object(bad), strerror(-r), text ? ": " : "", text ? text : "");
+                                else
+                                        snprintf(err, errlen, "commit: %s%s%s", strerror(-r), text ? ": " : "",
+                                                 text ? text : "");
+                        }
+                        if (nlh->nlmsg_seq == last_seq)
+                                return r;
+                }
+        }
+}
+
+/* --- dumps --- */
+
+struct dump_ctx {
+        uint16_t name_attr;
+        uint16_t table_attr;
+        struct hmap *out;
+        bool sets;
+};
+
+static int dump_cb(const struct nlmsghdr *nlh, void *data) {
+        struct dump_ctx *c = data;
+        const struct nlattr *a;
+        const char *table = NULL, *name = NULL;
+        uint32_t flags = 0;
+
+        mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+                uint16_t t = mnl_attr_get_type(a);
+                if (t == c->table_attr && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0)
+                        table = mnl_attr_get_str(a);
+                else if (t == c->name_attr && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0)
+                        name = mnl_attr_get_str(a);
+                else if (c->sets && t == NFTA_SET_FLAGS && mnl_attr_validate(a, MNL_TYPE_U32) == 0)
+                        flags = ntohl(mnl_attr_get_u32(a));
+        }
+        if (!table || !name || strcmp(table, TABLE) != 0 || (flags & NFT_SET_ANONYMOUS))
+                return MNL_CB_OK;
+        char *k = strdup(name);
+        if (!k)
+                return MNL_CB_ERROR;
+        free(hmap_put(c->out, k, k));
+        return MNL_CB_OK;
+}
+
+static struct nlmsghdr *request(struct nftables *n, char *buf, uint16_t type, uint16_t flags, uint8_t family) {
+        struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+        nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | type;
+        nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+        nlh->nlmsg_seq = ++n->seq;
+        struct nfgenmsg *g = mnl_nlmsg_put_extra_header(nlh, sizeof *g);
+        g->nfgen_family = family == 6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
+        g->version = NFNETLINK_V0;
+        return nlh;
+}
+
+/* Sends nlh and runs cb over the replies until the dump or ack ends. */
+static int talk(struct nftables *n, struct nlmsghdr *nlh, mnl_cb_t cb, void *data) {
+        _cleanup_free_ char *rbuf = malloc(RECV_BUF);
+        uint32_t seq = nlh->nlmsg_seq;
+        int r;
+
+        if (!rbuf)
+                return -ENOMEM;
+        if (mnl_socket_sendto(n->nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t len = mnl_socket_recvfrom(n->nl, rbuf, RECV_BUF);
+                if (len < 0)
+                        return -errno;
+                r = mnl_cb_run(rbuf, (size_t) len, seq, n->portid, cb, data);
+                if (r < 0)
+                        return -errno;
+                if (r == MNL_CB_STOP)
+                        return 0;
+        }
+}
+
+int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, struct hmap *ret_sets) {
+        char buf[MNL_SOCKET_BUFFER_SIZE];
+        struct nlmsghdr *nlh;
+        int r;
+
+        nlh = request(n, buf, NFT_MSG_GETTABLE, NLM_F_ACK, family);
+        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, TABLE);
+        r = talk(n, nlh, NULL, NULL);
+        if (r < 0)
+                return r;
+
+        struct dump_ctx chains = {NFTA_CHAIN_NAME, NFTA_CHAIN_TABLE, ret_chains, false};
+        nlh = request(n, buf, NFT_MSG_GETCHAIN, NLM_F_DUMP, family);
+        mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, TABLE);
+        r = talk(n, nlh, dump_cb, &chains);
+        if (r < 0)
+                return r;
+
+        struct dump_ctx sets = {NFTA_SET_NAME, NFTA_SET_TABLE, ret_sets, true};
+        nlh = request(n, buf, NFT_MSG_GETSET, NLM_F_DUMP, family);
+        mnl_attr_put_strz(nlh, NFTA_SET_TABLE, TABLE);
+        return talk(n, nlh, dump_cb, &sets);
+}
+
+void nftables_names_done(struct hmap *names) {
+        const char *k;
+        void *v;
+        for (size_t i = 0; hmap_next(names, &i, &k, &v);)
+                free(v);
+        hmap_done(names);
+}
+
+/* --- the monitor --- */
+
+int nftables_monitor_open(const struct nftables *n, nftables_event_fn fn, void *userdata,
+                          struct nftables_monitor **ret) {
+        struct nftables_monitor *m = calloc(1, sizeof *m);
+        int size = MONITOR_RCVBUF, r;
+
+        if (!m)
+                return -ENOMEM;
+        m->ours = n->portid;
+        m->fn = fn;
+        m->userdata = userdata;
+        m->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (!m->nl) {
+                r = -errno;
+                free(m);
+                return r;
+        }
+        /* Our own large transactions notify a lot; the sync reads the
+         * socket after each one, so a generous buffer never overflows. */
+        if (setsockopt(mnl_socket_get_fd(m->nl), SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
+                (void) setsockopt(mnl_socket_get_fd(m->nl), SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+        if (mnl_socket_bind(m->nl, 1u << (NFNLGRP_NFTABLES - 1), MNL_SOCKET_AUTOPID) < 0) {
+                r = -errno;
+                nftables_monitor_close(m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+struct nftables_monitor *nftables_monitor_close(struct nftables_monitor *m) {
+        if (!m)
+                return NULL;
+        if (m->nl)
+                mnl_socket_close(m->nl);
+        free(m);
+        return NULL;
+}
+
+int nftables_monitor_fd(const struct nftables_monitor *m) {
+        return mnl_socket_get_fd(m->nl);
+}
+
+static void monitor_msg(struct nftables_monitor *m, const struct nlmsghdr *nlh) {
+        uint16_t type = nlh->nlmsg_type & 0xff;
+        const struct nfgenmsg *g = mnl_nlmsg_get_payload(nlh);
+        const char *table = NULL, *obj = NULL;
+        const struct nlattr *a;
+        char what[300];
+
+        if ((nlh->nlmsg_type >> 8) != NFNL_SUBSYS_NFTABLES || type == NFT_MSG_NEWGEN || nlh->nlmsg_pid == m->ours)
+                return;
+        if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof *g) ||
+            (g->nfgen_family != NFPROTO_IPV4 && g->nfgen_family != NFPROTO_IPV6))
+                return;
+        /* Every object's table is attribute 1; its name (or a rule's chain,
+         * an element's set) is 2, but a chain's name is 3. */
+        mnl_attr_for_each(a, nlh, sizeof *g) {
+                uint16_t t = mnl_attr_get_type(a);
+                if (mnl_attr_validate(a, MNL_TYPE_NUL_STRING) < 0)
+                        continue;
+                if (t == 1)
+                        table = mnl_attr_get_str(a);
+                else if ((t == 2 && type != NFT_MSG_NEWCHAIN && type != NFT_MSG_DELCHAIN) ||
+                         (t == 3 && (type == NFT_MSG_NEWCHAIN || type == NFT_MSG_DELCHAIN)))
+                        obj = mnl_attr_get_str(a);
+        }
+        if (!table || strcmp(table, TABLE) != 0)
+                return;
+        /* Affinity sets fill and expire by themselves. */
+        if ((type == NFT_MSG_NEWSETELEM || type == NFT_MSG_DELSETELEM) && obj && strncmp(obj, "affinity-", 9) == 0)
+                return;
+        snprintf(what, sizeof what, "%s %s (netlink port %u)", msg_type_name(type), obj ? obj : TABLE,
+                 nlh->nlmsg_pid);
+        m->fn(m->userdata, NFTABLES_EVENT_FOREIGN, g->nfgen_family == NFPROTO_IPV6 ? 6 : 4, what);
+}
+
+void nftables_monitor_drain(struct nftables_monitor *m) {
+        _cleanup_free_ char *rbuf = malloc(RECV_BUF);
+        if (!rbuf)
+                return;
+        for (;;) {
+                ssize_t len = mnl_socket_recvfrom(m->nl, rbuf, RECV_BUF);
+                if (len < 0) {
+                        if (errno == ENOBUFS) {
+                                m->fn(m->userdata, NFTABLES_EVENT_LOST, 0, "notifications dropped");
+                                continue;
+                        }
+                        return;         /* EAGAIN: drained */
+                }
+                for (const struct nlmsghdr *nlh = (const struct nlmsghdr *) rbuf; mnl_nlmsg_ok(nlh, (int) len);
+                     nlh = mnl_nlmsg_next(nlh, (int *) &len))
+                        monitor_msg(m, nlh);
+        }
+}
+
+/* --- cleanup --- */
+
+int nftables_cleanup(void) {
+        struct nftables *n = NULL;
+        int r = nftables_open(&n), ret = 0;
+        char err[512];
+
+        if (r < 0)
+                return log_error_errno(r, "Failed to open nf_tables netlink");
+        for (uint8_t family = 4; family <= 6; family += 2) {
+                struct nftmsg m;
+                nftmsg_init(&m, family, n->seq);
+                nftmsg_batch_begin(&m);
+                nftmsg_table_del(&m);
+                nftmsg_batch_end(&m);
+                r = nftables_commit(n, &m, err, sizeof err);
+                n->seq = m.seq;
+                nftmsg_done(&m);
+                if (r == 0)
+                        log_info("Deleted nftables table %s kube-proxy", family == 6 ? "ip6" : "ip");
+                else if (r != -ENOENT)
+                        ret = log_error_errno(r, "Failed to delete nftables table %s kube-proxy: %s",
+                                              family == 6 ? "ip6" : "ip", err);
+        }
+        nftables_close(n);
+        return ret;
 }
 
 bool nftables_table_present(uint8_t family) {
-        const char *argv[] = {"nft", "list", "table", family_name(family), "kube-proxy", NULL};
-        return exec_run(argv, NULL, 0, NULL, NULL) == 0;
+        struct nftables *n = NULL;
+        char buf[MNL_SOCKET_BUFFER_SIZE];
+        bool present = false;
+
+        if (nftables_open(&n) < 0)
+                return false;
+        struct nlmsghdr *nlh = request(n, buf, NFT_MSG_GETTABLE, NLM_F_ACK, family);
+        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, TABLE);
+        present = talk(n, nlh, NULL, NULL) == 0;
+        nftables_close(n);
+        return present;
 }

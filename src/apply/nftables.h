@@ -1,25 +1,59 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /*
- * nftables mode's kernel state: applying a rendered script, checking the
- * table is still there, and removal (`--cleanup` removes the tables of both
- * modes; each mode's daemon removes the other's at start, as upstream).
+ * nftables mode's side effects, over nf_tables netlink: committing a batch
+ * (render/nftmsg.c builds it) as one transaction, listing what the
+ * "kube-proxy" table holds, watching it for changes made by anyone else,
+ * and removal (`--cleanup` removes the tables of both modes; each mode's
+ * daemon removes the other's at start, as upstream).
  */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Deletes the "kube-proxy" table of the ip and ip6 families if present.
- * Returns 0 (also when there was nothing to delete, or nft is missing), or
- * -EIO when nft failed to delete an existing table. */
-int nftables_cleanup(void);
+struct nftmsg;
+struct hmap;
+struct nftables;
 
-/* Replaces the family's kube-proxy table with script (render_nftables()'s
- * output) in ONE nft transaction: "add table; delete table; <script>", so
- * the kernel switches from the old ruleset to the new one atomically.
- * This is the interim apply path (a whole-table rewrite through `nft -f`);
- * issue 5's in-process netlink deltas replace it. Returns 0 or -EIO (the
- * old table stays; nft's complaint is logged). */
-int nftables_apply(uint8_t family, const char *script, size_t len);
-/* Whether the family's kube-proxy table exists (someone may flush it). */
+int nftables_open(struct nftables **ret);
+struct nftables *nftables_close(struct nftables *n);
+
+/* The netlink port id the kernel stamps on notifications of our changes. */
+uint32_t nftables_portid(const struct nftables *n);
+
+/* Commits m, which must be one whole batch (nftmsg_batch_begin() ... end()),
+ * as one transaction: all or nothing. Returns 0, or the error of the first
+ * failing message (its type and object name and the kernel's message, if
+ * any, are written to err, a buffer of errlen bytes). */
+int nftables_commit(struct nftables *n, const struct nftmsg *m, char *err, size_t errlen);
+
+/* What the family's kube-proxy table holds: chain names and set names
+ * (anonymous sets excluded), each owned by the map (free the keys with
+ * nftables_names_done()). Returns 0, -ENOENT when there is no table, or
+ * another -errno. */
+int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, struct hmap *ret_sets);
+void nftables_names_done(struct hmap *names);
+
+/* Watching the table: a socket subscribed to nf_tables' notifications. */
+enum nftables_event {
+        NFTABLES_EVENT_FOREIGN,         /* someone else changed the family's table */
+        NFTABLES_EVENT_LOST,            /* notifications were dropped: anything may have changed */
+};
+typedef void (*nftables_event_fn)(void *userdata, enum nftables_event ev, uint8_t family, const char *what);
+struct nftables_monitor;
+
+/* Opens the monitor; changes made through n (its port id) are ours and
+ * not reported. Returns 0 or -errno. */
+int nftables_monitor_open(const struct nftables *n, nftables_event_fn fn, void *userdata,
+                          struct nftables_monitor **ret);
+struct nftables_monitor *nftables_monitor_close(struct nftables_monitor *m);
+int nftables_monitor_fd(const struct nftables_monitor *m);
+/* Reads every pending notification, calling fn for those that matter. */
+void nftables_monitor_drain(struct nftables_monitor *m);
+
+/* Deletes the "kube-proxy" table of the ip and ip6 families if present.
+ * Returns 0 (also when there was nothing to delete), or -errno when an
+ * existing table could not be deleted (logged). */
+int nftables_cleanup(void);
+/* Whether the family's kube-proxy table exists. */
 bool nftables_table_present(uint8_t family);

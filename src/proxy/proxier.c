@@ -29,6 +29,7 @@
 #include "kube/decode.h"
 #include "model/endpoints.h"
 #include "model/model.h"
+#include "render/nftmsg.h"
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/hmap.h"
@@ -359,28 +360,46 @@ static void set_existing(struct family_state *f, struct buf *active) {
 }
 
 /* nftables mode, interim: every sync renders the whole table and swaps it
- * in one nft transaction (skipped when nothing changed). */
+ * in one transaction (skipped when nothing changed). */
 static int sync_family_nft(struct proxier *p, struct family_state *f, const struct render_params *rp) {
-        struct buf out = BUF_INIT;
-        int r = render_nftables(p->model, rp, NULL, 0, &out);
+        struct nftmsg body, batch;
+        struct nftables *n = NULL;
+        char err[512];
+        int r;
+
+        nftmsg_init(&body, f->family, 0);
+        nftmsg_init(&batch, f->family, 0);
+        r = render_nftables_netlink(p->model, rp, NULL, 0, &body);
         if (r < 0)
                 goto out;
-        uint64_t h = fnv64(out.data, out.len);
+        uint64_t h = fnv64(body.b.data, body.b.len);
         if (f->have_hash && h == f->last_hash && nftables_table_present(f->family)) {
                 log_v(4, "IPv%u nftables rules unchanged, skipping", f->family);
                 goto out;
         }
-        r = nftables_apply(f->family, out.data, out.len);
+        r = nftables_open(&n);
+        if (r < 0)
+                goto out;
+        /* "add" first so that "delete" never fails on a missing table. */
+        nftmsg_batch_begin(&batch);
+        nftmsg_table(&batch);
+        nftmsg_table_del(&batch);
+        nftmsg_append(&batch, &body);
+        nftmsg_batch_end(&batch);
+        r = nftables_commit(n, &batch, err, sizeof err);
         if (r < 0) {
+                log_error("nftables transaction failed: %s", err);
                 f->have_hash = false;
                 goto out;
         }
         f->last_hash = h;
         f->have_hash = true;
         log_v(2, "Reloading service nftables data: IPv%u, %zu services (%zu bytes)", f->family,
-              model_n_services(p->model), out.len);
+              model_n_services(p->model), batch.b.len);
 out:
-        buf_done(&out);
+        nftables_close(n);
+        nftmsg_done(&body);
+        nftmsg_done(&batch);
         return r;
 }
 

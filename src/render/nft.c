@@ -30,6 +30,7 @@
 #include "model/model.h"
 #include "render/chain.h"
 #include "render/nftir.h"
+#include "render/nftmsg.h"
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -598,5 +599,59 @@ int render_nftables(const struct model *m, const struct render_params *p, const 
         buf_done(&x.chains);
         buf_done(&x.rules);
         buf_done(&x.elems);
+        return r;
+}
+
+/* --- the netlink sink: the same as messages for an empty kernel --- */
+
+struct msg_sink {
+        struct nftmsg objs, chains, rules, elems;
+};
+
+static void msg_table(void *ud) {
+        nftmsg_table(&((struct msg_sink *) ud)->objs);
+}
+
+static void msg_set(void *ud, const struct nftir_set *s) {
+        nftmsg_set(&((struct msg_sink *) ud)->objs, s);
+}
+
+static void msg_chain(void *ud, const struct nftir_chain *c) {
+        struct msg_sink *x = ud;
+        nftmsg_chain(&x->chains, c);
+        nftmsg_rules(&x->rules, c);
+}
+
+static void msg_elem(void *ud, const struct nftir_elem *e) {
+        nftmsg_elem(&((struct msg_sink *) ud)->elems, e);
+}
+
+int render_nftables_netlink(const struct model *m, const struct render_params *p,
+                            const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftmsg *out) {
+        struct msg_sink x;
+        struct nftir_sink sink = {msg_table, msg_set, msg_chain, msg_elem, &x};
+        size_t n_svcs;
+        const struct svc **svcs = model_services_sorted(m, &n_svcs);
+        int r;
+
+        nftmsg_init(&x.objs, p->family, 0);
+        nftmsg_init(&x.chains, p->family, 0);
+        nftmsg_init(&x.rules, p->family, 0);
+        nftmsg_init(&x.elems, p->family, 0);
+        nftmsg_share_set_ids(&x.rules, &x.objs);
+        r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
+        for (size_t i = 0; i < n_svcs && r == 0; i++)
+                r = render_nft_service(m, svcs[i], p, &sink);
+        if (r == 0) {
+                nftmsg_append(out, &x.objs);
+                nftmsg_append(out, &x.chains);
+                nftmsg_append(out, &x.rules);
+                nftmsg_append(out, &x.elems);
+        }
+        free(svcs);
+        nftmsg_done(&x.objs);
+        nftmsg_done(&x.chains);
+        nftmsg_done(&x.rules);
+        nftmsg_done(&x.elems);
         return r;
 }

@@ -171,7 +171,9 @@ static int pick_nodeports(struct render_params *p, const struct kproxy_config *c
                                                    "localhost are %s: skipping it\n",
                                                    inet_addr_format(a, ip),
                                                    p->family == 6 ? "not supported on IPv6"
-                                                                  : "disabled (--iptables-localhost-nodeports=false)");
+                                                   : c->mode == PROXY_MODE_NFTABLES
+                                                           ? "not supported in nftables mode"
+                                                           : "disabled (--iptables-localhost-nodeports=false)");
                                 continue;
                         }
                         p->nodeport_ips[p->n_nodeport_ips++] = *a;
@@ -204,7 +206,11 @@ int render_params_init(struct render_params *p, uint8_t family, const struct kpr
         snprintf(p->mark, sizeof p->mark, "0x%08x", p->mark_value);
         pick_node_ip(p, c, node, warnings);
         pick_detector(p, c, node, warnings);
-        return pick_nodeports(p, c, h, c->iptables.localhost_nodeports, warnings);
+        /* nftables mode has no localhost NodePorts (reference §3.4). */
+        return pick_nodeports(p, c, h,
+                              c->mode == PROXY_MODE_NFTABLES ? c->nftables.localhost_nodeports
+                                                             : c->iptables.localhost_nodeports,
+                              warnings);
 }
 
 void render_params_done(struct render_params *p) {

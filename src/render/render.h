@@ -95,6 +95,11 @@ int render_nft_service(const struct model *m, const struct svc *s, const struct 
  * "add" commands, for an empty kernel, objects before their users. */
 int render_nftables(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
                     size_t n_service_cidrs, struct buf *out);
+struct nftmsg;
+/* The same as netlink messages (render/nftmsg.h), appended to out; the
+ * caller frames them into a batch. */
+int render_nftables_netlink(const struct model *m, const struct render_params *p,
+                            const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftmsg *out);
 
 /* The iptables-restore input for p->family (filter and nat tables),
  * appended to out. sync may be NULL: a first full sync on an empty
