@@ -12,6 +12,8 @@
 #   expected.exit            optional, the expected exit status (default 0)
 #   expected.stderr-contains optional, one fixed string per line, each of which
 #                            must occur in stderr
+#   expected.stderr-matches  optional, one extended regular expression (grep -E)
+#                            per line, each of which must match some stderr line
 #   expected.stderr-lines    optional, the exact number of lines on stderr
 # With a non-zero expected exit status and no expected.nft, stdout must be empty.
 #
@@ -131,6 +133,12 @@ for dir in "$here"/*/; do
             [ -n "$want" ] || continue
             grep -qF -- "$want" "$tmp/stderr" || fail "$name" "stderr lacks: $want"
         done <"$dir/expected.stderr-contains"
+    fi
+    if [ -f "$dir/expected.stderr-matches" ]; then
+        while IFS= read -r want || [ -n "$want" ]; do
+            [ -n "$want" ] || continue
+            grep -qE -- "$want" "$tmp/stderr" || fail "$name" "no stderr line matches: $want"
+        done <"$dir/expected.stderr-matches"
     fi
     if [ -f "$dir/expected.stderr-lines" ]; then
         want_lines=$(tr -d ' \n' <"$dir/expected.stderr-lines")

@@ -7,12 +7,15 @@
     keeping their relative order), with blank/comment lines and zero-padded
     marks added, normalise back to it;
   - malformed or contract-breaking inputs are refused;
-  - nftname.py reproduces the name examples of reference section 5.2.
+  - nftname.py reproduces the name examples of reference section 5.2;
+  - generated scenarios (<scenario>/gen.py) match their committed files.
 """
 import glob
 import os
 import random
+import subprocess
 import sys
+import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
@@ -92,6 +95,20 @@ for base, want in [('ns1/svc1/tcp/p80', 'ULMVA6XW'), ('ns2/svc2/tcp/p80', '42NFT
                    ('ns1/svc1/tcp/p80__fd00.10.180..1/80', 'ZVRFLKHO')]:
     check(nftname.body(base) == want + '-' + base, 'nftname %s' % base)
 check(len(nftname.body('x' * 300)) == 240 and nftname.body('x' * 300).endswith('...'), 'nftname truncation')
+
+# Generated scenarios: the committed files are what gen.py writes.
+for gen in sorted(glob.glob(os.path.join(here, '*', 'gen.py'))):
+    d = os.path.dirname(gen)
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([sys.executable, gen, tmp], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        if r.returncode != 0:
+            failures.append('%s failed: %s' % (gen, r.stdout.strip()))
+            continue
+        for f in sorted(os.listdir(tmp)):
+            with open(os.path.join(tmp, f)) as a, open(os.path.join(d, f)) as b:
+                check(a.read() == b.read(), '%s/%s differs from what gen.py writes'
+                      % (os.path.basename(d), f))
 
 for f in failures:
     print('selftest: ' + f)
