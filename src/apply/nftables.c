@@ -16,6 +16,7 @@
 
 #include "apply/nftables.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/netfilter.h>
@@ -225,6 +226,7 @@ static int dump_cb(const struct nlmsghdr *nlh, void *data) {
         const struct nlattr *a;
         const char *table = NULL, *name = NULL;
         uint32_t flags = 0;
+        uint64_t timeout = 0;
 
         mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
                 uint16_t t = mnl_attr_get_type(a);
@@ -234,13 +236,24 @@ static int dump_cb(const struct nlmsghdr *nlh, void *data) {
                         name = mnl_attr_get_str(a);
                 else if (c->sets && t == NFTA_SET_FLAGS && mnl_attr_validate(a, MNL_TYPE_U32) == 0)
                         flags = ntohl(mnl_attr_get_u32(a));
+                else if (c->sets && t == NFTA_SET_TIMEOUT && mnl_attr_validate(a, MNL_TYPE_U64) == 0)
+                        timeout = be64toh(mnl_attr_get_u64(a));
         }
         if (!table || !name || strcmp(table, TABLE) != 0 || (flags & NFT_SET_ANONYMOUS))
                 return MNL_CB_OK;
-        char *k = strdup(name);
-        if (!k)
-                return MNL_CB_ERROR;
-        free(hmap_put(c->out, k, k));
+        if (c->sets) {
+                struct nftables_set *set = malloc(sizeof *set + strlen(name) + 1);
+                if (!set)
+                        return MNL_CB_ERROR;
+                set->timeout_ms = timeout;
+                strcpy(set->name, name);
+                free(hmap_put(c->out, set->name, set));
+        } else {
+                char *k = strdup(name);
+                if (!k)
+                        return MNL_CB_ERROR;
+                free(hmap_put(c->out, k, k));
+        }
         return MNL_CB_OK;
 }
 

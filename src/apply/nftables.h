@@ -27,10 +27,14 @@ uint32_t nftables_portid(const struct nftables *n);
  * any, are written to err, a buffer of errlen bytes). */
 int nftables_commit(struct nftables *n, const struct nftmsg *m, char *err, size_t errlen);
 
-/* What the family's kube-proxy table holds: chain names and set names
- * (anonymous sets excluded), each owned by the map (free the keys with
- * nftables_names_done()). Returns 0, -ENOENT when there is no table, or
- * another -errno. */
+/* What the family's kube-proxy table holds: its chains (name -> the same
+ * string) and its named sets (name -> struct nftables_set). Both maps own
+ * their values: release them with nftables_names_done(). Returns 0,
+ * -ENOENT when there is no table, or another -errno. */
+struct nftables_set {
+        uint64_t timeout_ms;    /* 0: none */
+        char name[];
+};
 int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, struct hmap *ret_sets);
 void nftables_names_done(struct hmap *names);
 

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
 #include "kube/decode.h"
 #include "model/endpoints.h"
 #include "model/model.h"
-#include "render/nftmsg.h"
+#include "proxy/nftsync.h"
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/hmap.h"
@@ -39,6 +40,8 @@
 
 struct family_state {
         uint8_t family;
+        struct nftsync *nft;    /* nftables mode */
+        bool nft_rebuild;       /* the last full sync failed: rebuild the table */
         struct hmap existing;   /* owned nat chains in the kernel, after our last success */
         char *existing_names;   /* their storage */
         uint64_t last_hash;     /* of the last restore input applied */
@@ -64,6 +67,9 @@ struct proxier {
         uint64_t last_full_ms, last_sync_ms;
         uint64_t sync_due;              /* when sync_timer fires */
         struct ev_timer *sync_timer, *canary_timer;
+        struct nftables *nl;                    /* nftables mode: the netlink socket */
+        struct nftables_monitor *monitor;       /* and the watch on our table */
+        int monitor_fd;
         struct family_state fam[2];
         size_t n_fam;
         uint64_t n_syncs, n_failures;
@@ -359,48 +365,27 @@ static void set_existing(struct family_state *f, struct buf *active) {
         }
 }
 
-/* nftables mode, interim: every sync renders the whole table and swaps it
- * in one transaction (skipped when nothing changed). */
-static int sync_family_nft(struct proxier *p, struct family_state *f, const struct render_params *rp) {
-        struct nftmsg body, batch;
-        struct nftables *n = NULL;
-        char err[512];
+/* nftables mode: a full sync rewrites the table in place (or, after a
+ * failed one, rebuilds it); a partial sync sends the changed services. */
+static int sync_family_nft(struct proxier *p, struct family_state *f, bool full, const struct render_params *rp) {
+        struct nftsync_stats st;
         int r;
 
-        nftmsg_init(&body, f->family, 0);
-        nftmsg_init(&batch, f->family, 0);
-        r = render_nftables_netlink(p->model, rp, NULL, 0, &body);
-        if (r < 0)
-                goto out;
-        uint64_t h = fnv64(body.b.data, body.b.len);
-        if (f->have_hash && h == f->last_hash && nftables_table_present(f->family)) {
-                log_v(4, "IPv%u nftables rules unchanged, skipping", f->family);
-                goto out;
-        }
-        r = nftables_open(&n);
-        if (r < 0)
-                goto out;
-        /* "add" first so that "delete" never fails on a missing table. */
-        nftmsg_batch_begin(&batch);
-        nftmsg_table(&batch);
-        nftmsg_table_del(&batch);
-        nftmsg_append(&batch, &body);
-        nftmsg_batch_end(&batch);
-        r = nftables_commit(n, &batch, err, sizeof err);
+        if (full)
+                r = nftsync_full(f->nft, p->model, rp, NULL, 0, f->nft_rebuild, &st);
+        else
+                r = nftsync_partial(f->nft, p->model, rp, &p->changed, &st);
         if (r < 0) {
-                log_error("nftables transaction failed: %s", err);
-                f->have_hash = false;
-                goto out;
+                /* A full sync that failed may have left part of its work. */
+                f->nft_rebuild = full;
+                return r;
         }
-        f->last_hash = h;
-        f->have_hash = true;
-        log_v(2, "Reloading service nftables data: IPv%u, %zu services (%zu bytes)", f->family,
-              model_n_services(p->model), batch.b.len);
-out:
-        nftables_close(n);
-        nftmsg_done(&body);
-        nftmsg_done(&batch);
-        return r;
+        f->nft_rebuild = false;
+        log_v(2, "Reloading service nftables data: IPv%u, %zu services, %zu chains written, %zu deleted, "
+              "%zu elements added, %zu deleted, %zu messages in %zu transactions%s",
+              f->family, model_n_services(p->model), st.chains_written, st.chains_deleted, st.elements_added,
+              st.elements_deleted, st.messages, st.transactions, f->nft_rebuild ? " (rebuilt)" : "");
+        return 0;
 }
 
 static int sync_family(struct proxier *p, struct family_state *f, bool full, struct render_params *rp,
@@ -416,7 +401,7 @@ static int sync_family(struct proxier *p, struct family_state *f, bool full, str
         if (r < 0)
                 return r;
         if (p->cfg->mode == PROXY_MODE_NFTABLES)
-                return sync_family_nft(p, f, rp);
+                return sync_family_nft(p, f, full, rp);
         if (full) {
                 char *names = NULL;
                 bool jumps_ok = false;
@@ -663,11 +648,60 @@ static void on_canary(struct ev_loop *l, void *userdata) {
         p->canary_timer = ev_timer_add(p->loop, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
 }
 
+/* Someone else changed our nftables table (or we cannot tell): resync it
+ * whole, as the iptables canary does for a flushed table. */
+static void on_nft_event(void *userdata, enum nftables_event ev, uint8_t family, const char *what) {
+        struct proxier *p = userdata;
+        if (p->need_full)
+                return;         /* already on it */
+        if (ev == NFTABLES_EVENT_LOST)
+                log_warning("nftables change notifications were lost, resyncing everything");
+        else
+                log_warning("IPv%u nftables table kube-proxy was changed by another process (%s), resyncing "
+                            "everything", family, what);
+        p->need_full = true;
+        if (p->initialized && p->n_syncs > 0)
+                request_sync(p);
+}
+
+static void drain_monitor(void *userdata) {
+        struct proxier *p = userdata;
+        nftables_monitor_drain(p->monitor);
+}
+
+static void on_monitor(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        (void) l;
+        (void) fd;
+        (void) events;
+        drain_monitor(userdata);
+}
+
+static int nft_setup(struct proxier *p) {
+        int r = nftables_open(&p->nl);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open nf_tables netlink");
+        for (size_t i = 0; i < p->n_fam; i++) {
+                r = nftsync_new(p->fam[i].family, p->nl, &p->fam[i].nft);
+                if (r < 0)
+                        return r;
+                nftsync_set_after_commit(p->fam[i].nft, drain_monitor, p);
+        }
+        r = nftables_monitor_open(p->nl, on_nft_event, p, &p->monitor);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch nf_tables changes");
+        p->monitor_fd = nftables_monitor_fd(p->monitor);
+        r = ev_io_add(p->loop, p->monitor_fd, EPOLLIN, on_monitor, p);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch nf_tables changes");
+        return 0;
+}
+
 int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier **ret) {
         struct proxier *p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
         p->loop = l;
+        p->monitor_fd = -1;
         p->cfg = o->config;
         p->host = *o->host;
         p->node_name = strdup(o->node_name);
@@ -684,6 +718,13 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         if (o->ipv6)
                 p->fam[p->n_fam++].family = 6;
 
+        if (p->cfg->mode == PROXY_MODE_NFTABLES) {
+                int r = nft_setup(p);
+                if (r < 0) {
+                        proxier_free(p);
+                        return r;
+                }
+        }
         for (size_t i = 0; i < p->n_fam && p->cfg->mode == PROXY_MODE_IPTABLES; i++)
                 iptables_canary_ensure(p->fam[i].family);
         p->canary_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
@@ -715,7 +756,12 @@ struct proxier *proxier_free(struct proxier *p) {
         for (size_t i = 0; i < p->n_fam; i++) {
                 hmap_done(&p->fam[i].existing);
                 free(p->fam[i].existing_names);
+                nftsync_free(p->fam[i].nft);
         }
+        if (p->monitor_fd >= 0)
+                ev_io_del(p->loop, p->monitor_fd);
+        nftables_monitor_close(p->monitor);
+        nftables_close(p->nl);
         model_free(p->model);
         free(p->triggers);
         free(p->node_name);

@@ -230,3 +230,72 @@ void nftir_format_elem(uint8_t family, const struct nftir_elem *e, struct buf *o
         }
         buf_puts(out, " }\n");
 }
+
+/* --- digests (FNV-1a over the meaning, never over pointers) --- */
+
+static uint64_t h_bytes(uint64_t h, const void *p, size_t n) {
+        const unsigned char *b = p;
+        for (size_t i = 0; i < n; i++) {
+                h ^= b[i];
+                h *= 1099511628211ull;
+        }
+        return h;
+}
+
+static uint64_t h_str(uint64_t h, const char *s) {
+        /* The NUL too: "ab"+"c" and "a"+"bc" must differ. */
+        return s ? h_bytes(h, s, strlen(s) + 1) : h_bytes(h, "", 1);
+}
+
+static uint64_t h_u32(uint64_t h, uint32_t v) {
+        return h_bytes(h, &v, sizeof v);
+}
+
+static uint64_t h_name(uint64_t h, const struct nftir_name *n) {
+        h = h_str(h, n->prefix);
+        return h_str(h, n->body);
+}
+
+static uint64_t h_cidr(uint64_t h, const struct inet_cidr *c) {
+        h = h_bytes(h, &c->addr.family, 1);
+        h = h_bytes(h, c->addr.bytes, sizeof c->addr.bytes);
+        return h_bytes(h, &c->prefix, 1);
+}
+
+uint64_t nftir_chain_hash(const struct nftir_chain *c) {
+        uint64_t h = 1469598103934665603ull;
+        h = h_str(h, c->type);
+        h = h_str(h, c->hook);
+        h = h_u32(h, (uint32_t) c->prio);
+        h = h_str(h, c->comment);
+        h = h_u32(h, (uint32_t) c->n_rules);
+        for (size_t i = 0; i < c->n_rules; i++) {
+                const struct nftir_rule *r = &c->rules[i];
+                h = h_u32(h, (uint32_t) r->n);
+                h = h_str(h, r->comment);
+                for (size_t j = 0; j < r->n; j++) {
+                        const struct nftir_stmt *s = &r->s[j];
+                        uint8_t flags = (uint8_t) (s->saddr | s->neg << 1 | s->with_addr << 2);
+                        h = h_u32(h, (uint32_t) s->kind);
+                        h = h_bytes(h, &flags, 1);
+                        h = h_bytes(h, &s->proto, 1);
+                        h = h_u32(h, s->port);
+                        h = h_u32(h, s->n);
+                        h = h_cidr(h, &s->cidr);
+                        h = h_name(h, &s->name);
+                        h = h_u32(h, (uint32_t) (s->n_cidrs << 16 | s->n_addrs));
+                        for (size_t k = 0; k < s->n_cidrs; k++)
+                                h = h_cidr(h, &s->cidrs[k]);
+                        for (size_t k = 0; k < s->n_addrs; k++)
+                                h = h_bytes(h, s->addrs[k].bytes, sizeof s->addrs[k].bytes);
+                }
+        }
+        return h;
+}
+
+uint64_t nftir_elem_value_hash(const struct nftir_elem *e) {
+        uint64_t h = 1469598103934665603ull;
+        h = h_u32(h, (uint32_t) e->verdict);
+        h = h_name(h, &e->chain);
+        return h_str(h, e->comment);
+}

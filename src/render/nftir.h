@@ -125,5 +125,11 @@ void nftir_format_chain(uint8_t family, const struct nftir_chain *c, struct buf 
 void nftir_format_rule(uint8_t family, const struct nftir_name *chain, const struct nftir_rule *r, struct buf *out);
 void nftir_format_elem(uint8_t family, const struct nftir_elem *e, struct buf *out);
 
+/* 64-bit digests of what a chain holds (its rules; not its name) and of
+ * what an element maps to (not its key), for telling unchanged objects
+ * from changed ones without keeping them. */
+uint64_t nftir_chain_hash(const struct nftir_chain *c);
+uint64_t nftir_elem_value_hash(const struct nftir_elem *e);
+
 /* Appends a name's two parts to out; returns out. */
 const char *nftir_name_join(const struct nftir_name *n, char *out, size_t len);

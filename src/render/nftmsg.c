@@ -753,14 +753,18 @@ void nftmsg_elem_del(struct nftmsg *m, const char *set, const uint8_t *key, size
         elem_msg(m, NFT_MSG_DELSETELEM, set, key, key_len, NULL);
 }
 
-void nftmsg_append(struct nftmsg *m, const struct nftmsg *src) {
+void nftmsg_append_range(struct nftmsg *m, const struct nftmsg *src, size_t off, size_t len) {
         size_t start = m->b.len;
-        buf_put(&m->b, src->b.data, src->b.len);
-        for (size_t off = start; off < m->b.len;) {
-                struct nlmsghdr *nlh = (struct nlmsghdr *) (m->b.data + off);
+        buf_put(&m->b, src->b.data + off, len);
+        for (size_t o = start; o < m->b.len;) {
+                struct nlmsghdr *nlh = (struct nlmsghdr *) (m->b.data + o);
                 nlh->nlmsg_seq = ++m->seq;
-                m->last = off;
-                off += NLMSG_ALIGN(nlh->nlmsg_len);
+                m->last = o;
+                m->n++;
+                o += NLMSG_ALIGN(nlh->nlmsg_len);
         }
-        m->n += src->n;
+}
+
+void nftmsg_append(struct nftmsg *m, const struct nftmsg *src) {
+        nftmsg_append_range(m, src, 0, src->b.len);
 }

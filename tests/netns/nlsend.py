@@ -30,7 +30,8 @@ def main():
         return 2
     last = acked[-1]
     s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, len(data) + 65536)
+    s.setsockopt(socket.SOL_SOCKET, 32, len(data) + 65536)  # SO_SNDBUFFORCE
+    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE: room for many errors
     s.bind((0, 0))
     s.sendto(data, (0, 0))
     bad = 0

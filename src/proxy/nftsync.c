@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Principle of the nftables sync: the kernel's table is a function of the
+ * model, and kproxy remembers, per service, just enough of what it last
+ * put there (chain names with a digest of their rules, affinity sets with
+ * their timeouts, map element keys with a digest of their values) to send
+ * only the difference. A service is rendered into scratch buffers (the
+ * same nftir description `kproxy render` prints), compared with its record
+ * and the changed pieces are copied into the transaction.
+ *
+ * Order inside a transaction is what keeps the kernel's reference checks
+ * happy (the packet path only ever sees the committed result):
+ *
+ *   per service: flush its changed and stale chains, delete its changed
+ *                and stale affinity sets, add sets, add new chains, write
+ *                the rules of new and changed chains
+ *   then:        delete map elements (every service), add map elements,
+ *                delete the stale chains (flushed above, so unreferenced)
+ *
+ * Deleting an element and its target chain in one transaction is safe
+ * because kproxy never points at a chain from an anonymous set (upstream's
+ * per-service numgen maps), whose release the kernel defers.
+ *
+ * Map keys belong to the first service that claims them; a second claimant
+ * (two services with one external IP and port) is skipped with a warning,
+ * and gets the key when its owner lets go of it.
+ */
+#include "proxy/nftsync.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply/nftables.h"
+#include "model/model.h"
+#include "render/nftir.h"
+#include "render/nftmsg.h"
+#include "render/render.h"
+#include "util/cleanup.h"
+#include "util/hmap.h"
+#include "util/log.h"
+
+#define DEFAULT_CHUNK 50000
+/* Element ids: "<set>/<key in hex>". */
+#define ELEM_ID_MAX (64 + 2 * NFTMSG_KEY_MAX)
+
+struct rec_chain {
+        char *name;
+        uint64_t hash;
+};
+
+struct rec_set {
+        char *name;
+        uint32_t timeout;
+};
+
+struct rec_elem {
+        char *id;
+        uint64_t value;
+};
+
+/* What one service put in the kernel. */
+struct rec {
+        char *key;
+        struct rec_chain *chains;
+        size_t n_chains;
+        struct rec_set *sets;
+        size_t n_sets;
+        struct rec_elem *elems;
+        size_t n_elems;
+};
+
+struct waiter {
+        char *svc;
+        char id[];
+};
+
+struct nftsync {
+        uint8_t family;
+        struct nftables *nl;
+        struct hmap recs;               /* service key -> struct rec */
+        struct hmap owners;             /* element id -> struct rec that owns it */
+        struct hmap waiting;            /* element id -> struct waiter: a service refused it */
+        void (*after_commit)(void *);
+        void *after_commit_ud;
+        size_t chunk;
+        uint32_t seq;
+};
+
+/* One service (or the fixed part) rendered into scratch messages. */
+struct unit_chain {
+        char *name;
+        uint64_t hash;
+        size_t chain_off, chain_len;    /* its NEWCHAIN in u->chains */
+        size_t rules_off, rules_len;    /* its rules (and their anonymous sets) in u->rules */
+};
+
+struct unit_set {
+        char *name;
+        uint32_t timeout;
+        size_t off, len;
+};
+
+struct unit_elem {
+        char id[ELEM_ID_MAX];
+        uint64_t value;
+        size_t off, len;
+};
+
+struct unit {
+        struct nftmsg sets, chains, rules, elems;
+        struct unit_chain *ch;
+        size_t n_ch, cap_ch;
+        struct unit_set *st;
+        size_t n_st, cap_st;
+        struct unit_elem *el;
+        size_t n_el, cap_el;
+};
+
+/* --- records --- */
+
+static struct rec *rec_free(struct rec *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < r->n_chains; i++)
+                free(r->chains[i].name);
+        for (size_t i = 0; i < r->n_sets; i++)
+                free(r->sets[i].name);
+        for (size_t i = 0; i < r->n_elems; i++)
+                free(r->elems[i].id);
+        free(r->chains);
+        free(r->sets);
+        free(r->elems);
+        free(r->key);
+        free(r);
+        return NULL;
+}
+
+static void *xcalloc(size_t n, size_t size) {
+        void *p = calloc(n ? n : 1, size);
+        if (!p)
+                abort();        /* as buf: a node proxy short of a few kB cannot go on */
+        return p;
+}
+
+static char *xstrdup(const char *s) {
+        char *p = strdup(s);
+        if (!p)
+                abort();
+        return p;
+}
+
+static void grow(void **p, size_t *cap, size_t n, size_t size) {
+        if (n < *cap)
+                return;
+        *cap = *cap ? *cap * 2 : 16;
+        void *q = realloc(*p, *cap * size);
+        if (!q)
+                abort();
+        *p = q;
+}
+
+static void drop_records(struct nftsync *s) {
+        const char *k;
+        void *v;
+        for (size_t i = 0; hmap_next(&s->recs, &i, &k, &v);)
+                rec_free(v);
+        hmap_done(&s->recs);
+        hmap_done(&s->owners);
+        for (size_t i = 0; hmap_next(&s->waiting, &i, &k, &v);) {
+                free(((struct waiter *) v)->svc);
+                free(v);
+        }
+        hmap_done(&s->waiting);
+}
+
+int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret) {
+        struct nftsync *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->family = family;
+        s->nl = nl;
+        s->chunk = DEFAULT_CHUNK;
+        *ret = s;
+        return 0;
+}
+
+struct nftsync *nftsync_free(struct nftsync *s) {
+        if (!s)
+                return NULL;
+        drop_records(s);
+        free(s);
+        return NULL;
+}
+
+void nftsync_set_after_commit(struct nftsync *s, void (*fn)(void *userdata), void *userdata) {
+        s->after_commit = fn;
+        s->after_commit_ud = userdata;
+}
+
+void nftsync_set_chunk(struct nftsync *s, size_t messages) {
+        s->chunk = messages;
+}
+
+/* --- units: the collecting sink --- */
+
+static void unit_init(struct unit *u, uint8_t family, struct nftmsg *ids) {
+        memset(u, 0, sizeof *u);
+        nftmsg_init(&u->sets, family, 0);
+        nftmsg_init(&u->chains, family, 0);
+        nftmsg_init(&u->rules, family, 0);
+        nftmsg_init(&u->elems, family, 0);
+        /* Set ids are numbered in the transaction's count. */
+        nftmsg_share_set_ids(&u->sets, ids);
+        nftmsg_share_set_ids(&u->rules, ids);
+}
+
+static void unit_reset(struct unit *u) {
+        for (size_t i = 0; i < u->n_ch; i++)
+                free(u->ch[i].name);
+        for (size_t i = 0; i < u->n_st; i++)
+                free(u->st[i].name);
+        u->n_ch = u->n_st = u->n_el = 0;
+        nftmsg_clear(&u->sets);
+        nftmsg_clear(&u->chains);
+        nftmsg_clear(&u->rules);
+        nftmsg_clear(&u->elems);
+}
+
+static void unit_done(struct unit *u) {
+        unit_reset(u);
+        free(u->ch);
+        free(u->st);
+        free(u->el);
+        nftmsg_done(&u->sets);
+        nftmsg_done(&u->chains);
+        nftmsg_done(&u->rules);
+        nftmsg_done(&u->elems);
+}
+
+static void u_table(void *ud) {
+        (void) ud;      /* the transaction adds the table itself */
+}
+
+static void u_set(void *ud, const struct nftir_set *set) {
+        struct unit *u = ud;
+        char name[512];
+        grow((void **) &u->st, &u->cap_st, u->n_st, sizeof *u->st);
+        struct unit_set *x = &u->st[u->n_st++];
+        x->name = xstrdup(nftir_name_join(&set->name, name, sizeof name));
+        x->timeout = set->timeout;
+        x->off = u->sets.b.len;
+        nftmsg_set(&u->sets, set);
+        x->len = u->sets.b.len - x->off;
+}
+
+static void u_chain(void *ud, const struct nftir_chain *c) {
+        struct unit *u = ud;
+        char name[512];
+        grow((void **) &u->ch, &u->cap_ch, u->n_ch, sizeof *u->ch);
+        struct unit_chain *x = &u->ch[u->n_ch++];
+        x->name = xstrdup(nftir_name_join(&c->name, name, sizeof name));
+        x->hash = nftir_chain_hash(c);
+        x->chain_off = u->chains.b.len;
+        nftmsg_chain(&u->chains, c);
+        x->chain_len = u->chains.b.len - x->chain_off;
+        x->rules_off = u->rules.b.len;
+        nftmsg_rules(&u->rules, c);
+        x->rules_len = u->rules.b.len - x->rules_off;
+}
+
+static void u_elem(void *ud, const struct nftir_elem *e) {
+        struct unit *u = ud;
+        uint8_t key[NFTMSG_KEY_MAX];
+        size_t n = nftmsg_elem_key(u->elems.family, e, key);
+        grow((void **) &u->el, &u->cap_el, u->n_el, sizeof *u->el);
+        struct unit_elem *x = &u->el[u->n_el++];
+        int len = snprintf(x->id, sizeof x->id, "%s/", e->set);
+        for (size_t i = 0; i < n && len + 2 < (int) sizeof x->id; i++)
+                len += snprintf(x->id + len, sizeof x->id - (size_t) len, "%02x", key[i]);
+        x->value = nftir_elem_value_hash(e);
+        x->off = u->elems.b.len;
+        nftmsg_elem(&u->elems, e);
+        x->len = u->elems.b.len - x->off;
+}
+
+static const struct nftir_sink unit_sink_ops = {u_table, u_set, u_chain, u_elem, NULL};
+
+static struct nftir_sink unit_sink(struct unit *u) {
+        struct nftir_sink k = unit_sink_ops;
+        k.ud = u;
+        return k;
+}
+
+/* Decodes an element id back into its set and key. */
+static int elem_id_parse(const char *id, char *set, size_t set_len, uint8_t *key, size_t *ret_len) {
+        const char *slash = strchr(id, '/');
+        size_t n = 0;
+        if (!slash || (size_t) (slash - id) >= set_len)
+                return -EINVAL;
+        memcpy(set, id, (size_t) (slash - id));
+        set[slash - id] = '\0';
+        for (const char *h = slash + 1; h[0] && h[1] && n < NFTMSG_KEY_MAX; h += 2) {
+                unsigned v;
+                if (sscanf(h, "%2x", &v) != 1)
+                        return -EINVAL;
+                key[n++] = (uint8_t) v;
+        }
+        *ret_len = n;
+        return 0;
+}
+
+static void elem_del(struct nftmsg *m, const char *id) {
+        char set[64];
+        uint8_t key[NFTMSG_KEY_MAX];
+        size_t n;
+        if (elem_id_parse(id, set, sizeof set, key, &n) == 0)
+                nftmsg_elem_del(m, set, key, n);
+}
+
+/* --- transactions --- */
+
+/* The sections of one transaction, in commit order. */
+struct txn {
+        struct nftmsg head;     /* table, fixed sets */
+        struct nftmsg body;     /* per service: flushes, sets, chains, rules */
+        struct nftmsg del_el, add_el, tail;
+};
+
+static void txn_init(struct txn *t, struct nftsync *s) {
+        nftmsg_init(&t->head, s->family, 0);
+        nftmsg_init(&t->body, s->family, 0);
+        nftmsg_init(&t->del_el, s->family, 0);
+        nftmsg_init(&t->add_el, s->family, 0);
+        nftmsg_init(&t->tail, s->family, 0);
+        nftmsg_share_set_ids(&t->body, &t->head);
+}
+
+static void txn_clear(struct txn *t) {
+        nftmsg_clear(&t->head);
+        nftmsg_clear(&t->body);
+        nftmsg_clear(&t->del_el);
+        nftmsg_clear(&t->add_el);
+        nftmsg_clear(&t->tail);
+}
+
+static void txn_done(struct txn *t) {
+        nftmsg_done(&t->head);
+        nftmsg_done(&t->body);
+        nftmsg_done(&t->del_el);
+        nftmsg_done(&t->add_el);
+        nftmsg_done(&t->tail);
+}
+
+static size_t txn_size(const struct txn *t) {
+        return t->head.n + t->body.n + t->del_el.n + t->add_el.n + t->tail.n;
+}
+
+static int txn_commit(struct nftsync *s, struct txn *t, struct nftsync_stats *st) {
+        struct nftmsg m;
+        char err[1024];
+        int r = 0;
+
+        if (txn_size(t) == 0)
+                return 0;
+        nftmsg_init(&m, s->family, s->seq);
+        nftmsg_batch_begin(&m);
+        nftmsg_append(&m, &t->head);
+        nftmsg_append(&m, &t->body);
+        nftmsg_append(&m, &t->del_el);
+        nftmsg_append(&m, &t->add_el);
+        nftmsg_append(&m, &t->tail);
+        nftmsg_batch_end(&m);
+        s->seq = m.seq;
+        r = nftables_commit(s->nl, &m, err, sizeof err);
+        if (r < 0)
+                log_error("IPv%u nftables transaction of %zu messages failed: %s", s->family, m.n, err);
+        st->transactions++;
+        st->messages += m.n;
+        nftmsg_done(&m);
+        txn_clear(t);
+        if (s->after_commit)
+                s->after_commit(s->after_commit_ud);
+        return r;
+}
+
+/* --- element ownership --- */
+
+static void wait_for_key(struct nftsync *s, const char *id, const char *svc) {
+        if (hmap_get(&s->waiting, id))
+                return;
+        struct waiter *w = malloc(sizeof *w + strlen(id) + 1);
+        if (!w)
+                abort();
+        strcpy(w->id, id);
+        w->svc = xstrdup(svc);
+        hmap_put(&s->waiting, w->id, w);
+}
+
+/* Claims or refreshes u's elements for r (r's old elements must already
+ * be released or kept in `keep`); new element messages go to add_el. */
+static void claim_elements(struct nftsync *s, struct rec *r, const struct unit *u, struct txn *t,
+                           const struct hmap *old, struct nftsync_stats *st) {
+        struct hmap seen = HMAP_INIT;
+        r->elems = xcalloc(u->n_el, sizeof *r->elems);
+        for (size_t i = 0; i < u->n_el; i++) {
+                const struct unit_elem *e = &u->el[i];
+                if (hmap_get(&seen, e->id))
+                        continue;       /* the same key twice in one service */
+                hmap_put(&seen, e->id, (void *) e);
+                struct rec *owner = hmap_get(&s->owners, e->id);
+                if (owner && owner != r) {
+                        st->conflicts++;
+                        log_warning("Service %s wants %s, which service %s already has; ignoring it until %s "
+                                    "lets go", r->key, e->id, owner->key, owner->key);
+                        wait_for_key(s, e->id, r->key);
+                        continue;
+                }
+                const struct rec_elem *prev = old ? hmap_get(old, e->id) : NULL;
+                if (!prev || prev->value != e->value) {
+                        if (prev)
+                                elem_del(&t->del_el, e->id);
+                        nftmsg_append_range(&t->add_el, &u->elems, e->off, e->len);
+                        st->elements_added++;
+                }
+                struct rec_elem *re = &r->elems[r->n_elems++];
+                re->id = xstrdup(e->id);
+                re->value = e->value;
+                hmap_put(&s->owners, re->id, r);
+        }
+        hmap_done(&seen);
+}
+
+/* --- partial sync --- */
+
+/* Diffs u (the service's new rendering) against its record old (may be
+ * NULL) into t, and returns the new record (NULL when the service puts
+ * nothing in the kernel). Element keys old lets go of are appended to
+ * released. */
+static struct rec *diff_service(struct nftsync *s, const char *key, struct rec *old, const struct unit *u,
+                                struct txn *t, struct buf *released, struct nftsync_stats *st) {
+        struct hmap old_chains = HMAP_INIT, old_sets = HMAP_INIT, old_elems = HMAP_INIT, new_chains = HMAP_INIT,
+                    new_sets = HMAP_INIT;
+        bool sets_changed = false;
+        struct rec *r = NULL;
+
+        for (size_t i = 0; old && i < old->n_chains; i++)
+                hmap_put(&old_chains, old->chains[i].name, &old->chains[i]);
+        for (size_t i = 0; old && i < old->n_sets; i++)
+                hmap_put(&old_sets, old->sets[i].name, &old->sets[i]);
+        for (size_t i = 0; old && i < old->n_elems; i++)
+                hmap_put(&old_elems, old->elems[i].id, &old->elems[i]);
+        for (size_t i = 0; i < u->n_ch; i++)
+                hmap_put(&new_chains, u->ch[i].name, &u->ch[i]);
+        for (size_t i = 0; i < u->n_st; i++)
+                hmap_put(&new_sets, u->st[i].name, &u->st[i]);
+
+        /* A set added, gone or changed: every chain of the service is
+         * rewritten, so none refers to a set about to change. */
+        for (size_t i = 0; i < u->n_st; i++) {
+                const struct rec_set *o = hmap_get(&old_sets, u->st[i].name);
+                sets_changed |= !o || o->timeout != u->st[i].timeout;
+        }
+        sets_changed |= old && old->n_sets != u->n_st;
+
+        /* 1. flush changed and stale chains */
+        for (size_t i = 0; old && i < old->n_chains; i++) {
+                const struct unit_chain *n = hmap_get(&new_chains, old->chains[i].name);
+                if (!n || n->hash != old->chains[i].hash || sets_changed)
+                        nftmsg_chain_flush(&t->body, old->chains[i].name);
+        }
+        /* 2. delete stale and changed sets; 3. add new and changed ones */
+        for (size_t i = 0; old && i < old->n_sets; i++) {
+                const struct unit_set *n = hmap_get(&new_sets, old->sets[i].name);
+                if (!n || n->timeout != old->sets[i].timeout)
+                        nftmsg_set_del(&t->body, old->sets[i].name);
+        }
+        for (size_t i = 0; i < u->n_st; i++) {
+                const struct rec_set *o = hmap_get(&old_sets, u->st[i].name);
+                if (!o || o->timeout != u->st[i].timeout)
+                        nftmsg_append_range(&t->body, &u->sets, u->st[i].off, u->st[i].len);
+        }
+        /* 4. add new chains; 5. write the rules of new and changed ones */
+        for (size_t i = 0; i < u->n_ch; i++)
+                if (!hmap_get(&old_chains, u->ch[i].name))
+                        nftmsg_append_range(&t->body, &u->chains, u->ch[i].chain_off, u->ch[i].chain_len);
+        for (size_t i = 0; i < u->n_ch; i++) {
+                const struct rec_chain *o = hmap_get(&old_chains, u->ch[i].name);
+                if (!o || o->hash != u->ch[i].hash || sets_changed) {
+                        nftmsg_append_range(&t->body, &u->rules, u->ch[i].rules_off, u->ch[i].rules_len);
+                        st->chains_written++;
+                }
+        }
+        /* Stale chains go after the elements that point at them. */
+        for (size_t i = 0; old && i < old->n_chains; i++)
+                if (!hmap_get(&new_chains, old->chains[i].name)) {
+                        nftmsg_chain_del(&t->tail, old->chains[i].name);
+                        st->chains_deleted++;
+                }
+
+        if (u->n_ch + u->n_st + u->n_el > 0) {
+                r = xcalloc(1, sizeof *r);
+                r->key = xstrdup(key);
+                r->chains = xcalloc(u->n_ch, sizeof *r->chains);
+                r->sets = xcalloc(u->n_st, sizeof *r->sets);
+                for (size_t i = 0; i < u->n_ch; i++)
+                        r->chains[r->n_chains++] = (struct rec_chain) {xstrdup(u->ch[i].name), u->ch[i].hash};
+                for (size_t i = 0; i < u->n_st; i++)
+                        r->sets[r->n_sets++] = (struct rec_set) {xstrdup(u->st[i].name), u->st[i].timeout};
+        }
+
+        /* Elements: let go of the old ones, claim the new ones (taking back
+         * those kept), then delete what was not taken back. */
+        for (size_t i = 0; old && i < old->n_elems; i++)
+                hmap_remove(&s->owners, old->elems[i].id);
+        if (r)
+                claim_elements(s, r, u, t, &old_elems, st);
+        for (size_t i = 0; old && i < old->n_elems; i++) {
+                const char *id = old->elems[i].id;
+                if (r && hmap_get(&s->owners, id) == r)
+                        continue;       /* kept */
+                elem_del(&t->del_el, id);
+                st->elements_deleted++;
+                buf_puts(released, id);
+                buf_putc(released, '\n');
+        }
+
+        hmap_done(&old_chains);
+        hmap_done(&old_sets);
+        hmap_done(&old_elems);
+        hmap_done(&new_chains);
+        hmap_done(&new_sets);
+        return r;
+}
+
+static void put_record(struct nftsync *s, struct rec *r) {
+        if (r)
+                hmap_put(&s->recs, r->key, r);
+}
+
+/* Renders one service into u (emptied first). */
+static int render_unit(const struct model *m, const struct render_params *p, const char *key, struct unit *u) {
+        const struct svc *svc = model_service_get(m, key);
+        struct nftir_sink sink = unit_sink(u);
+        unit_reset(u);
+        return svc ? render_nft_service(m, svc, p, &sink) : 0;
+}
+
+int nftsync_partial(struct nftsync *s, const struct model *m, const struct render_params *p,
+                    const struct hmap *changed, struct nftsync_stats *st) {
+        struct txn t;
+        struct unit u;
+        struct buf released = BUF_INIT;
+        const char *key;
+        void *v;
+        int r = 0;
+
+        memset(st, 0, sizeof *st);
+        txn_init(&t, s);
+        unit_init(&u, s->family, &t.head);
+        for (size_t it = 0; r == 0 && hmap_next(changed, &it, &key, &v);) {
+                r = render_unit(m, p, key, &u);
+                if (r == 0) {
+                        struct rec *old = hmap_remove(&s->recs, key);
+                        put_record(s, diff_service(s, key, old, &u, &t, &released, st));
+                        rec_free(old);
+                }
+        }
+        /* Keys let go of go to the services that were refused them. */
+        for (size_t off = 0; r == 0 && off < released.len;) {
+                char *id = released.data + off, *nl = strchr(id, '\n');
+                *nl = '\0';
+                off = (size_t) (nl - released.data) + 1;
+                struct waiter *w = hmap_remove(&s->waiting, id);
+                if (!w)
+                        continue;
+                log_v(2, "Service %s can now have %s", w->svc, id);
+                r = render_unit(m, p, w->svc, &u);
+                if (r == 0) {
+                        struct rec *old = hmap_remove(&s->recs, w->svc);
+                        put_record(s, diff_service(s, w->svc, old, &u, &t, &released, st));
+                        rec_free(old);
+                }
+                free(w->svc);
+                free(w);
+        }
+        if (r == 0)
+                r = txn_commit(s, &t, st);
+        buf_done(&released);
+        unit_done(&u);
+        txn_done(&t);
+        return r;
+}
+
+/* --- full sync --- */
+
+/* u's objects for a table that may hold some of them already (existing):
+ * chains are created or flushed, then refilled; affinity sets are kept
+ * when unchanged (so clients keep their endpoint) and replaced otherwise. */
+static void emit_in_place(const struct unit *u, const struct hmap *chains, const struct hmap *sets, struct txn *t,
+                          struct nftsync_stats *st) {
+        for (size_t i = 0; i < u->n_ch; i++)
+                if (hmap_get(chains, u->ch[i].name))
+                        nftmsg_chain_flush(&t->body, u->ch[i].name);
+        for (size_t i = 0; i < u->n_st; i++) {
+                const struct nftables_set *e = hmap_get(sets, u->st[i].name);
+                if (e && e->timeout_ms == (uint64_t) u->st[i].timeout * 1000)
+                        continue;
+                if (e)
+                        nftmsg_set_del(&t->body, u->st[i].name);
+                nftmsg_append_range(&t->body, &u->sets, u->st[i].off, u->st[i].len);
+        }
+        for (size_t i = 0; i < u->n_ch; i++)
+                if (!hmap_get(chains, u->ch[i].name))
+                        nftmsg_append_range(&t->body, &u->chains, u->ch[i].chain_off, u->ch[i].chain_len);
+        for (size_t i = 0; i < u->n_ch; i++)
+                nftmsg_append_range(&t->body, &u->rules, u->ch[i].rules_off, u->ch[i].rules_len);
+        st->chains_written += u->n_ch;
+}
+
+static struct rec *record_of(const char *key, const struct unit *u) {
+        struct rec *r = xcalloc(1, sizeof *r);
+        r->key = xstrdup(key);
+        r->chains = xcalloc(u->n_ch, sizeof *r->chains);
+        r->sets = xcalloc(u->n_st, sizeof *r->sets);
+        for (size_t i = 0; i < u->n_ch; i++)
+                r->chains[r->n_chains++] = (struct rec_chain) {xstrdup(u->ch[i].name), u->ch[i].hash};
+        for (size_t i = 0; i < u->n_st; i++)
+                r->sets[r->n_sets++] = (struct rec_set) {xstrdup(u->st[i].name), u->st[i].timeout};
+        return r;
+}
+
+/* The fixed part's record, under a key no service has. */
+#define FIXED_KEY ""
+
+int nftsync_full(struct nftsync *s, const struct model *m, const struct render_params *p,
+                 const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
+                 struct nftsync_stats *st) {
+        struct hmap chains = HMAP_INIT, sets = HMAP_INIT, desired = HMAP_INIT;
+        struct txn t, fin;
+        struct unit u;
+        size_t n_svcs = 0;
+        const struct svc **svcs = NULL;
+        bool one = rebuild || s->chunk == 0;
+        int r;
+
+        memset(st, 0, sizeof *st);
+        r = nftables_list(s->nl, s->family, &chains, &sets);
+        if (r == -ENOENT)
+                r = 0;          /* a cold start */
+        if (r < 0) {
+                log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
+                goto out_lists;
+        }
+        if (rebuild) {
+                nftables_names_done(&chains);
+                nftables_names_done(&sets);
+        }
+        drop_records(s);
+        txn_init(&t, s);
+        txn_init(&fin, s);
+        unit_init(&u, s->family, &t.head);
+
+        /* "add" first, so that "delete" never fails on a missing table. */
+        nftmsg_table(&t.head);
+        if (rebuild) {
+                nftmsg_table_del(&t.head);
+                nftmsg_table(&t.head);
+        }
+
+        struct nftir_sink sink = unit_sink(&u);
+        r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
+        if (r < 0)
+                goto out;
+        emit_in_place(&u, &chains, &sets, &t, st);
+        for (size_t i = 0; i < u.n_st; i++)
+                nftmsg_set_flush(&fin.del_el, u.st[i].name);    /* every element is added again */
+        struct rec *fixed = record_of(FIXED_KEY, &u);
+        claim_elements(s, fixed, &u, &fin, NULL, st);
+        put_record(s, fixed);
+
+        svcs = model_services_sorted(m, &n_svcs);
+        for (size_t i = 0; i < n_svcs; i++) {
+                r = render_unit(m, p, svcs[i]->key, &u);
+                if (r < 0)
+                        goto out;
+                if (u.n_ch + u.n_st + u.n_el == 0)
+                        continue;
+                emit_in_place(&u, &chains, &sets, &t, st);
+                struct rec *rec = record_of(svcs[i]->key, &u);
+                claim_elements(s, rec, &u, &fin, NULL, st);
+                put_record(s, rec);
+                if (!one && txn_size(&t) >= s->chunk) {
+                        r = txn_commit(s, &t, st);
+                        if (r < 0)
+                                goto out;
+                }
+        }
+
+        /* What the table holds and no record wants: stale (or someone else's). */
+        const char *k;
+        void *v;
+        for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);) {
+                const struct rec *rec = v;
+                for (size_t i = 0; i < rec->n_chains; i++)
+                        hmap_put(&desired, rec->chains[i].name, (void *) rec);
+                for (size_t i = 0; i < rec->n_sets; i++)
+                        hmap_put(&desired, rec->sets[i].name, (void *) rec);
+        }
+        for (size_t it = 0; hmap_next(&chains, &it, &k, &v);) {
+                if (hmap_get(&desired, k))
+                        continue;
+                nftmsg_chain_flush(&fin.body, k);
+                nftmsg_chain_del(&fin.tail, k);
+                st->chains_deleted++;
+        }
+        for (size_t it = 0; hmap_next(&sets, &it, &k, &v);)
+                if (!hmap_get(&desired, k))
+                        nftmsg_set_del(&fin.tail, k);
+
+        /* The last transaction: elements, stale objects (with the chunk's
+         * remains, or everything when it must be one transaction). */
+        nftmsg_append(&t.body, &fin.body);
+        nftmsg_append(&t.del_el, &fin.del_el);
+        nftmsg_append(&t.add_el, &fin.add_el);
+        nftmsg_append(&t.tail, &fin.tail);
+        r = txn_commit(s, &t, st);
+out:
+        free(svcs);
+        unit_done(&u);
+        txn_done(&t);
+        txn_done(&fin);
+        hmap_done(&desired);
+out_lists:
+        nftables_names_done(&chains);
+        nftables_names_done(&sets);
+        return r;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * nftables mode's sync: keeps one family's "kube-proxy" table equal to the
+ * model, sending the kernel only what changed.
+ *
+ * A full sync rewrites every chain and element in place (chains are
+ * flushed and refilled, never deleted while in use), in bounded
+ * transactions, and removes whatever else the table holds; a rebuild does
+ * the same after deleting the table, in one transaction. A partial sync
+ * re-renders the changed services only and sends one transaction with
+ * their changed chains, sets and map elements. Both keep a compact record
+ * of what each service put in the kernel (chain names and digests, set
+ * names, element keys) to tell the changes apart.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct nftsync;
+struct nftables;
+struct model;
+struct render_params;
+struct hmap;
+struct inet_cidr;
+
+struct nftsync_stats {
+        size_t transactions;
+        size_t messages;
+        size_t chains_written;          /* created or rewritten */
+        size_t chains_deleted;
+        size_t elements_added;
+        size_t elements_deleted;
+        size_t conflicts;               /* map keys claimed by two services: the first keeps it */
+};
+
+/* nl is borrowed. Returns 0 or -ENOMEM. */
+int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret);
+struct nftsync *nftsync_free(struct nftsync *s);
+
+/* Called after each committed transaction (the daemon reads the change
+ * monitor there, so a long full sync never overflows it). */
+void nftsync_set_after_commit(struct nftsync *s, void (*fn)(void *userdata), void *userdata);
+/* Transactions of a full sync hold at most about this many messages
+ * (default 50000; 0: one transaction). */
+void nftsync_set_chunk(struct nftsync *s, size_t messages);
+
+/* Returns 0, or a negative errno when a transaction failed (logged with
+ * the kernel's reason); the kernel then keeps what the previous
+ * transactions left, and the next sync must be a full one. */
+int nftsync_full(struct nftsync *s, const struct model *m, const struct render_params *p,
+                 const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
+                 struct nftsync_stats *ret);
+/* changed: service keys ("ns/name") to re-render; keys no longer in the
+ * model are removed. Only valid after a successful full sync. */
+int nftsync_partial(struct nftsync *s, const struct model *m, const struct render_params *p,
+                    const struct hmap *changed, struct nftsync_stats *ret);
