@@ -452,6 +452,9 @@ static void metrics_write(const struct metrics *m, struct buf *b) {
                            "[ALPHA] Unix time a sync of the proxy rules was last asked for", m->last_queued);
         metrics_put_scalar(b, SYNC "last_timestamp_seconds", "gauge",
                            "[ALPHA] Unix time of the last successful sync of the proxy rules", m->last_sync);
+        if (!m->iptables)
+                metrics_put_scalar(b, SYNC "nftables_sync_failures_total", "counter",
+                                   "[ALPHA] nftables syncs whose transaction failed", (double) m->restore_failures);
         metrics_put_slots(b, SYNC "no_local_endpoints_total",
                           "[ALPHA] Services with a Local traffic policy and no local endpoints, by policy",
                           "traffic_policy", metrics_policy_table, m->no_local_endpoints, _METRICS_POLICY_MAX);

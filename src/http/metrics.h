@@ -25,7 +25,8 @@ int metrics_port(const struct metrics *m);     /* the bound port, for tests */
 
 /* A sync finished (successfully or not) after `seconds`. */
 void metrics_sync_done(struct metrics *m, bool full, double seconds);
-/* An iptables-restore failed; partial says whether the sync was partial. */
+/* An iptables-restore (nftables mode: a transaction) failed; partial says
+ * whether the sync was partial. */
 void metrics_restore_failed(struct metrics *m, bool partial);
 /* Rules in a table ("filter", "nat") in total, and written by the last sync. */
 void metrics_rules(struct metrics *m, const char *table, size_t total, size_t last);

@@ -369,10 +369,11 @@ static void set_existing(struct family_state *f, struct buf *active) {
  * failed one, rebuilds it); a partial sync sends the changed services. */
 static int sync_family_nft(struct proxier *p, struct family_state *f, bool full, const struct render_params *rp) {
         struct nftsync_stats st;
+        bool rebuild = full && f->nft_rebuild;
         int r;
 
         if (full)
-                r = nftsync_full(f->nft, p->model, rp, NULL, 0, f->nft_rebuild, &st);
+                r = nftsync_full(f->nft, p->model, rp, NULL, 0, rebuild, &st);
         else
                 r = nftsync_partial(f->nft, p->model, rp, &p->changed, &st);
         if (r < 0) {
@@ -384,7 +385,7 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
         log_v(2, "Reloading service nftables data: IPv%u, %zu services, %zu chains written, %zu deleted, "
               "%zu elements added, %zu deleted, %zu messages in %zu transactions%s",
               f->family, model_n_services(p->model), st.chains_written, st.chains_deleted, st.elements_added,
-              st.elements_deleted, st.messages, st.transactions, f->nft_rebuild ? " (rebuilt)" : "");
+              st.elements_deleted, st.messages, st.transactions, rebuild ? " (rebuilt)" : "");
         return 0;
 }
 
@@ -542,7 +543,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         p->sync_timer = NULL;
         p->last_sync_ms = start;
         /* The same messages at the same verbosity as upstream's proxier. */
-        log_v(2, "Syncing iptables rules (%s)", full ? "full" : "partial");
+        log_v(2, "Syncing %s rules (%s)", p->cfg->mode == PROXY_MODE_NFTABLES ? "nftables" : "iptables",
+              full ? "full" : "partial");
         if (full)
                 p->host.nfacct = nfacct_ensure_all();
         for (size_t i = 0; i < p->n_fam; i++) {

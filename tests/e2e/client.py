@@ -8,6 +8,8 @@ socket with --same-socket) and prints a JSON summary:
 
 usage: client.py HOST PORT COUNT [--udp] [--same-socket] [--timeout S] [--until-seconds S]
 With --until-seconds the client loops for that long instead of COUNT times.
+After 10 failures in a row it gives up ("gave_up": true in the summary):
+a broken service fails its test in seconds, not after COUNT timeouts.
 """
 import errno
 import json
@@ -48,7 +50,8 @@ def main():
     max_ms = 0.0
     usock = None
     deadline = time.monotonic() + until if until else None
-    i = 0
+    i = in_a_row = 0
+    gave_up = False
     while (deadline is None and i < count) or (deadline is not None and time.monotonic() < deadline):
         i += 1
         if udp:
@@ -69,15 +72,20 @@ def main():
         else:
             data, took, err = one_tcp(host, port, timeout)
         max_ms = max(max_ms, took * 1000)
+        if not err and not (data and len(data) == 2):
+            err = "short-reply"
         if err:
             errors[err] = errors.get(err, 0) + 1
-        elif data and len(data) == 2:
+            in_a_row += 1
+            if in_a_row >= 10:
+                gave_up = True
+                break
+        else:
+            in_a_row = 0
             replies[data[0]] = replies.get(data[0], 0) + 1
             peers[data[1]] = peers.get(data[1], 0) + 1
-        else:
-            errors["short-reply"] = errors.get("short-reply", 0) + 1
     print(json.dumps({"replies": replies, "peers": peers, "errors": errors, "attempts": i,
-                      "max_connect_ms": round(max_ms, 3)}))
+                      "max_connect_ms": round(max_ms, 3), "gave_up": gave_up}))
 
 
 if __name__ == "__main__":

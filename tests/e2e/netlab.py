@@ -14,6 +14,7 @@ Pods get /32 addresses on point-to-point veths (the node owns .1 on each),
 so all pod traffic crosses the node's netfilter, as with most CNIs.
 """
 import atexit
+import itertools
 import json
 import os
 import re
@@ -30,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 NODE_IPS = {"node-1": "192.168.50.11", "node-2": "192.168.50.12"}
 NODE_POD_NET = {"node-1": "10.244.1", "node-2": "10.244.2"}
 TOKEN = "e2e-token-0123456789"
+_lab_numbers = itertools.count(1)
 
 
 class LabError(Exception):
@@ -50,10 +52,12 @@ def wait_for(what, cond, timeout=10.0, interval=0.05):
 
 
 class Lab:
-    def __init__(self, build):
+    def __init__(self, build, mode="iptables"):
         self.build = os.path.abspath(build)
         self.kproxy_bin = os.path.join(self.build, "kproxy")
-        self.prefix = "kpe%d" % os.getpid()
+        self.mode = mode
+        # Unique per Lab, so that both modes' labs can live in one process.
+        self.prefix = "kpe%d-%d" % (os.getpid(), next(_lab_numbers))
         self.tmp = tempfile.mkdtemp(prefix="kproxy-e2e-")
         self.namespaces = []
         self.procs = {}
@@ -182,7 +186,8 @@ class Lab:
 
         def ports():
             try:
-                lines = open(portfile).read().split()
+                with open(portfile) as f:
+                    lines = f.read().split()
             except OSError:
                 return None
             return lines if len(lines) >= 2 else None
@@ -211,9 +216,10 @@ class Lab:
 
     # --- kproxy ---
 
-    def start_kproxy(self, *extra):
+    def start_kproxy(self, *extra, mode=None):
         self.kproxy_log = os.path.join(self.tmp, "kproxy.log")
-        args = [self.kproxy_bin, "--kubeconfig", self.kubeconfig, "--hostname-override", "node-1",
+        args = [self.kproxy_bin, "--proxy-mode", mode or self.mode, "--kubeconfig", self.kubeconfig,
+                "--hostname-override", "node-1",
                 "--cluster-cidr", "10.244.0.0/16", "--healthz-bind-address", "127.0.0.1:10256",
                 "--metrics-bind-address", "127.0.0.1:10249", "--watch-idle-timeout", "4s",
                 "--iptables-sync-period", "4s", "-v=2"] + list(extra)
@@ -236,17 +242,60 @@ class Lab:
     def nat(self):
         return self.run(["iptables-save", "-t", "nat"], ns="n1").stdout
 
+    def nft(self):
+        """kproxy's nftables table as `nft list` prints it; "" if there is none."""
+        return self.run(["nft", "list", "table", "ip", "kube-proxy"], ns="n1", check=False).stdout
+
+    def rules(self, mode=None):
+        """The kernel's rules of a mode (default: the lab's): the nat table
+        in iptables mode, the kube-proxy table in nftables mode."""
+        return self.nat() if (mode or self.mode) == "iptables" else self.nft()
+
+    def targets(self, svc, port, rules=None, mode=None):
+        """Sorted "ip:port" DNAT targets of service port svc ("ns/name") port,
+        read from the kernel (or from rules, as rules() returned them)."""
+        mode = mode or self.mode
+        if rules is None:
+            rules = self.rules(mode)
+        if mode == "iptables":
+            return dnat_targets(rules, "%s:%s" % (svc, port))
+        return nft_targets(rules, svc, port)
+
+    def leftovers(self, mode):
+        """Whatever a mode left in the kernel: KUBE-* lines of iptables-save
+        (but KUBE-FIREWALL, which kubelet owns too) or the kube-proxy tables."""
+        if mode == "iptables":
+            return [l for t in ("nat", "filter", "mangle")
+                    for l in self.run(["iptables-save", "-t", t], ns="n1").stdout.splitlines()
+                    if "KUBE-" in l and "KUBE-FIREWALL" not in l]
+        return [f for f in ("ip", "ip6")
+                if self.run(["nft", "list", "table", f, "kube-proxy"], ns="n1", check=False).returncode == 0]
+
     def healthz(self, path="healthz"):
         p = self.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:10256/" + path],
                      ns="n1", check=False)
         return p.stdout.strip()
 
-    def wait_rules(self, what, pred, timeout=15):
-        """Waits until the kernel's nat table satisfies pred (the kernel is
-        the truth, not kproxy's log)."""
-        return wait_for(what, lambda: pred(self.nat()), timeout=timeout)
+    def wait_healthy(self, what="kproxy's /healthz to answer 200", timeout=20):
+        """Waits for /healthz to answer 200; fails at once if kproxy exited."""
+        def healthy():
+            if self.kproxy is None or self.kproxy.poll() is not None:
+                raise LabError("kproxy exited (%s) while waiting for %s:\n%s"
+                               % (self.kproxy and self.kproxy.returncode, what, self.kproxy_output()[-2000:]))
+            return self.healthz() == "200"
+        return wait_for(what, healthy, timeout=timeout)
 
-    def restart_under_traffic(self, sig, host, port, seconds=6, ns="p-cl", start_args=()):
+    def wait_rules(self, what, pred, timeout=15, mode=None):
+        """Waits until the kernel's rules (as rules() returns them) satisfy
+        pred: the kernel is the truth, not kproxy's log."""
+        return wait_for(what, lambda: pred(self.rules(mode)), timeout=timeout)
+
+    def wait_targets(self, what, svc, port, want, timeout=15, mode=None):
+        """Waits until service port svc/port DNATs to exactly want (ip:port strings)."""
+        want = sorted(want)
+        return self.wait_rules(what, lambda r: self.targets(svc, port, r, mode) == want, timeout, mode)
+
+    def restart_under_traffic(self, sig, host, port, seconds=6, ns="p-cl"):
         """Restarts kproxy (stopped with sig) while a client in ns loops new
         connections to host:port for `seconds`, starting a second before the
         stop; returns the client's summary."""
@@ -258,8 +307,8 @@ class Lab:
         t.start()
         time.sleep(1)   # traffic before, during and after the restart
         self.stop_kproxy(sig)
-        self.start_kproxy(*start_args)
-        wait_for("healthz after restart", lambda: self.healthz() == "200", timeout=20)
+        self.start_kproxy()
+        self.wait_healthy("healthz after restart")
         t.join(timeout=60)
         return result["r"]
 
@@ -275,6 +324,36 @@ def dnat_targets(nat, comment):
     matches)."""
     return sorted(re.findall(r'^-A KUBE-SEP-\S+ .*--comment "?%s"? .*-j DNAT --to-destination (\S+)'
                              % re.escape(comment), nat, re.M))
+
+
+def nft_chains(ruleset):
+    """{chain name: [rule, ...]} of an `nft list table` output."""
+    return {name: [l.strip() for l in body.splitlines() if l.strip()]
+            for name, body in re.findall(r"^\tchain (\S+) \{\n(.*?)^\t\}$", ruleset, re.M | re.S)}
+
+
+def nft_elements(ruleset, name):
+    """The elements of set or map `name`, as a set of strings ("10.96.0.10 . tcp . 80 : goto ...")."""
+    block = re.search(r"^\t(?:set|map) %s \{\n(.*?)^\t\}$" % re.escape(name), ruleset, re.M | re.S)
+    elements = block and re.search(r"^\t\telements = \{ (.*?) \}$", block.group(1), re.M | re.S)
+    return {e.strip() for e in elements.group(1).split(",")} if elements else set()
+
+
+def nft_targets(ruleset, svc, port):
+    """The endpoints service port svc ("ns/name") port DNATs to in an `nft
+    list table` output: the dnat targets of the endpoint chains that its
+    service chain jumps to, if something (a map element, a chain) jumps to
+    that service chain. Stale or unreferenced chains do not count."""
+    chains = nft_chains(ruleset)
+    out = []
+    for name, body in chains.items():
+        if not re.fullmatch(r"service-[A-Z0-9]{8}-%s/[a-z]+/%s" % (re.escape(svc), re.escape(port)), name):
+            continue
+        if not re.search(r"(?:goto|jump) %s(?=[\s,}]|$)" % re.escape(name), ruleset, re.M):
+            continue
+        for ep in sorted(set(re.findall(r"(?:goto|jump) (endpoint-\S+)", "\n".join(body)))):
+            out += re.findall(r"dnat to (\S+)", "\n".join(chains.get(ep, [])))
+    return sorted(out)
 
 
 def service(name, ip, port=80, target=8080, proto="TCP", typ=None, node_port=None, etp=None, affinity=None,

@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """End-to-end tests: kproxy in a node namespace, programming the real
 kernel from a stand-in API server driven by the real kubectl, checked with
-real connections from pod and node namespaces.
+real connections from pod and node namespaces. The same tests run in both
+proxy modes (E2EIptables, E2ENftables), each mode in its own lab.
 
 Run as root: KPROXY_BUILD=build python3 -m unittest -v tests/e2e/test_e2e.py
+(one mode: KPROXY_BUILD=build python3 tests/e2e/test_e2e.py E2ENftables).
 The tests run in order (test_NN_*), each building on the cluster state the
 previous ones left.
 """
+import json
 import os
 import re
 import signal
@@ -16,30 +19,50 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netlab import Lab, NODE_IPS, dnat_targets, node, service, slice_, wait_for  # noqa: E402
+from netlab import (LabError, Lab, NODE_IPS, nft_chains, nft_elements, node, service, slice_,  # noqa: E402
+                    wait_for)
 import promtext  # noqa: E402
 
 BUILD = os.environ.get("KPROXY_BUILD", "build")
+# The maps and sets of the nftables table whose elements kproxy owns (the
+# affinity sets' elements are the kernel's).
+NFT_MAPS = ("service-ips", "service-nodeports", "no-endpoint-services", "no-endpoint-nodeports", "cluster-ips",
+            "nodeport-ips", "firewall-ips")
 
 
-def sep_count(nat, comment):
-    """KUBE-SEP chains (DNAT rules) of a service port, counted in the kernel."""
-    return len(dnat_targets(nat, comment))
+def steady(rules):
+    """A rules dump without what changes by itself: iptables-save's
+    timestamped comments, the expiry countdowns of affinity set elements."""
+    return [re.sub(r" expires \S+?(?=[\s,}]|$)", "", l) for l in rules.splitlines() if not l.startswith("#")]
 
 
-def rules(saved):
-    """iptables-save output without its timestamped comment lines."""
-    return [l for l in saved.splitlines() if not l.startswith("#")]
+def table_state(ruleset):
+    """What kproxy programs in its nftables table: every chain with its
+    rules, and the elements of its maps and sets."""
+    return nft_chains(ruleset), {m: nft_elements(ruleset, m) for m in NFT_MAPS}
 
 
-class E2E(unittest.TestCase):
+def describe_diff(want, got):
+    """What differs between two table_state()s, for a failure message."""
+    (wc, wm), (gc, gm) = want, got
+    out = ["chain %s %s" % (c, "missing" if c not in gc else "added" if c not in wc else "changed: %s" % gc[c])
+           for c in sorted(set(wc) | set(gc)) if wc.get(c) != gc.get(c)]
+    out += ["%s: missing %s, added %s" % (m, sorted(wm[m] - gm[m]), sorted(gm[m] - wm[m]))
+            for m in NFT_MAPS if wm[m] != gm[m]]
+    return "; ".join(out) or "none"
+
+
+class Suite:
+    """The tests of both modes: a subclass (also a TestCase) sets MODE and
+    OTHER and adds the mode's own checks."""
+    MODE = OTHER = None
     lab = None
 
     @classmethod
     def setUpClass(cls):
         if os.geteuid() != 0:
             raise unittest.SkipTest("needs root for network namespaces")
-        cls.lab = lab = Lab(BUILD)
+        cls.lab = lab = Lab(BUILD, cls.MODE)
         try:
             lab.build_topology()
             cls.ip = {}
@@ -80,6 +103,13 @@ class E2E(unittest.TestCase):
     def replace_slice(self, obj):
         self.lab.apply_objects("replace", [obj])
 
+    def eps(self, *pods, port=8080):
+        return sorted("%s:%d" % (self.ip[p], port) for p in pods)
+
+    def wait_web(self, what, *pods, timeout=15):
+        """Waits until the kernel sends web's port p to exactly these pods."""
+        self.lab.wait_targets(what, "default/web", "p", self.eps(*pods), timeout=timeout)
+
     def assertKproxyRunning(self):
         self.assertIsNotNone(self.lab.kproxy)
         self.assertIsNone(self.lab.kproxy.poll(), "kproxy exited:\n" + self.lab.kproxy_output()[-3000:])
@@ -89,16 +119,10 @@ class E2E(unittest.TestCase):
     def test_01_first_sync_and_health(self):
         lab = self.lab
         lab.start_kproxy()
-        wait_for("kproxy's /healthz to answer 200", lambda: lab.healthz() == "200", timeout=20)
-        nat = lab.nat()
-        self.assertEqual(sep_count(nat, "default/web:p"), 1)
-        self.assertIn("KUBE-NODEPORTS", nat)
-        filt = lab.run(["iptables-save", "-t", "filter"], ns="n1").stdout
-        self.assertIn('"default/empty:p has no endpoints"', filt)
-        # The jump rules from the built-in chains and the canaries are there.
-        self.assertRegex(nat, r'-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES')
-        mangle = lab.run(["iptables-save", "-t", "mangle"], ns="n1").stdout
-        self.assertIn(":KUBE-PROXY-CANARY", mangle)
+        lab.wait_healthy()
+        self.assertEqual(lab.targets("default/web", "p"), self.eps("a1"))
+        self.assertEqual(lab.leftovers(self.OTHER), [], "%s mode's rules" % self.OTHER)
+        self.assert_first_sync_rules()
         self.assertKproxyRunning()
 
     def test_01b_leaving_node_fails_healthz_not_livez(self):
@@ -107,7 +131,7 @@ class E2E(unittest.TestCase):
         wait_for("/healthz to fail on a node marked for deletion", lambda: lab.healthz() == "503", timeout=20)
         self.assertEqual(lab.healthz("livez"), "200")
         lab.kubectl("taint", "nodes", "node-1", "ToBeDeletedByClusterAutoscaler-")
-        wait_for("/healthz to recover", lambda: lab.healthz() == "200", timeout=20)
+        lab.wait_healthy("/healthz to recover")
 
     def scrape(self):
         out = self.lab.run(["curl", "-sf", "http://127.0.0.1:10249/metrics"], ns="n1").stdout
@@ -119,7 +143,11 @@ class E2E(unittest.TestCase):
         syncs = promtext.value(m, "kubeproxy_sync_proxy_rules_duration_seconds",
                                "kubeproxy_sync_proxy_rules_duration_seconds_count")
         self.assertGreaterEqual(syncs, 1)
-        self.assertGreater(promtext.value(m, "kubeproxy_sync_proxy_rules_iptables_total", table="nat"), 10)
+        iptables_rules = promtext.value(m, "kubeproxy_sync_proxy_rules_iptables_total", table="nat")
+        if self.MODE == "iptables":
+            self.assertGreater(iptables_rules, 10)
+        else:
+            self.assertIsNone(iptables_rules)     # not a family of nftables mode, as upstream
         self.assertGreater(promtext.value(m, "process_resident_memory_bytes"), 0)
         last = promtext.value(m, "kubeproxy_sync_proxy_rules_last_timestamp_seconds")
         self.assertGreater(last, time.time() - 300)
@@ -141,8 +169,7 @@ class E2E(unittest.TestCase):
         self.assertGreaterEqual(promtext.value(m2, "kubeproxy_sync_proxy_rules_endpoint_changes_total"), 1)
         self.assertEqual(promtext.value(m2, "kubeproxy_sync_proxy_rules_endpoint_changes_pending"), 0)
         mode = lab.run(["curl", "-sf", "http://127.0.0.1:10249/proxyMode"], ns="n1").stdout
-        self.assertEqual(mode.strip(), "iptables")
-        import json
+        self.assertEqual(mode.strip(), self.MODE)
         cz = json.loads(lab.run(["curl", "-sf", "http://127.0.0.1:10249/configz"], ns="n1").stdout)
         self.assertIn("kubeproxy.config.k8s.io", cz)
 
@@ -158,7 +185,6 @@ class E2E(unittest.TestCase):
             if p.returncode != 0:
                 return None
             body, _, code = p.stdout.rpartition("\n")
-            import json
             return int(code), json.loads(body)
         code, body = wait_for("the health-check node port to open", probe, timeout=20)
         self.assertEqual(code, 200)
@@ -172,7 +198,8 @@ class E2E(unittest.TestCase):
 
     def test_01e_bind_problems_are_clear_startup_errors(self):
         lab = self.lab
-        base = [lab.kproxy_bin, "--kubeconfig", lab.kubeconfig, "--hostname-override", "node-1"]
+        base = [lab.kproxy_bin, "--proxy-mode", self.MODE, "--kubeconfig", lab.kubeconfig,
+                "--hostname-override", "node-1"]
         # The running kproxy holds 10256 and 10249.
         for flag, addr in (("--healthz-bind-address", "127.0.0.1:10256"),
                            ("--metrics-bind-address", "127.0.0.1:10249"),
@@ -195,7 +222,7 @@ class E2E(unittest.TestCase):
         ip = self.ip
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"),
                                                    (ip["a3"], "node-1")]))
-        self.lab.wait_rules("3 endpoints for web", lambda nat: sep_count(nat, "default/web:p") == 3)
+        self.wait_web("3 endpoints for web", "a1", "a2", "a3")
         r = self.client("10.96.0.10", 80, 600)
         self.assertEqual(r["errors"], {})
         # Each endpoint gets 1/3: 200 of 600 expected; binomial sd ~11.5, so
@@ -207,7 +234,7 @@ class E2E(unittest.TestCase):
     def test_03_removed_endpoint_gets_no_traffic(self):
         ip = self.ip
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
-        self.lab.wait_rules("a3 gone from web", lambda nat: sep_count(nat, "default/web:p") == 2)
+        self.wait_web("a3 gone from web", "a1", "a2")
         r = self.client("10.96.0.10", 80, 300)
         self.assertEqual(r["errors"], {})
         self.assertNotIn("a3", r["replies"])
@@ -251,9 +278,8 @@ class E2E(unittest.TestCase):
              "--same-socket", "--until-seconds", "8", "--timeout", "0.2"],
             stdout=subprocess.PIPE, text=True)
         self.replace_slice(slice_("dns-1", "dns", [(self.ip["a2"], "node-1")], port=5353, proto="UDP"))
-        self.lab.wait_rules("dns moved to a2", lambda nat: dnat_targets(nat, "default/dns:p") == [self.ip["a2"] + ":5353"])
+        self.lab.wait_targets("dns moved to a2", "default/dns", "p", self.eps("a2", port=5353))
         out, _ = proc.communicate(timeout=30)
-        import json
         r = json.loads(out)
         self.assertGreater(r["replies"].get("a2", 0), 0, "the live UDP flow never reached the new endpoint: %s" % r)
 
@@ -261,14 +287,14 @@ class E2E(unittest.TestCase):
         lab, ip = self.lab, self.ip
         lab.fault("drop-watches")
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a3"], "node-1")]))
-        lab.wait_rules("web back to 3 endpoints after a dropped watch", lambda nat: sep_count(nat, "default/web:p") == 3)
+        self.wait_web("web back to 3 endpoints after a dropped watch", "a1", "a2", "a3")
         # The next four watch requests fail with 500 (kubectl's writes are
         # not matched); kproxy must back off and come back.
         lab.fault("error", {"count": 4, "code": 500, "match": "watch=1"})
         lab.fault("drop-watches")
         wait_for("kproxy to use up the injected errors", lambda: lab.state()["faults"]["errorCount"] == 0, timeout=30)
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
-        lab.wait_rules("web at 2 endpoints after 500s", lambda nat: sep_count(nat, "default/web:p") == 2, timeout=30)
+        self.wait_web("web at 2 endpoints after 500s", "a1", "a2", timeout=30)
         self.assertKproxyRunning()
 
     def test_10_silent_watch_is_restarted(self):
@@ -278,7 +304,7 @@ class E2E(unittest.TestCase):
         wait_for("kproxy to restart a silent watch", lambda: "watch silent" in lab.kproxy_output(), timeout=20)
         lab.fault("clear")
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a3"], "node-1")]))
-        lab.wait_rules("web at 3 endpoints after a stall", lambda nat: sep_count(nat, "default/web:p") == 3, timeout=30)
+        self.wait_web("web at 3 endpoints after a stall", "a1", "a2", "a3", timeout=30)
 
     def test_11_api_server_restart_with_old_versions(self):
         lab, ip = self.lab, self.ip
@@ -292,9 +318,7 @@ class E2E(unittest.TestCase):
         self.assertEqual(sorted(r["replies"]), ["a1", "a2", "a3"])
         lab.start_apiserver(initial_rv=1000000, state=[state])
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a3"], "node-1")]))
-        lab.wait_rules("web without a2 after the API server restarted",
-                       lambda nat: dnat_targets(nat, "default/web:p") == sorted([ip["a1"] + ":8080", ip["a3"] + ":8080"]),
-                       timeout=60)
+        self.wait_web("web without a2 after the API server restarted", "a1", "a3", timeout=60)
         self.assertIn("410", lab.kproxy_output())
 
     def test_12_malformed_object_is_skipped(self):
@@ -303,7 +327,7 @@ class E2E(unittest.TestCase):
         bad["spec"]["ports"][0]["port"] = 70000
         lab.apply_objects("create", [bad])
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a3"], "node-1")]))
-        lab.wait_rules("web change applied next to a bad service", lambda nat: sep_count(nat, "default/web:p") == 3)
+        self.wait_web("web change applied next to a bad service", "a1", "a2", "a3")
         # The Services watch may still be backing off after test 11's restart.
         wait_for("kproxy to report the bad Service",
                  lambda: re.search(r"Invalid Service default/bad: spec.ports\[0\].port", lab.kproxy_output()),
@@ -311,58 +335,19 @@ class E2E(unittest.TestCase):
         r = self.client("10.96.0.10", 80, 90)
         self.assertEqual(r["errors"], {})
 
-    def test_12b_failed_restore_keeps_rules_and_retries(self):
-        lab, ip = self.lab, self.ip
-        nat = lab.nat()
-        sep = re.search(r'^-A (KUBE-SEP-\S+) .*"default/web:p" .*--to-destination %s:8080' % re.escape(ip["a3"]),
-                        nat, re.M).group(1)
-        # Someone else's rule points at a3's chain: deleting that chain, and
-        # so the whole transaction, fails.
-        lab.run(["iptables", "-t", "nat", "-N", "FOREIGN"], ns="n1")
-        lab.run(["iptables", "-t", "nat", "-A", "FOREIGN", "-j", sep], ns="n1")
-        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
-        wait_for("a failed sync", lambda: "Sync failed" in lab.kproxy_output(), timeout=20)
-        self.assertGreaterEqual(promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_iptables_restore_failures_total"), 1)
-        # The previous rules are all still there, and serve.
-        self.assertEqual(dnat_targets(lab.nat(), "default/web:p"),
-                         sorted(ip[p] + ":8080" for p in ("a1", "a2", "a3")))
-        r = self.client("10.96.0.10", 80, 60)
-        self.assertEqual(r["errors"], {})
-        # Once the obstacle is gone, the retry (after --iptables-sync-period) applies the change.
-        lab.run(["iptables", "-t", "nat", "-F", "FOREIGN"], ns="n1")
-        lab.run(["iptables", "-t", "nat", "-X", "FOREIGN"], ns="n1")
-        lab.wait_rules("the retried sync", lambda nat: sep_count(nat, "default/web:p") == 2, timeout=20)
-        self.assertKproxyRunning()
-
-    def test_12c_flushed_tables_are_restored(self):
-        lab = self.lab
-        # What a firewall reload does: every table flushed and its chains gone.
-        for table in ("mangle", "nat", "filter"):
-            lab.run(["iptables", "-t", table, "-F"], ns="n1")
-            lab.run(["iptables", "-t", table, "-X"], ns="n1")
-        self.assertEqual(sep_count(lab.nat(), "default/web:p"), 0)
-        # The canary is checked every --iptables-sync-period (4s here).
-        lab.wait_rules("a full resync after the flush", lambda nat: sep_count(nat, "default/web:p") == 2
-                       and "-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES" in nat,
-                       timeout=20)
-        self.assertIn("canary is gone", lab.kproxy_output())
-        r = self.client("10.96.0.10", 80, 60)
-        self.assertEqual(r["errors"], {})
-
     def test_13_stopped_proxy_keeps_rules_restart_applies_changes(self):
         lab, ip = self.lab, self.ip
         self.assertEqual(lab.stop_kproxy(signal.SIGTERM), 0)
-        before = lab.nat()
+        before = lab.rules()
         # A pod replaced while kproxy is down: a3 goes, a4 comes.
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a4"], "node-1")]))
         r = self.client("10.96.0.10", 80, 300)
         self.assertEqual(r["errors"], {})
         self.assertNotIn("a4", r["replies"])
-        self.assertEqual(rules(lab.nat()), rules(before))
+        self.assertEqual(steady(lab.rules()), steady(before))
         t0 = time.monotonic()
         lab.start_kproxy()
-        lab.wait_rules("a4 in web's rules after the restart",
-                       lambda nat: ip["a4"] + ":8080" in dnat_targets(nat, "default/web:p"), timeout=20)
+        self.wait_web("a4 in web's rules after the restart", "a1", "a2", "a4", timeout=20)
         took = time.monotonic() - t0
         r = self.client("10.96.0.10", 80, 300)
         self.assertIn("a4", r["replies"])
@@ -394,33 +379,195 @@ class E2E(unittest.TestCase):
         before = wait_for("the UDP flow's conntrack entry", dns_flow_ids, timeout=5)
         lab.stop_kproxy(signal.SIGTERM)
         lab.start_kproxy()
-        wait_for("healthz after restart", lambda: lab.healthz() == "200", timeout=20)
+        lab.wait_healthy("healthz after restart")
         after = dns_flow_ids()
         out, _ = proc.communicate(timeout=30)
-        import json
         r = json.loads(out)
         # Upstream flushes every UDP entry on restart (#122740); kproxy keeps
         # the entries of live flows to serving endpoints.
         self.assertTrue(set(before) <= set(after), (before, after))
         self.assertEqual(r["errors"], {}, r)
 
+    def test_15c_switch_to_the_other_mode_and_back(self):
+        lab = self.lab
+        for mode, other in ((self.OTHER, self.MODE), (self.MODE, self.OTHER)):
+            lab.stop_kproxy(signal.SIGTERM)
+            lab.start_kproxy(mode=mode)
+            lab.wait_targets("web's rules in %s mode" % mode, "default/web", "p", self.eps("a1", "a2", "a4"),
+                             timeout=20, mode=mode)
+            lab.wait_healthy("healthz in %s mode" % mode)
+            self.assertEqual(lab.leftovers(other), [], "%s mode left rules of %s mode" % (mode, other))
+            r = self.client("10.96.0.10", 80, 60)
+            self.assertEqual(r["errors"], {})
+            self.assertEqual(sorted(r["replies"]), ["a1", "a2", "a4"])
+
     def test_16_cleanup_removes_everything(self):
         lab = self.lab
         lab.stop_kproxy(signal.SIGTERM)
-        # Also the other mode's state: an nftables-mode table as render writes it.
-        script = lab.run([lab.kproxy_bin, "render", "--proxy-mode", "nftables", "--hostname-override", "node-1",
-                          "--cluster-cidr", "10.244.0.0/16", "-"], ns="n1",
-                         input=lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout).stdout
-        lab.run(["nft", "-f", "-"], ns="n1", input=script)
-        self.assertEqual(lab.run(["nft", "list", "table", "ip", "kube-proxy"], ns="n1", check=False).returncode, 0)
+        # Also the other mode's rules, as render writes them.
+        state = lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout
+        script = lab.run([lab.kproxy_bin, "render", "--proxy-mode", self.OTHER, "--hostname-override", "node-1",
+                          "--cluster-cidr", "10.244.0.0/16", "-"], ns="n1", input=state).stdout
+        lab.run(["iptables-restore", "--noflush"] if self.OTHER == "iptables" else ["nft", "-f", "-"], ns="n1",
+                input=script)
+        for mode in (self.MODE, self.OTHER):
+            self.assertNotEqual(lab.leftovers(mode), [], "no %s rules to clean up" % mode)
         for _ in range(2):      # idempotent
             p = lab.run([lab.kproxy_bin, "--cleanup"], ns="n1", check=False)
             self.assertEqual(p.returncode, 0, p.stderr)
-        for table in ("nat", "filter", "mangle"):
-            out = lab.run(["iptables-save", "-t", table], ns="n1").stdout
-            leftover = [l for l in out.splitlines() if "KUBE-" in l and "KUBE-FIREWALL" not in l]
-            self.assertEqual(leftover, [], table)
-        self.assertNotEqual(lab.run(["nft", "list", "table", "ip", "kube-proxy"], ns="n1", check=False).returncode, 0)
+        for mode in (self.MODE, self.OTHER):
+            self.assertEqual(lab.leftovers(mode), [], mode)
+
+
+class E2EIptables(Suite, unittest.TestCase):
+    MODE, OTHER = "iptables", "nftables"
+
+    def assert_first_sync_rules(self):
+        lab = self.lab
+        nat = lab.nat()
+        self.assertIn("KUBE-NODEPORTS", nat)
+        filt = lab.run(["iptables-save", "-t", "filter"], ns="n1").stdout
+        self.assertIn('"default/empty:p has no endpoints"', filt)
+        # The jump rules from the built-in chains and the canaries are there.
+        self.assertRegex(nat, r'-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES')
+        mangle = lab.run(["iptables-save", "-t", "mangle"], ns="n1").stdout
+        self.assertIn(":KUBE-PROXY-CANARY", mangle)
+
+    def test_12b_failed_restore_keeps_rules_and_retries(self):
+        lab, ip = self.lab, self.ip
+        nat = lab.nat()
+        sep = re.search(r'^-A (KUBE-SEP-\S+) .*"default/web:p" .*--to-destination %s:8080' % re.escape(ip["a3"]),
+                        nat, re.M).group(1)
+        # Someone else's rule points at a3's chain: deleting that chain, and
+        # so the whole transaction, fails.
+        lab.run(["iptables", "-t", "nat", "-N", "FOREIGN"], ns="n1")
+        lab.run(["iptables", "-t", "nat", "-A", "FOREIGN", "-j", sep], ns="n1")
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
+        wait_for("a failed sync", lambda: "Sync failed" in lab.kproxy_output(), timeout=20)
+        self.assertGreaterEqual(
+            promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_iptables_restore_failures_total"), 1)
+        # The previous rules are all still there, and serve.
+        self.assertEqual(lab.targets("default/web", "p"), self.eps("a1", "a2", "a3"))
+        r = self.client("10.96.0.10", 80, 60)
+        self.assertEqual(r["errors"], {})
+        # Once the obstacle is gone, the retry (after --iptables-sync-period) applies the change.
+        lab.run(["iptables", "-t", "nat", "-F", "FOREIGN"], ns="n1")
+        lab.run(["iptables", "-t", "nat", "-X", "FOREIGN"], ns="n1")
+        self.wait_web("the retried sync", "a1", "a2", timeout=20)
+        self.assertKproxyRunning()
+
+    def test_12c_flushed_tables_are_restored(self):
+        lab = self.lab
+        # What a firewall reload does: every table flushed and its chains gone.
+        for table in ("mangle", "nat", "filter"):
+            lab.run(["iptables", "-t", table, "-F"], ns="n1")
+            lab.run(["iptables", "-t", table, "-X"], ns="n1")
+        self.assertEqual(lab.targets("default/web", "p"), [])
+        # The canary is checked every --iptables-sync-period (4s here).
+        jump = '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES'
+        lab.wait_rules("a full resync after the flush",
+                       lambda nat: lab.targets("default/web", "p", nat) == self.eps("a1", "a2") and jump in nat,
+                       timeout=20)
+        self.assertIn("canary is gone", lab.kproxy_output())
+        r = self.client("10.96.0.10", 80, 60)
+        self.assertEqual(r["errors"], {})
+
+
+class E2ENftables(Suite, unittest.TestCase):
+    MODE, OTHER = "nftables", "iptables"
+
+    def assert_first_sync_rules(self):
+        r = self.lab.nft()
+        chains = nft_chains(r)
+        for base, hook in (("nat-prerouting", "nat hook prerouting"), ("nat-output", "nat hook output"),
+                           ("nat-postrouting", "nat hook postrouting"), ("filter-input", "filter hook input"),
+                           ("filter-forward", "filter hook forward"), ("filter-output", "filter hook output")):
+            self.assertIn(base, chains)
+            self.assertTrue(chains[base][0].startswith("type %s " % hook), chains[base])
+        self.assertIn("jump services", chains["nat-prerouting"])
+        self.assertTrue(any(re.fullmatch(r'10\.96\.0\.30 \. tcp \. 80( comment ".*")? : goto reject-chain', e)
+                            for e in nft_elements(r, "no-endpoint-services")), nft_elements(r, "no-endpoint-services"))
+        # nodePortAddresses defaults to "primary" in nftables mode: the node's InternalIP.
+        self.assertEqual(nft_elements(r, "nodeport-ips"), {NODE_IPS["node-1"]})
+
+    # Another process changes kproxy's table: kproxy notices and repairs it
+    # (within --iptables-sync-period, 4s here), and web serves again.
+
+    def assert_repaired(self, what, *nft_commands):
+        lab = self.lab
+        before = table_state(lab.nft())
+        web = sorted(p for p, a in self.ip.items() if a + ":8080" in lab.targets("default/web", "p"))
+        self.assertTrue(web, "web has no endpoints in the kernel before the fault")
+        self.addCleanup(self.reset_if_broken, before)
+        for cmd in nft_commands:
+            lab.run(["nft", cmd], ns="n1")
+        try:
+            lab.wait_rules(what + " repaired", lambda r: table_state(r) == before, timeout=12)
+            failed = None
+        except LabError as e:
+            failed = "%s; differences: %s" % (e, describe_diff(before, table_state(lab.nft())))
+        if failed:
+            self.fail(failed)
+        r = self.client("10.96.0.10", 80, 60)
+        self.assertEqual(r["errors"], {})
+        self.assertEqual(sorted(r["replies"]), web)
+
+    def reset_if_broken(self, want):
+        """After a failed repair, a fresh start so that the next tests find a right table."""
+        lab = self.lab
+        if table_state(lab.nft()) == want:
+            return
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.run(["nft", "delete table ip kube-proxy"], ns="n1", check=False)
+        lab.start_kproxy()
+        lab.wait_rules("a fresh table after a failed repair", lambda r: table_state(r) == want, timeout=20)
+
+    def web_chain(self):
+        return next((c for c in nft_chains(self.lab.nft()) if re.fullmatch(r"service-\w{8}-default/web/tcp/p", c)),
+                    None)
+
+    def test_12b_deleted_table_is_restored(self):
+        self.assert_repaired("the deleted table", "delete table ip kube-proxy")
+
+    def test_12c_flushed_service_chain_is_repaired(self):
+        self.assert_repaired("web's flushed service chain", "flush chain ip kube-proxy " + self.web_chain())
+
+    def test_12d_foreign_rule_is_removed(self):
+        self.assert_repaired("a foreign rule in services",
+                             "insert rule ip kube-proxy services ip daddr 10.96.0.10 tcp dport 80 drop")
+
+    def test_12e_deleted_map_element_is_restored(self):
+        self.assert_repaired("web's deleted service-ips element",
+                             "delete element ip kube-proxy service-ips { 10.96.0.10 . tcp . 80 }")
+
+    def test_12g_refused_repair_keeps_rules_and_rebuilds(self):
+        lab = self.lab
+        before = table_state(lab.nft())
+        self.addCleanup(self.reset_if_broken, before)
+        failures = promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_nftables_sync_failures_total")
+        # A foreign verdict map points at a foreign chain: the in-place
+        # repair deletes the chain before the map, so the kernel refuses
+        # the whole transaction; the next attempt rebuilds the table.
+        for cmd in ("add chain ip kube-proxy foreign", "add map ip kube-proxy foreign-map { type ipv4_addr : verdict ; }",
+                    "add element ip kube-proxy foreign-map { 192.0.2.1 : goto foreign }"):
+            lab.run(["nft", cmd], ns="n1")
+        wait_for("a refused transaction",
+                 lambda: promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_nftables_sync_failures_total")
+                 > failures, timeout=20)
+        self.assertRegex(lab.kproxy_output(), r"transaction of \d+ messages failed: delete chain foreign: "
+                                              r"Device or resource busy")
+        # Refused means nothing changed: web still serves, foreign objects included.
+        r = self.client("10.96.0.10", 80, 30)
+        self.assertEqual(r["errors"], {})
+        lab.wait_rules("the table rebuilt without the foreign objects", lambda t: table_state(t) == before,
+                       timeout=20)
+        self.assertIn("(rebuilt)", lab.kproxy_output())
+        r = self.client("10.96.0.10", 80, 60)
+        self.assertEqual(r["errors"], {})
+
+    def test_12f_foreign_chain_is_removed(self):
+        self.assert_repaired("a foreign chain", "add chain ip kube-proxy foreign",
+                             "add rule ip kube-proxy foreign ip daddr 10.96.0.10 drop")
 
 
 if __name__ == "__main__":
