@@ -419,6 +419,33 @@ void nftables_monitor_drain(struct nftables_monitor *m) {
         }
 }
 
+int nftables_monitor_listen(struct nftables_monitor *m, bool on) {
+        int group = NFNLGRP_NFTABLES;
+        if (mnl_socket_setsockopt(m->nl, on ? NETLINK_ADD_MEMBERSHIP : NETLINK_DROP_MEMBERSHIP, &group,
+                                  sizeof group) < 0)
+                return -errno;
+        return 0;
+}
+
+static int gen_cb(const struct nlmsghdr *nlh, void *data) {
+        const struct nlattr *a;
+        mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+                if (mnl_attr_get_type(a) == NFTA_GEN_ID && mnl_attr_validate(a, MNL_TYPE_U32) == 0)
+                        *(uint32_t *) data = ntohl(mnl_attr_get_u32(a));
+        }
+        return MNL_CB_OK;
+}
+
+int nftables_genid(struct nftables *n, uint32_t *ret) {
+        char buf[MNL_SOCKET_BUFFER_SIZE];
+        uint32_t gen = 0;
+        struct nlmsghdr *nlh = request(n, buf, NFT_MSG_GETGEN, NLM_F_ACK, 4);
+        int r = talk(n, nlh, gen_cb, &gen);
+        if (r == 0)
+                *ret = gen;
+        return r;
+}
+
 /* --- cleanup --- */
 
 int nftables_cleanup(void) {

@@ -54,6 +54,13 @@ struct nftables_monitor *nftables_monitor_close(struct nftables_monitor *m);
 int nftables_monitor_fd(const struct nftables_monitor *m);
 /* Reads every pending notification, calling fn for those that matter. */
 void nftables_monitor_drain(struct nftables_monitor *m);
+/* Stops (on false) or resumes notifications. The kernel builds one for
+ * every object a transaction touches while anyone listens, a quarter of
+ * the cost of loading a large table; nftables_genid() tells whether anyone
+ * else committed meanwhile. Returns 0 or -errno. */
+int nftables_monitor_listen(struct nftables_monitor *m, bool on);
+/* The ruleset generation: every committed transaction, anyone's, adds one. */
+int nftables_genid(struct nftables *n, uint32_t *ret);
 
 /* Deletes the "kube-proxy" table of the ip and ip6 families if present.
  * Returns 0 (also when there was nothing to delete), or -errno when an

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "apply/nftables.h"
 #include "model/model.h"
@@ -41,7 +42,7 @@
 #include "util/hmap.h"
 #include "util/log.h"
 
-#define DEFAULT_CHUNK 50000
+#define DEFAULT_CHUNK 25000
 /* Element ids: "<set>/<key in hex>". */
 #define ELEM_ID_MAX (64 + 2 * NFTMSG_KEY_MAX)
 
@@ -373,7 +374,11 @@ static int txn_commit(struct nftsync *s, struct txn *t, struct nftsync_stats *st
         nftmsg_append(&m, &t->tail);
         nftmsg_batch_end(&m);
         s->seq = m.seq;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         r = nftables_commit(s->nl, &m, err, sizeof err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        st->kernel_seconds += (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
         if (r < 0)
                 log_error("IPv%u nftables transaction of %zu messages failed: %s", s->family, m.n, err);
         st->transactions++;
@@ -723,7 +728,7 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
          * remains, or everything when it must be one transaction). */
         nftmsg_append(&t.body, &fin.body);
         nftmsg_append(&t.del_el, &fin.del_el);
-        nftmsg_append(&t.add_el, &fin.add_el);
+        nftmsg_append_elems_merged(&t.add_el, &fin.add_el);
         nftmsg_append(&t.tail, &fin.tail);
         r = txn_commit(s, &t, st);
 out:

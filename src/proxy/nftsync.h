@@ -32,6 +32,7 @@ struct nftsync_stats {
         size_t elements_added;
         size_t elements_deleted;
         size_t conflicts;               /* map keys claimed by two services: the first keeps it */
+        double kernel_seconds;          /* spent in the kernel's transactions (wall) */
 };
 
 /* nl is borrowed. Returns 0 or -ENOMEM. */

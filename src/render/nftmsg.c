@@ -20,6 +20,7 @@
 #include "render/nftmsg.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <endian.h>
 #include <libmnl/libmnl.h>
 #include <net/if.h>
@@ -762,6 +763,74 @@ void nftmsg_append_range(struct nftmsg *m, const struct nftmsg *src, size_t off,
                 m->last = o;
                 m->n++;
                 o += NLMSG_ALIGN(nlh->nlmsg_len);
+        }
+}
+
+#define MERGED_MAX (32 * 1024)
+
+/* The set name and the first list element of a one-element message. */
+static int elem_parts(const struct nlmsghdr *nlh, const char **ret_set, const struct nlattr **ret_elem) {
+        const struct nlattr *a, *e;
+        *ret_set = NULL;
+        *ret_elem = NULL;
+        mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+                if (mnl_attr_get_type(a) == NFTA_SET_ELEM_LIST_SET)
+                        *ret_set = mnl_attr_get_str(a);
+                else if (mnl_attr_get_type(a) == NFTA_SET_ELEM_LIST_ELEMENTS)
+                        mnl_attr_for_each_nested(e, a) {
+                                *ret_elem = e;
+                                break;
+                        }
+        }
+        return *ret_set && *ret_elem ? 0 : -EINVAL;
+}
+
+void nftmsg_append_elems_merged(struct nftmsg *m, const struct nftmsg *src) {
+        const char *sets[16];
+        size_t n_sets = 0;
+
+        /* The sets, in order of first use (kproxy fills a handful). */
+        for (size_t off = 0; off < src->b.len;) {
+                const struct nlmsghdr *nlh = (const struct nlmsghdr *) (src->b.data + off);
+                const char *set;
+                const struct nlattr *e;
+                off += NLMSG_ALIGN(nlh->nlmsg_len);
+                if (elem_parts(nlh, &set, &e) < 0)
+                        continue;
+                size_t i = 0;
+                while (i < n_sets && strcmp(sets[i], set) != 0)
+                        i++;
+                if (i == n_sets && n_sets < ELEMENTSOF(sets))
+                        sets[n_sets++] = set;
+        }
+        for (size_t i = 0; i < n_sets; i++) {
+                struct nlmsghdr *nlh = NULL;
+                struct nlattr *list = NULL;
+                for (size_t off = 0; off < src->b.len;) {
+                        const struct nlmsghdr *one = (const struct nlmsghdr *) (src->b.data + off);
+                        const char *set;
+                        const struct nlattr *e;
+                        off += NLMSG_ALIGN(one->nlmsg_len);
+                        if (elem_parts(one, &set, &e) < 0 || strcmp(set, sets[i]) != 0)
+                                continue;
+                        if (nlh && nlh->nlmsg_len + e->nla_len > MERGED_MAX) {
+                                mnl_attr_nest_end(nlh, list);
+                                msg_end(m, nlh);
+                                nlh = NULL;
+                        }
+                        if (!nlh) {
+                                nlh = msg(m, NFT_MSG_NEWSETELEM, NLM_F_CREATE, MERGED_MAX + 1024);
+                                mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, TABLE);
+                                mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, sets[i]);
+                                list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+                        }
+                        memcpy(mnl_nlmsg_get_payload_tail(nlh), e, MNL_ALIGN(e->nla_len));
+                        nlh->nlmsg_len += MNL_ALIGN(e->nla_len);
+                }
+                if (nlh) {
+                        mnl_attr_nest_end(nlh, list);
+                        msg_end(m, nlh);
+                }
         }
 }
 

@@ -73,5 +73,9 @@ size_t nftmsg_elem_key(uint8_t family, const struct nftir_elem *e, uint8_t key[N
 /* Appends src's messages (whole, from another nftmsg of the same family)
  * to m, renumbering them in m's sequence. */
 void nftmsg_append(struct nftmsg *m, const struct nftmsg *src);
+/* src's element messages (nftmsg_elem()'s, one element each), as few
+ * messages as possible: one per set, up to about 32 kB each. The kernel
+ * looks the set up once per message, not once per element. */
+void nftmsg_append_elems_merged(struct nftmsg *m, const struct nftmsg *src);
 /* The same for the messages in bytes [off, off + len) of src. */
 void nftmsg_append_range(struct nftmsg *m, const struct nftmsg *src, size_t off, size_t len);
