@@ -70,8 +70,12 @@ static size_t count_family(const struct inet_addr *a, size_t n, uint8_t family) 
 static int merge(const struct svc_port *port, uint8_t family, const struct slice *const *slices,
                  size_t n_slices, const char *node_name, struct svc_port_endpoints *r) {
         size_t cap = 0;
+        /* A slice may list the same port twice (the API does not validate
+         * what kproxy reads from a file); each match adds its endpoints. */
         for (size_t i = 0; i < n_slices; i++)
-                cap += slices[i]->n_endpoints;
+                for (size_t j = 0; j < slices[i]->n_ports; j++)
+                        if (slices[i]->family == family && slices[i]->ports[j].proto == port->proto)
+                                cap += slices[i]->n_endpoints;
         if (cap == 0)
                 return 0;
         r->all = malloc(cap * sizeof *r->all);

@@ -136,7 +136,8 @@ static void ud_put(struct udata *u, uint8_t type, const void *v, size_t len) {
         assert(u->len + 2 + len <= sizeof u->b && len < 256);
         u->b[u->len++] = type;
         u->b[u->len++] = (uint8_t) len;
-        memcpy(u->b + u->len, v, len);
+        if (len > 0)
+                memcpy(u->b + u->len, v, len);
         u->len += len;
 }
 
@@ -756,6 +757,8 @@ void nftmsg_elem_del(struct nftmsg *m, const char *set, const uint8_t *key, size
 
 void nftmsg_append_range(struct nftmsg *m, const struct nftmsg *src, size_t off, size_t len) {
         size_t start = m->b.len;
+        if (len == 0)
+                return;         /* src may be an empty buffer's NULL */
         buf_put(&m->b, src->b.data + off, len);
         for (size_t o = start; o < m->b.len;) {
                 struct nlmsghdr *nlh = (struct nlmsghdr *) (m->b.data + o);

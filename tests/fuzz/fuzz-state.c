@@ -16,6 +16,9 @@
 #include "kube/decode.h"
 #include "kube/load.h"
 #include "model/model.h"
+#include <linux/netlink.h>
+
+#include "render/nftmsg.h"
 #include "render/render.h"
 #include "util/buf.h"
 
@@ -60,6 +63,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 assert(c == '\n' || (c >= 0x20 && c < 0x7f));
                                 assert(c != '\'' && c != '`' && c != '$' && c != '\\');
                         }
+                        /* The daemon's netlink encoding of the same: every
+                         * message well formed and inside the buffer. */
+                        struct nftmsg msgs;
+                        nftmsg_init(&msgs, family, 0);
+                        render_nftables_netlink(m, &p, NULL, 0, &msgs);
+                        size_t off = 0;
+                        while (off < msgs.b.len) {
+                                const struct nlmsghdr *nlh = (const struct nlmsghdr *) (msgs.b.data + off);
+                                assert(msgs.b.len - off >= sizeof *nlh && nlh->nlmsg_len >= sizeof *nlh);
+                                assert(nlh->nlmsg_len <= msgs.b.len - off);
+                                off += NLMSG_ALIGN(nlh->nlmsg_len);
+                        }
+                        nftmsg_done(&msgs);
                 }
                 render_params_done(&p);
                 buf_done(&out);
