@@ -66,6 +66,7 @@ struct proxier {
         bool need_full;
         bool need_full_soon;            /* a full sync to check on one that could not listen */
         bool udp_changed;               /* a changed service has (or had) a UDP port */
+        bool hcnp_changed;              /* ... or a health-check node port */
         uint64_t last_full_ms, last_sync_ms;
         uint64_t sync_due;              /* when sync_timer fires */
         struct ev_timer *sync_timer, *canary_timer;
@@ -110,6 +111,18 @@ static void request_sync(struct proxier *p) {
         schedule_sync(p, delay);
 }
 
+/* What a change to s means beyond its own rules: stale UDP conntrack
+ * entries to look for, health-check node ports to update. Called with the
+ * service before and after the change (either may be NULL). */
+static void note_service(struct proxier *p, const struct svc *s) {
+        if (!s)
+                return;
+        if (svc_has_udp(s))
+                p->udp_changed = true;
+        if (s->health_check_node_port)
+                p->hcnp_changed = true;
+}
+
 static void mark_changed(struct proxier *p, const char *service_key) {
         if (!hmap_get(&p->changed, service_key)) {
                 char *k = strdup(service_key);
@@ -117,8 +130,7 @@ static void mark_changed(struct proxier *p, const char *service_key) {
                         abort();
                 hmap_put(&p->changed, k, k);
         }
-        if (svc_has_udp(model_service_get(p->model, service_key)))
-                p->udp_changed = true;
+        note_service(p, model_service_get(p->model, service_key));
         if (p->initialized)
                 for (size_t i = 0; i < p->n_fam; i++)
                         health_server_queued(p->health, p->fam[i].family);
@@ -130,8 +142,7 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
         struct svc *s = NULL;
 
         if (!obj) {
-                if (svc_has_udp(model_service_get(p->model, key)))
-                        p->udp_changed = true;
+                note_service(p, model_service_get(p->model, key));
                 if (model_service_delete(p->model, key) == 0) {
                         metrics_change_queued(p->metrics, false);
                         mark_changed(p, key);
@@ -144,8 +155,7 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
                             model_service_get(p->model, key) ? "keeping its previous version" : "ignoring it");
                 return;
         }
-        if (svc_has_udp(model_service_get(p->model, key)))
-                p->udp_changed = true;
+        note_service(p, model_service_get(p->model, key));
         if (r == KUBE_IGNORED) {
                 log_v(2, "Ignoring Service %s: %s", key, err);
                 if (model_service_delete(p->model, key) == 0)
@@ -585,7 +595,9 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                         sum.n_no_local_external += c.n_no_local_external;
                         if (p->udp_changed || p->n_syncs == 0)
                                 reconcile_udp(p, &rp);
-                        if (i == 0)
+                        /* Every service is looked at: only when one that has
+                                 * (or had) a health-check node port changed. */
+                        if (i == 0 && (full || p->hcnp_changed))
                                 update_hcnp(p, &rp);
                 }
                 render_params_done(&rp);
@@ -615,6 +627,7 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                 free(v);
         hmap_done(&p->changed);
         p->udp_changed = false;
+        p->hcnp_changed = false;
         p->need_full = false;
         if (full)
                 p->last_full_ms = start;
