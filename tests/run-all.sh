@@ -30,6 +30,7 @@ run golden-nft "$here/golden-nft/run.sh" "$build"
 run netns-restore "$here/netns/test-restore.sh" "$build"
 run netns-conntrack "$here/netns/test-conntrack.sh" "$build"
 run netns-nftmsg "$here/netns/test-nftmsg.sh" "$build"
+run netns-nftsync "$here/netns/test-nftsync.sh" "$build"
 run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
 run e2e env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2EIptables
 run e2e-nft env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2ENftables

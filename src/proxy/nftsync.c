@@ -403,8 +403,9 @@ static void wait_for_key(struct nftsync *s, const char *id, const char *svc) {
         hmap_put(&s->waiting, w->id, w);
 }
 
-/* Claims or refreshes u's elements for r (r's old elements must already
- * be released or kept in `keep`); new element messages go to add_el. */
+/* Claims u's elements for r. old: r's previous elements (already let go
+ * of in s->owners), NULL on a full sync; an element whose value changed is
+ * deleted and added, a new one added (t's del_el and add_el). */
 static void claim_elements(struct nftsync *s, struct rec *r, const struct unit *u, struct txn *t,
                            const struct hmap *old, struct nftsync_stats *st) {
         struct hmap seen = HMAP_INIT;
@@ -438,6 +439,20 @@ static void claim_elements(struct nftsync *s, struct rec *r, const struct unit *
 }
 
 /* --- partial sync --- */
+
+/* The record of what u puts in the kernel (its elements: claim_elements()). */
+static struct rec *record_of(const char *key, const struct unit *u) {
+        struct rec *r = xcalloc(1, sizeof *r);
+        r->key = xstrdup(key);
+        r->chains = xcalloc(u->n_ch, sizeof *r->chains);
+        r->sets = xcalloc(u->n_st, sizeof *r->sets);
+        for (size_t i = 0; i < u->n_ch; i++)
+                r->chains[r->n_chains++] = (struct rec_chain) {xstrdup(u->ch[i].name), u->ch[i].hash};
+        for (size_t i = 0; i < u->n_st; i++)
+                r->sets[r->n_sets++] = (struct rec_set) {xstrdup(u->st[i].name), u->st[i].timeout};
+        return r;
+}
+
 
 /* Diffs u (the service's new rendering) against its record old (may be
  * NULL) into t, and returns the new record (NULL when the service puts
@@ -504,16 +519,8 @@ static struct rec *diff_service(struct nftsync *s, const char *key, struct rec *
                         st->chains_deleted++;
                 }
 
-        if (u->n_ch + u->n_st + u->n_el > 0) {
-                r = xcalloc(1, sizeof *r);
-                r->key = xstrdup(key);
-                r->chains = xcalloc(u->n_ch, sizeof *r->chains);
-                r->sets = xcalloc(u->n_st, sizeof *r->sets);
-                for (size_t i = 0; i < u->n_ch; i++)
-                        r->chains[r->n_chains++] = (struct rec_chain) {xstrdup(u->ch[i].name), u->ch[i].hash};
-                for (size_t i = 0; i < u->n_st; i++)
-                        r->sets[r->n_sets++] = (struct rec_set) {xstrdup(u->st[i].name), u->st[i].timeout};
-        }
+        if (u->n_ch + u->n_st + u->n_el > 0)
+                r = record_of(key, u);
 
         /* Elements: let go of the old ones, claim the new ones (taking back
          * those kept), then delete what was not taken back. */
@@ -624,17 +631,6 @@ static void emit_in_place(const struct unit *u, const struct hmap *chains, const
         st->chains_written += u->n_ch;
 }
 
-static struct rec *record_of(const char *key, const struct unit *u) {
-        struct rec *r = xcalloc(1, sizeof *r);
-        r->key = xstrdup(key);
-        r->chains = xcalloc(u->n_ch, sizeof *r->chains);
-        r->sets = xcalloc(u->n_st, sizeof *r->sets);
-        for (size_t i = 0; i < u->n_ch; i++)
-                r->chains[r->n_chains++] = (struct rec_chain) {xstrdup(u->ch[i].name), u->ch[i].hash};
-        for (size_t i = 0; i < u->n_st; i++)
-                r->sets[r->n_sets++] = (struct rec_set) {xstrdup(u->st[i].name), u->st[i].timeout};
-        return r;
-}
 
 /* The fixed part's record, under a key no service has. */
 #define FIXED_KEY ""

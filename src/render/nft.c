@@ -34,6 +34,7 @@
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/hmap.h"
 
 #define BODY_MAX 241            /* 240 characters and NUL: upstream's budget */
 
@@ -549,6 +550,69 @@ int render_nft_service(const struct model *m, const struct svc *s, const struct 
         return r;
 }
 
+/* --- one owner per map key --- */
+
+/* Two services may claim one key (an external IP and port both list):
+ * the kernel takes one value per key, and a transaction adding two fails.
+ * The first service in key order keeps it, as the daemon's full sync
+ * decides (proxy/nftsync.c). This wraps a sink and drops later claims. */
+struct dedupe {
+        const struct nftir_sink *inner;
+        uint8_t family;
+        struct hmap seen;
+};
+
+static void dd_table(void *ud) {
+        struct dedupe *d = ud;
+        d->inner->table(d->inner->ud);
+}
+
+static void dd_set(void *ud, const struct nftir_set *s) {
+        struct dedupe *d = ud;
+        d->inner->set(d->inner->ud, s);
+}
+
+static void dd_chain(void *ud, const struct nftir_chain *c) {
+        struct dedupe *d = ud;
+        d->inner->chain(d->inner->ud, c);
+}
+
+static void dd_elem(void *ud, const struct nftir_elem *e) {
+        struct dedupe *d = ud;
+        uint8_t key[NFTMSG_KEY_MAX];
+        size_t n = nftmsg_elem_key(d->family, e, key);
+        char id[64 + 2 * NFTMSG_KEY_MAX];
+        int len = snprintf(id, sizeof id, "%s/", e->set);
+        for (size_t i = 0; i < n; i++)
+                len += snprintf(id + len, sizeof id - (size_t) len, "%02x", key[i]);
+        if (hmap_get(&d->seen, id))
+                return;
+        char *k = strdup(id);
+        if (!k)
+                abort();
+        hmap_put(&d->seen, k, k);
+        d->inner->elem(d->inner->ud, e);
+}
+
+/* The fixed part and every service, in key order, through sink. */
+static int render_all(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
+                      size_t n_service_cidrs, const struct nftir_sink *sink) {
+        struct dedupe d = {.inner = sink, .family = p->family};
+        struct nftir_sink outer = {dd_table, dd_set, dd_chain, dd_elem, &d};
+        size_t n_svcs;
+        const struct svc **svcs = model_services_sorted(m, &n_svcs);
+        int r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &outer);
+        for (size_t i = 0; i < n_svcs && r == 0; i++)
+                r = render_nft_service(m, svcs[i], p, &outer);
+        free(svcs);
+        const char *k;
+        void *v;
+        for (size_t i = 0; hmap_next(&d.seen, &i, &k, &v);)
+                free(v);
+        hmap_done(&d.seen);
+        return r;
+}
+
 /* --- the text sink: a first full sync's script, objects before their users --- */
 
 struct text_sink {
@@ -582,19 +646,14 @@ int render_nftables(const struct model *m, const struct render_params *p, const 
                     size_t n_service_cidrs, struct buf *out) {
         struct text_sink x = {.family = p->family};
         struct nftir_sink sink = {text_table, text_set, text_chain, text_elem, &x};
-        size_t n_svcs;
-        const struct svc **svcs = model_services_sorted(m, &n_svcs);
-        int r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
+        int r = render_all(m, p, service_cidrs, n_service_cidrs, &sink);
 
-        for (size_t i = 0; i < n_svcs && r == 0; i++)
-                r = render_nft_service(m, svcs[i], p, &sink);
         if (r == 0) {
                 buf_put(out, x.objs.data, x.objs.len);
                 buf_put(out, x.chains.data, x.chains.len);
                 buf_put(out, x.rules.data, x.rules.len);
                 buf_put(out, x.elems.data, x.elems.len);
         }
-        free(svcs);
         buf_done(&x.objs);
         buf_done(&x.chains);
         buf_done(&x.rules);
@@ -630,8 +689,6 @@ int render_nftables_netlink(const struct model *m, const struct render_params *p
                             const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftmsg *out) {
         struct msg_sink x;
         struct nftir_sink sink = {msg_table, msg_set, msg_chain, msg_elem, &x};
-        size_t n_svcs;
-        const struct svc **svcs = model_services_sorted(m, &n_svcs);
         int r;
 
         nftmsg_init(&x.objs, p->family, 0);
@@ -639,16 +696,13 @@ int render_nftables_netlink(const struct model *m, const struct render_params *p
         nftmsg_init(&x.rules, p->family, 0);
         nftmsg_init(&x.elems, p->family, 0);
         nftmsg_share_set_ids(&x.rules, &x.objs);
-        r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
-        for (size_t i = 0; i < n_svcs && r == 0; i++)
-                r = render_nft_service(m, svcs[i], p, &sink);
+        r = render_all(m, p, service_cidrs, n_service_cidrs, &sink);
         if (r == 0) {
                 nftmsg_append(out, &x.objs);
                 nftmsg_append(out, &x.chains);
                 nftmsg_append(out, &x.rules);
                 nftmsg_append(out, &x.elems);
         }
-        free(svcs);
         nftmsg_done(&x.objs);
         nftmsg_done(&x.chains);
         nftmsg_done(&x.rules);
