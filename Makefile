@@ -3,6 +3,7 @@
 #   make            build build/kproxy
 #   make check      install build dependencies, build, run every test (also under ASan/UBSan)
 #   make demo       install build dependencies, build, run the bundled example
+#                   (PROXY_MODE=nftables for nftables mode)
 #   make bench      optimised build and benchmarks
 #
 # Out-of-tree builds: BUILD=dir. SANITIZE=1 builds with ASan and UBSan.
@@ -87,7 +88,7 @@ fuzz: build-fuzz/fuzz-state
 
 demo: deps
 	$(MAKE) all
-	examples/demo.sh $(BUILD)
+	examples/demo.sh $(BUILD) $(PROXY_MODE)
 
 bench: deps
 	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render

@@ -16,7 +16,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "e2e"))
-from netlab import Lab, dnat_targets, slice_  # noqa: E402
+from netlab import Lab, slice_  # noqa: E402
 
 WEB_IP, WEB_PORT = "10.96.10.20", 80
 
@@ -35,7 +35,8 @@ def show(title, r, total):
 
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
-    lab = Lab(build)
+    mode = sys.argv[2] if len(sys.argv) > 2 else "iptables"
+    lab = Lab(build, mode)
     try:
         print("== Building the network: node-1 and node-2 namespaces, one namespace per pod")
         lab.build_topology()
@@ -47,15 +48,25 @@ def main():
         lab.start_apiserver(state=[os.path.join(HERE, "cluster.yaml")])
         print(lab.kubectl("get", "services", "-A").stdout.rstrip())
 
-        print("\n== Starting kproxy in node-1's namespace")
+        print("\n== Starting kproxy in node-1's namespace (%s mode)" % mode)
         lab.start_kproxy()
         t0 = time.monotonic()
-        lab.wait_rules("shop/web's rules", lambda nat: len(dnat_targets(nat, "shop/web:http")) == 3,
-                       timeout=30)
+        lab.wait_rules("shop/web's rules", lambda r: len(lab.targets("shop/web", "http", r)) == 3, timeout=30)
         print("   rules for shop/web in the kernel after %.2f s:" % (time.monotonic() - t0))
-        for line in lab.nat().splitlines():
-            if "shop/web:http" in line and line.split()[1].startswith(("KUBE-SVC", "KUBE-SERVICES")):
-                print("   " + line)
+        if mode == "iptables":
+            for line in lab.nat().splitlines():
+                if "shop/web:http" in line and line.split()[1].startswith(("KUBE-SVC", "KUBE-SERVICES")):
+                    print("   " + line)
+        else:
+            lines = lab.nft().splitlines()
+            for i, line in enumerate(lines):
+                if "10.96.10.20 . tcp . 80" in line or ("chain service-" in line and "shop/web/" in line):
+                    print("   " + line.strip())
+                    for body in lines[i + 1:]:
+                        if not body.strip().startswith(("ip ", "numgen", "goto")):
+                            break
+                        if "chain service-" in line:
+                            print("       " + body.strip())
 
         r = lab.client("p-client", WEB_IP, WEB_PORT, 300)
         show("== 300 requests to shop/web (%s:%d) from a client pod:" % (WEB_IP, WEB_PORT), r, 300)
@@ -64,7 +75,7 @@ def main():
         endpoints = [(ips[n], node) for n, node, _ in pods]
         lab.apply_objects("replace", [slice_("web-5fj2q", "web", endpoints, port=8080, ns="shop", port_name="http")])
         t0 = time.monotonic()
-        lab.wait_rules("four endpoints", lambda nat: len(dnat_targets(nat, "shop/web:http")) == 4)
+        lab.wait_rules("four endpoints", lambda r: len(lab.targets("shop/web", "http", r)) == 4)
         print("   kproxy programmed the new endpoint in %.2f s (min-sync-period 1s)" % (time.monotonic() - t0))
         r = lab.client("p-client", WEB_IP, WEB_PORT, 300)
         show("== 300 requests after scaling up:", r, 300)
