@@ -674,8 +674,9 @@ static void on_canary(struct ev_loop *l, void *userdata) {
                         /* The table is its own canary: gone means flushed. */
                         if (!p->initialized || p->n_syncs == 0 || nftables_table_present(fam))
                                 continue;
+                        /* The change monitor reports a deleted table at once;
+                         * this is the backstop when notifications were off. */
                         log_warning("IPv%u nftables table kube-proxy is gone, resyncing everything", fam);
-                        p->fam[i].have_hash = false;
                 } else {
                         if (iptables_canary_present(fam))
                                 continue;
