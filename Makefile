@@ -91,15 +91,33 @@ demo: deps
 	examples/demo.sh $(BUILD) $(PROXY_MODE)
 
 bench: deps
-	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render bench-tools
 	bench/run.sh build-bench $(BENCH_SIZES)
+	bench/programming.py build-bench $(BENCH_PROG_SIZES)
+
+# Only the daemon benchmark (bench/programming.py): first load, one-endpoint
+# change latency, packet path. BENCH_MODES="nftables iptables" adds iptables mode.
+bench-programming: deps
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all bench-tools
+	bench/programming.py build-bench $(BENCH_PROG_SIZES)
 
 BENCH_SIZES ?= 1000 10000 50000
+# The daemon benchmark's sizes: BENCH_PROG_SIZES, else BENCH_SIZES if given, else these.
+BENCH_PROG_SIZES ?= $(if $(filter command line environment,$(origin BENCH_SIZES)),$(BENCH_SIZES),1000 20000 50000)
+export BENCH_MODES
 $(BUILD)/bench-render: $(BUILD)/bench/bench-render.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+BENCH_TOOLS := $(BUILD)/bench/nftprobe $(BUILD)/bench/dp_client $(BUILD)/bench/dp_server
+bench-tools: $(BENCH_TOOLS)
+$(BUILD)/bench/nftprobe: bench/nftprobe.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -lmnl
+$(BUILD)/bench/dp_%: bench/dp_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
 
 clean:
 	rm -rf build build-asan build-bench build-fuzz
 
-.PHONY: all unit deps check demo bench clean fuzz
+.PHONY: all unit deps check demo bench bench-programming bench-tools clean fuzz
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
