@@ -116,8 +116,42 @@ $(BUILD)/bench/dp_%: bench/dp_%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
 
+# Installing on a host without containers (docs/deploy.md): the binary, a
+# kube-proxy link to it, the systemd unit, kproxy(8) made from --help, and
+# the ConfigMap's config.conf as an example (reading /etc/kproxy/kubeconfig.conf). DESTDIR stages the tree.
+# The kube-proxy link lets scripts and units written for kube-proxy run
+# kproxy unchanged; it is never put over a file that is not ours, and
+# uninstall removes it only if it still points at kproxy.
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+BINDIR   ?= $(PREFIX)/bin
+MANDIR   ?= $(PREFIX)/share/man
+DATADIR  ?= $(PREFIX)/share/kproxy
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
+install: $(BUILD)/kproxy
+	install -D -m 0755 $(BUILD)/kproxy $(DESTDIR)$(BINDIR)/kproxy
+	@link=$(DESTDIR)$(BINDIR)/kube-proxy; \
+	if [ -e "$$link" ] && [ "$$(readlink "$$link")" != kproxy ]; then \
+	    echo "install: $$link exists and is not kproxy's link; left alone"; \
+	else ln -sfn kproxy "$$link" && echo "ln -s kproxy $$link"; fi
+	@mkdir -p $(DESTDIR)$(UNITDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' deploy/kproxy.service > $(DESTDIR)$(UNITDIR)/kproxy.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/kproxy.service
+	@mkdir -p $(DESTDIR)$(MANDIR)/man8
+	deploy/manpage.sh $(BUILD)/kproxy $(VERSION) > $(DESTDIR)$(MANDIR)/man8/kproxy.8
+	@mkdir -p $(DESTDIR)$(DATADIR)
+	sed -n -e '/^  config.conf: |-$$/,/^  [^ ]/{' -e 's|/var/lib/kube-proxy/kubeconfig.conf|/etc/kproxy/kubeconfig.conf|' \
+	    -e 's/^    //p' -e '}' deploy/kube-proxy.yaml > $(DESTDIR)$(DATADIR)/config.conf.example
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/kproxy $(DESTDIR)$(UNITDIR)/kproxy.service $(DESTDIR)$(MANDIR)/man8/kproxy.8 \
+	    $(DESTDIR)$(DATADIR)/config.conf.example
+	@link=$(DESTDIR)$(BINDIR)/kube-proxy; \
+	if [ -L "$$link" ] && [ "$$(readlink "$$link")" = kproxy ]; then rm -f "$$link" && echo "rm -f $$link"; fi
+	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
+
 clean:
 	rm -rf build build-asan build-bench build-fuzz
 
-.PHONY: all unit deps check demo bench bench-programming bench-tools clean fuzz
+.PHONY: all unit deps check demo bench bench-programming bench-tools clean fuzz install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
