@@ -32,7 +32,7 @@ RUN make -j"$(nproc)" \
 FROM debian:12-slim AS runtime
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libjansson4 libyaml-0-2 libssl3 libcurl4 libmicrohttpd12 libnetfilter-conntrack3 libmnl0 \
+        libjansson4 libyaml-0-2 libssl3 libcurl4 libmicrohttpd12 libnetfilter-conntrack3 libnfnetlink0 libmnl0 \
         iptables nftables conntrack \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/local/bin/kproxy /usr/local/bin/kproxy
