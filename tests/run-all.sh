@@ -28,6 +28,7 @@ done
 run golden "$here/golden/run.sh" "$build"
 run golden-nft "$here/golden-nft/run.sh" "$build"
 run netns-restore "$here/netns/test-restore.sh" "$build"
+run netns-restore-split "$here/netns/test-restore-split.sh" "$build"
 run netns-conntrack "$here/netns/test-conntrack.sh" "$build"
 run netns-nftmsg "$here/netns/test-nftmsg.sh" "$build"
 run netns-nftsync "$here/netns/test-nftsync.sh" "$build"

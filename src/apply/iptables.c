@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "apply/exec.h"
+#include "apply/iptables-split.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/hmap.h"
@@ -234,7 +235,7 @@ static void log_restore_failure(const char *tool_name, const char *input, size_t
         }
 }
 
-int iptables_restore(uint8_t family, const char *input, size_t len) {
+static int restore_run(uint8_t family, const char *input, size_t len) {
         const char *argv[] = {family == 6 ? "ip6tables-restore" : "iptables-restore", "-w", "5", "-W", "100000",
                               "--noflush", "--counters", NULL};
         struct buf err = BUF_INIT;
@@ -245,6 +246,28 @@ int iptables_restore(uint8_t family, const char *input, size_t len) {
         }
         buf_done(&err);
         return r;
+}
+
+static int restore_piece(const char *piece, size_t len, void *userdata) {
+        return restore_run(*(const uint8_t *) userdata, piece, len);
+}
+
+int iptables_restore_split(uint8_t family, const char *input, size_t len, size_t max_lines) {
+        size_t lines = 0;
+        for (const char *p = input; p && (p = memchr(p, '\n', (size_t) (input + len - p))); p++)
+                lines++;
+        if (lines <= 2 * max_lines)
+                return restore_run(family, input, len);
+        int r = iptables_split(input, len, max_lines, restore_piece, &family);
+        if (r == -EINVAL) {
+                log_error("Refusing to restore IPv%u rules: the input is not iptables-restore text", family);
+                return -EIO;
+        }
+        return r;
+}
+
+int iptables_restore(uint8_t family, const char *input, size_t len) {
+        return iptables_restore_split(family, input, len, IPTABLES_RESTORE_PIECE_LINES);
 }
 
 static const char *const canary_tables[] = {"mangle", "nat", "filter"};

@@ -27,10 +27,17 @@ void iptables_names_free(struct hmap *existing, char *names);
  * full sync. Returns 0 or -errno (a tool failed; logged). */
 int iptables_ensure_jumps(uint8_t family);
 
-/* Applies a restore input. On failure, logs the tool's complaint with the
- * offending input lines and returns -EIO; the kernel keeps the previous
- * rules (the tool's transaction is all-or-nothing). */
+/* Applies a restore input. Up to 2 * IPTABLES_RESTORE_PIECE_LINES lines
+ * it is one transaction; a larger one (a full sync) is restored in pieces of
+ * about that many lines (apply/iptables-split.h), each a transaction that
+ * leaves traffic working. On failure, logs the tool's complaint with the
+ * offending input lines and returns -EIO; the kernel keeps the rules it had
+ * before the failed transaction (earlier pieces stay applied; the caller's
+ * next full sync completes the job). */
+#define IPTABLES_RESTORE_PIECE_LINES 3000
 int iptables_restore(uint8_t family, const char *input, size_t len);
+/* The same with another piece size (tests). */
+int iptables_restore_split(uint8_t family, const char *input, size_t len, size_t max_lines);
 
 /* KUBE-PROXY-CANARY in mangle, nat and filter: created empty; gone means a
  * third party flushed the tables and a full resync is needed. */

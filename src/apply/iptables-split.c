@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "apply/iptables-split.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/hmap.h"
+
+/* Deeper jump nesting than this is not kproxy's (five levels at most);
+ * such chains are simply written in input order. */
+#define MAX_LEVEL 64
+
+struct chain {
+        char *name;
+        size_t decl;            /* line index of ":NAME ...", or SIZE_MAX */
+        size_t first_rule;      /* into split.rule_of_chain, after counting */
+        size_t n_rules;
+        int level;              /* -1: not computed yet */
+        bool deleted;           /* the section has "-X NAME" */
+        bool visiting;
+};
+
+struct split {
+        char **line;            /* NUL-terminated lines of the copy */
+        size_t n_lines;
+        struct chain *chains;
+        size_t n_chains, cap_chains;
+        struct hmap by_name;    /* name -> index + 1 */
+        size_t *rule_chain;     /* per line: chain index of an -A line, else SIZE_MAX */
+        size_t *rules;          /* rule line indices grouped by chain */
+};
+
+/* The chain a line names after its two-character command (":NAME ...",
+ * "-A NAME ...", "-X NAME"), created on first sight. */
+static size_t chain_of(struct split *s, const char *p) {
+        size_t n = strcspn(p, " \t");
+        char name[64];
+        if (n == 0 || n >= sizeof name)
+                return SIZE_MAX;
+        memcpy(name, p, n);
+        name[n] = '\0';
+        void *v = hmap_get(&s->by_name, name);
+        if (v)
+                return (size_t) (uintptr_t) v - 1;
+        if (s->n_chains == s->cap_chains) {
+                s->cap_chains = s->cap_chains ? s->cap_chains * 2 : 256;
+                s->chains = realloc(s->chains, s->cap_chains * sizeof *s->chains);
+                if (!s->chains)
+                        abort();
+        }
+        struct chain *c = &s->chains[s->n_chains];
+        *c = (struct chain) {.name = strdup(name), .decl = SIZE_MAX, .level = -1};
+        if (!c->name)
+                abort();
+        hmap_put(&s->by_name, c->name, (void *) (uintptr_t) (s->n_chains + 1));
+        return s->n_chains++;
+}
+
+/* The target of a rule's -j or -g, skipping quoted arguments. */
+static const char *jump_target(const char *rule, size_t *ret_len) {
+        const char *target = NULL;
+        bool next_is_target = false;
+        for (const char *p = rule; *p;) {
+                while (*p == ' ')
+                        p++;
+                if (!*p)
+                        break;
+                const char *tok = p;
+                if (*p == '"') {
+                        p = strchr(p + 1, '"');
+                        p = p ? p + 1 : tok + strlen(tok);
+                } else {
+                        p += strcspn(p, " ");
+                }
+                size_t n = (size_t) (p - tok);
+                if (next_is_target) {
+                        target = tok;
+                        *ret_len = n;
+                        next_is_target = false;
+                } else {
+                        next_is_target = n == 2 && tok[0] == '-' && (tok[1] == 'j' || tok[1] == 'g');
+                }
+        }
+        return target;
+}
+
+static int chain_level(struct split *s, size_t ci, int depth) {
+        struct chain *c = &s->chains[ci];
+        if (c->level >= 0)
+                return c->level;
+        if (c->visiting || depth > MAX_LEVEL)
+                return 0;
+        c->visiting = true;
+        int level = 0;
+        for (size_t k = 0; k < c->n_rules; k++) {
+                size_t n = 0;
+                const char *t = jump_target(s->line[s->rules[c->first_rule + k]], &n);
+                char name[64];
+                if (!t || n >= sizeof name)
+                        continue;
+                memcpy(name, t, n);
+                name[n] = '\0';
+                void *v = hmap_get(&s->by_name, name);
+                if (!v)
+                        continue;
+                size_t ti = (size_t) (uintptr_t) v - 1;
+                if (s->chains[ti].decl == SIZE_MAX || s->chains[ti].deleted)
+                        continue;
+                int l = chain_level(s, ti, depth + 1) + 1;
+                if (l > level)
+                        level = l;
+        }
+        c = &s->chains[ci];
+        c->visiting = false;
+        c->level = level > MAX_LEVEL ? MAX_LEVEL : level;
+        return c->level;
+}
+
+static void split_reset(struct split *s) {
+        for (size_t i = 0; i < s->n_chains; i++)
+                free(s->chains[i].name);
+        s->n_chains = 0;
+        hmap_done(&s->by_name);
+        s->by_name = (struct hmap) HMAP_INIT;
+}
+
+static void put_line(struct buf *b, const char *l) {
+        buf_puts(b, l);
+        buf_putc(b, '\n');
+}
+
+/* One table section, lines (head, end): head is "*table", end "COMMIT". */
+static int split_section(struct split *s, size_t head, size_t end, size_t max_lines, iptables_split_fn fn,
+                         void *userdata) {
+        struct buf piece = BUF_INIT;
+        size_t *order = NULL;
+        bool whole = false;
+        int r = 0;
+
+        split_reset(s);
+        for (size_t i = head + 1; i < end && !whole; i++) {
+                const char *l = s->line[i];
+                size_t ci;
+                s->rule_chain[i] = SIZE_MAX;
+                if (l[0] == '\0' || l[0] == '#')
+                        continue;
+                if (l[0] == ':') {
+                        ci = chain_of(s, l + 1);
+                        whole = ci == SIZE_MAX || s->chains[ci].decl != SIZE_MAX;
+                        if (!whole)
+                                s->chains[ci].decl = i;
+                } else if (strncmp(l, "-A ", 3) == 0) {
+                        ci = chain_of(s, l + 3);
+                        whole = ci == SIZE_MAX;
+                        if (!whole) {
+                                s->rule_chain[i] = ci;
+                                s->chains[ci].n_rules++;
+                        }
+                } else if (strncmp(l, "-X ", 3) == 0) {
+                        ci = chain_of(s, l + 3);
+                        whole = ci == SIZE_MAX;
+                        if (!whole)
+                                s->chains[ci].deleted = true;
+                } else {
+                        whole = true;
+                }
+        }
+        if (whole) {
+                for (size_t i = head; i <= end; i++)
+                        put_line(&piece, s->line[i]);
+                r = fn(piece.data, piece.len, userdata);
+                goto out;
+        }
+
+        /* Rules grouped by chain, each group in input order. */
+        size_t at = 0;
+        for (size_t c = 0; c < s->n_chains; c++) {
+                s->chains[c].first_rule = at;
+                at += s->chains[c].n_rules;
+                s->chains[c].n_rules = 0;
+        }
+        for (size_t i = head + 1; i < end; i++)
+                if (s->rule_chain[i] != SIZE_MAX) {
+                        struct chain *c = &s->chains[s->rule_chain[i]];
+                        s->rules[c->first_rule + c->n_rules++] = i;
+                }
+
+        /* Declared chains that stay, by level, then input order (counting sort). */
+        size_t count[MAX_LEVEL + 2] = {0}, n_order = 0;
+        bool last_piece = false;
+        for (size_t c = 0; c < s->n_chains; c++) {
+                if (s->chains[c].decl == SIZE_MAX || s->chains[c].deleted) {
+                        last_piece = true;
+                        continue;
+                }
+                count[chain_level(s, c, 0) + 1]++;
+                n_order++;
+        }
+        for (size_t l = 1; l < MAX_LEVEL + 2; l++)
+                count[l] += count[l - 1];
+        order = malloc((n_order + 1) * sizeof *order);
+        if (!order)
+                abort();
+        for (size_t c = 0; c < s->n_chains; c++)
+                if (s->chains[c].decl != SIZE_MAX && !s->chains[c].deleted)
+                        order[count[s->chains[c].level]++] = c;
+
+        for (size_t k = 0; k < n_order && r >= 0;) {
+                size_t from = k, lines = 0;
+                while (k < n_order && (lines == 0 || lines < max_lines)) {
+                        lines += 1 + s->chains[order[k]].n_rules;
+                        k++;
+                }
+                buf_clear(&piece);
+                put_line(&piece, s->line[head]);
+                for (size_t j = from; j < k; j++)
+                        put_line(&piece, s->line[s->chains[order[j]].decl]);
+                for (size_t j = from; j < k; j++) {
+                        const struct chain *c = &s->chains[order[j]];
+                        for (size_t q = 0; q < c->n_rules; q++)
+                                put_line(&piece, s->line[s->rules[c->first_rule + q]]);
+                }
+                put_line(&piece, s->line[end]);
+                r = fn(piece.data, piece.len, userdata);
+        }
+        if (r < 0 || !last_piece)
+                goto out;
+
+        /* Last: rules appended to chains the input does not declare, and
+         * the chains it deletes, each kind in input order. */
+        buf_clear(&piece);
+        put_line(&piece, s->line[head]);
+        for (size_t i = head + 1; i < end; i++)
+                if (s->line[i][0] == ':') {
+                        const struct chain *c = &s->chains[chain_of(s, s->line[i] + 1)];
+                        if (c->deleted)
+                                put_line(&piece, s->line[i]);
+                }
+        for (size_t i = head + 1; i < end; i++)
+                if (s->rule_chain[i] != SIZE_MAX) {
+                        const struct chain *c = &s->chains[s->rule_chain[i]];
+                        if (c->decl == SIZE_MAX || c->deleted)
+                                put_line(&piece, s->line[i]);
+                }
+        for (size_t i = head + 1; i < end; i++)
+                if (strncmp(s->line[i], "-X ", 3) == 0)
+                        put_line(&piece, s->line[i]);
+        put_line(&piece, s->line[end]);
+        r = fn(piece.data, piece.len, userdata);
+out:
+        free(order);
+        buf_done(&piece);
+        return r;
+}
+
+int iptables_split(const char *input, size_t len, size_t max_lines, iptables_split_fn fn, void *userdata) {
+        struct split s = {.by_name = HMAP_INIT};
+        char *text = malloc(len + 1);
+        int r = 0;
+
+        if (!text)
+                abort();
+        memcpy(text, input, len);
+        text[len] = '\0';
+        for (size_t i = 0; i < len; i++)
+                if (text[i] == '\n')
+                        s.n_lines++;
+        s.line = malloc((s.n_lines + 1) * sizeof *s.line);
+        s.rule_chain = malloc((s.n_lines + 1) * sizeof *s.rule_chain);
+        s.rules = malloc((s.n_lines + 1) * sizeof *s.rules);
+        if (!s.line || !s.rule_chain || !s.rules)
+                abort();
+        s.n_lines = 0;
+        for (char *p = text; *p;) {
+                char *nl = strchr(p, '\n');
+                s.line[s.n_lines++] = p;
+                if (!nl)
+                        break;
+                *nl = '\0';
+                p = nl + 1;
+        }
+
+        /* Check the whole shape before passing anything on. */
+        for (size_t i = 0, head = SIZE_MAX; i < s.n_lines; i++) {
+                const char *l = s.line[i];
+                if (head == SIZE_MAX) {
+                        if (l[0] == '*')
+                                head = i;
+                        else if (l[0] != '\0' && l[0] != '#')
+                                r = -EINVAL;
+                } else if (strcmp(l, "COMMIT") == 0) {
+                        head = SIZE_MAX;
+                } else if (l[0] == '*') {
+                        r = -EINVAL;
+                }
+                if (r < 0 || (i + 1 == s.n_lines && head != SIZE_MAX)) {
+                        r = -EINVAL;
+                        goto out;
+                }
+        }
+        for (size_t i = 0, head = SIZE_MAX; i < s.n_lines && r >= 0; i++) {
+                if (head == SIZE_MAX && s.line[i][0] == '*')
+                        head = i;
+                else if (head != SIZE_MAX && strcmp(s.line[i], "COMMIT") == 0) {
+                        r = split_section(&s, head, i, max_lines ? max_lines : 1, fn, userdata);
+                        head = SIZE_MAX;
+                }
+        }
+out:
+        split_reset(&s);
+        free(s.chains);
+        free(s.line);
+        free(s.rule_chain);
+        free(s.rules);
+        free(text);
+        return r;
+}
