@@ -38,7 +38,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-from netlab import Lab, LabError, node, service, slice_, wait_for  # noqa: E402
+from netlab import Lab, node, service, slice_  # noqa: E402
 
 BUILD = os.path.abspath(os.path.join(ROOT, os.environ.get("KPROXY_BUILD", "build")))
 DEPLOY = os.path.join(ROOT, "deploy")
@@ -348,7 +348,8 @@ class Daemon(unittest.TestCase):
         os.makedirs(d, exist_ok=True)
         tls = os.path.dirname(lab.kubeconfig)
         kubeconfig = data["kubeconfig.conf"]
-        for old, new in ((SA_DIR + "/ca.crt", os.path.join(tls, "ca.crt")), (SA_DIR + "/token", os.path.join(tls, "token"))):
+        for old, new in ((SA_DIR + "/ca.crt", os.path.join(tls, "ca.crt")),
+                         (SA_DIR + "/token", os.path.join(tls, "token"))):
             assert kubeconfig.count(old) == 1, old
             kubeconfig = kubeconfig.replace(old, new)
         kubeconfig, n = re.subn(r"(?m)^(\s*server: )\S+$", r"\g<1>https://127.0.0.1:%d" % lab.api_port, kubeconfig)
