@@ -118,7 +118,8 @@ $(BUILD)/bench/dp_%: bench/dp_%.c
 
 # Installing on a host without containers (docs/deploy.md): the binary, a
 # kube-proxy link to it, the systemd unit, kproxy(8) made from --help, and
-# the ConfigMap's config.conf as an example (reading /etc/kproxy/kubeconfig.conf). DESTDIR stages the tree.
+# the ConfigMap's config.conf as an example (reading /etc/kproxy/kubeconfig.conf).
+# DESTDIR stages the tree.
 # The kube-proxy link lets scripts and units written for kube-proxy run
 # kproxy unchanged; it is never put over a file that is not ours, and
 # uninstall removes it only if it still points at kproxy.
@@ -148,7 +149,7 @@ uninstall:
 	    $(DESTDIR)$(DATADIR)/config.conf.example
 	@link=$(DESTDIR)$(BINDIR)/kube-proxy; \
 	if [ -L "$$link" ] && [ "$$(readlink "$$link")" = kproxy ]; then rm -f "$$link" && echo "rm -f $$link"; fi
-	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
+	@rmdir $(DESTDIR)$(DATADIR) 2>/dev/null || true
 
 clean:
 	rm -rf build build-asan build-bench build-fuzz
