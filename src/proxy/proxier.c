@@ -18,6 +18,7 @@
 
 #include "apply/conntrack.h"
 #include "apply/iptables.h"
+#include "apply/iptables-delta.h"
 #include "apply/nftables.h"
 #include "apply/nfacct.h"
 #include "apply/sysctl.h"
@@ -47,6 +48,7 @@ struct family_state {
         char *existing_names;   /* their storage */
         uint64_t last_hash;     /* of the last restore input applied */
         bool have_hash;
+        struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
 };
 
 struct proxier {
@@ -422,20 +424,16 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
         return 0;
 }
 
-static int sync_family(struct proxier *p, struct family_state *f, bool full, struct render_params *rp,
-                       struct render_ipt_sync *ret_counts) {
-        struct buf out = BUF_INIT, active = BUF_INIT, warnings = BUF_INIT;
+/* iptables mode. A partial sync leaves out the top-level chains that did
+ * not change and changes the others by rule where it can
+ * (apply/iptables-delta.h); if the kernel refuses that, -EAGAIN. */
+static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full, const struct render_params *rp,
+                           struct render_ipt_sync *ret_counts) {
+        struct buf out = BUF_INIT, active = BUF_INIT, rewritten = BUF_INIT;
         struct render_ipt_sync s = {0};
+        size_t by_rule = 0;
         int r;
 
-        r = render_params_init(rp, f->family, p->cfg, p->node_name, model_node(p->model), &p->host, &warnings);
-        if (warnings.len > 0 && p->n_syncs == 0)
-                log_warning("IPv%u: %.*s", f->family, (int) (warnings.len - 1), warnings.data);
-        buf_done(&warnings);
-        if (r < 0)
-                return r;
-        if (p->cfg->mode == PROXY_MODE_NFTABLES)
-                return sync_family_nft(p, f, full, rp);
         if (full) {
                 char *names = NULL;
                 bool jumps_ok = false;
@@ -465,22 +463,56 @@ static int sync_family(struct proxier *p, struct family_state *f, bool full, str
         if (!full && f->have_hash && h == f->last_hash) {
                 log_v(4, "IPv%u rules unchanged, skipping the restore", f->family);
         } else {
-                r = iptables_restore(f->family, out.data, out.len);
+                if (!full)
+                        by_rule = iptables_delta_rewrite(f->delta, out.data, out.len, &rewritten);
+                if (by_rule > 0)
+                        r = iptables_restore(f->family, rewritten.data, rewritten.len);
+                else
+                        r = iptables_restore(f->family, out.data, out.len);
                 if (r < 0) {
                         f->have_hash = false;
+                        iptables_delta_forget(f->delta);
+                        if (by_rule > 0)
+                                r = -EAGAIN;
                         goto out;
                 }
+                iptables_delta_commit(f->delta, out.data, out.len);
                 f->last_hash = h;
                 f->have_hash = true;
         }
         set_existing(f, &active);
         *ret_counts = s;
         log_v(2, "Reloading service iptables data: IPv%u, %zu services, %zu filter rules, %zu of %zu nat rules "
-              "written (%zu bytes)", f->family, model_n_services(p->model), s.n_filter_rules, s.n_nat_rules,
-              s.n_nat_rules_total, out.len);
+              "written (%zu bytes; %zu top-level chains changed by rule or left alone)", f->family,
+              model_n_services(p->model), s.n_filter_rules, s.n_nat_rules, s.n_nat_rules_total,
+              by_rule > 0 ? rewritten.len : out.len, by_rule);
 out:
         buf_done(&out);
         buf_done(&active);
+        buf_done(&rewritten);
+        return r;
+}
+
+static int sync_family(struct proxier *p, struct family_state *f, bool full, struct render_params *rp,
+                       struct render_ipt_sync *ret_counts) {
+        struct buf warnings = BUF_INIT;
+        int r;
+
+        r = render_params_init(rp, f->family, p->cfg, p->node_name, model_node(p->model), &p->host, &warnings);
+        if (warnings.len > 0 && p->n_syncs == 0)
+                log_warning("IPv%u: %.*s", f->family, (int) (warnings.len - 1), warnings.data);
+        buf_done(&warnings);
+        if (r < 0)
+                return r;
+        if (p->cfg->mode == PROXY_MODE_NFTABLES)
+                return sync_family_nft(p, f, full, rp);
+        r = sync_family_ipt(p, f, full, rp, ret_counts);
+        if (r == -EAGAIN) {
+                /* A partial sync by rule failed: the top-level chains are
+                 * not what was remembered. Write everything, now. */
+                log_warning("IPv%u partial sync refused; syncing all rules", f->family);
+                r = sync_family_ipt(p, f, true, rp, ret_counts);
+        }
         return r;
 }
 
@@ -762,6 +794,8 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->fam[p->n_fam++].family = 4;
         if (o->ipv6)
                 p->fam[p->n_fam++].family = 6;
+        for (size_t i = 0; i < p->n_fam; i++)
+                p->fam[i].delta = iptables_delta_new();
 
         if (p->cfg->mode == PROXY_MODE_NFTABLES) {
                 int r = nft_setup(p);
@@ -801,6 +835,7 @@ struct proxier *proxier_free(struct proxier *p) {
         for (size_t i = 0; i < p->n_fam; i++) {
                 hmap_done(&p->fam[i].existing);
                 free(p->fam[i].existing_names);
+                iptables_delta_free(p->fam[i].delta);
                 nftsync_free(p->fam[i].nft);
         }
         if (p->monitor_fd >= 0)

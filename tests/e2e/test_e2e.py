@@ -12,6 +12,7 @@ previous ones left.
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -471,6 +472,43 @@ class E2EIptables(Suite, unittest.TestCase):
         self.assertIn("canary is gone", lab.kproxy_output())
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {})
+
+    def test_12d_refused_change_by_rule_syncs_everything(self):
+        lab, ip = self.lab, self.ip
+        # Enough services for nat KUBE-SERVICES to be changed by rule
+        # (-D/-I) rather than written whole.
+        bulk = []
+        for i in range(20):
+            bulk += [service("bulk%d" % i, "10.96.1.%d" % (i + 1)), slice_("bulk%d-1" % i, "bulk%d" % i,
+                                                                          [(ip["a1"], "node-1")])]
+        lab.apply_objects("create", bulk)
+        lab.wait_rules("the bulk services", lambda nat: '"default/bulk19:p cluster IP"' in nat)
+
+        def services_rule(nat, name):
+            m = re.search(r'^-A KUBE-SERVICES .*"default/%s:p cluster IP".*$' % name, nat, re.M)
+            return m and m.group(0)
+        # By hand, two services' rules go: kproxy's next partial sync does
+        # not know it, and deleting bulk0's rule by rule fails.
+        nat = lab.nat()
+        for name in ("bulk0", "bulk1"):
+            lab.run(["iptables", "-t", "nat", "-D"] + shlex.split(services_rule(nat, name))[1:], ns="n1")
+        self.assertIsNone(services_rule(lab.nat(), "bulk1"))
+        lab.kubectl("delete", "service", "bulk0")
+        lab.kubectl("delete", "endpointslice", "bulk0-1")
+        # Refused, then everything written at once: bulk1's rule is back.
+        lab.wait_rules("bulk1's rule restored by the full sync", lambda nat: services_rule(nat, "bulk1"), timeout=15)
+        nat = lab.nat()
+        self.assertIsNone(services_rule(nat, "bulk0"))
+        self.assertIn("partial sync refused; syncing all rules", lab.kproxy_output())
+        self.assertNotIn("Sync failed", lab.kproxy_output().split("partial sync refused")[-1])
+        r = self.client("10.96.1.2", 80, 30)
+        self.assertEqual(r["errors"], {})
+        # An ordinary change after that goes by rule again and works.
+        lab.kubectl("delete", "service", *["bulk%d" % i for i in range(1, 20)])
+        lab.kubectl("delete", "endpointslice", *["bulk%d-1" % i for i in range(1, 20)])
+        lab.wait_rules("the bulk services gone", lambda nat: "default/bulk" not in nat)
+        self.assertEqual(lab.targets("default/web", "p"), self.eps("a1", "a2"))
+        self.assertKproxyRunning()
 
 
 class E2ENftables(Suite, unittest.TestCase):
