@@ -118,14 +118,6 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 log_error("Cannot tell this node's name: set --hostname-override");
                 goto out;
         }
-        /* Switching modes: the other mode's rules would DNAT before ours. */
-        if (c->mode == PROXY_MODE_IPTABLES) {
-                nftables_cleanup();
-        } else {
-                iptables_cleanup(4);
-                if (ipv6_usable())
-                        iptables_cleanup(6);
-        }
         r = kube_conn_resolve(c->kubeconfig, c->master, &conn, err);
         if (r < 0) {
                 log_error("Cannot configure the API connection: %s", err);

@@ -597,6 +597,20 @@ static void update_hcnp(struct proxier *p, const struct render_params *rp) {
         free(svcs);
 }
 
+/* Switching modes: the other mode's rules (a previous run's, or
+ * kube-proxy's) go once ours are in place. Until then they keep serving:
+ * both modes' nat chains hook in at the same priority, and a connection
+ * is translated by the first that matches, so new connections never meet
+ * a node with neither. */
+static void remove_other_mode(struct proxier *p) {
+        if (p->cfg->mode == PROXY_MODE_IPTABLES) {
+                nftables_cleanup();
+                return;
+        }
+        for (size_t i = 0; i < p->n_fam; i++)
+                iptables_cleanup(p->fam[i].family);
+}
+
 static void on_sync_timer(struct ev_loop *l, void *userdata) {
         struct proxier *p = userdata;
         uint64_t start = ev_now_ms(l);
@@ -674,6 +688,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                         metrics_network_programming(p->metrics, now - p->triggers[i]);
         p->n_triggers = 0;
         p->n_syncs++;
+        if (p->n_syncs == 1)
+                remove_other_mode(p);
         for (size_t i = 0; i < p->n_fam; i++)
                 health_server_synced(p->health, p->fam[i].family);
         log_v(2, "SyncProxyRules complete: %s sync %llu, elapsed %llu ms", full ? "full" : "partial",

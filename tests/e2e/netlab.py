@@ -295,10 +295,10 @@ class Lab:
         want = sorted(want)
         return self.wait_rules(what, lambda r: self.targets(svc, port, r, mode) == want, timeout, mode)
 
-    def restart_under_traffic(self, sig, host, port, seconds=6, ns="p-cl"):
-        """Restarts kproxy (stopped with sig) while a client in ns loops new
-        connections to host:port for `seconds`, starting a second before the
-        stop; returns the client's summary."""
+    def restart_under_traffic(self, sig, host, port, seconds=6, ns="p-cl", mode=None):
+        """Restarts kproxy (stopped with sig; in another mode if given) while
+        a client in ns loops new connections to host:port for `seconds`,
+        starting a second before the stop; returns the client's summary."""
         result = {}
 
         def loop():
@@ -307,7 +307,7 @@ class Lab:
         t.start()
         time.sleep(1)   # traffic before, during and after the restart
         self.stop_kproxy(sig)
-        self.start_kproxy()
+        self.start_kproxy(mode=mode)
         self.wait_healthy("healthz after restart")
         t.join(timeout=60)
         return result["r"]
