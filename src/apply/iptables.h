@@ -28,14 +28,16 @@ void iptables_names_free(struct hmap *existing, char *names);
 int iptables_ensure_jumps(uint8_t family);
 
 /* Applies a restore input. Up to 2 * IPTABLES_RESTORE_PIECE_LINES lines
- * it is one transaction; a larger one (a full sync) is restored in pieces of
- * about that many lines (apply/iptables-split.h), each a transaction that
- * leaves traffic working. On failure, logs the tool's complaint with the
+ * it is one transaction; a larger one (a full sync) is restored in pieces
+ * (apply/iptables-split.h), each a transaction that leaves traffic working:
+ * of that many lines into empty tables, of larger ones when loaded (the
+ * kernel already holds about this much: every commit then costs it a walk
+ * of the whole table). On failure, logs the tool's complaint with the
  * offending input lines and returns -EIO; the kernel keeps the rules it had
  * before the failed transaction (earlier pieces stay applied; the caller's
  * next full sync completes the job). */
 #define IPTABLES_RESTORE_PIECE_LINES 3000
-int iptables_restore(uint8_t family, const char *input, size_t len);
+int iptables_restore(uint8_t family, const char *input, size_t len, bool loaded);
 /* The same with another piece size (tests). */
 int iptables_restore_split(uint8_t family, const char *input, size_t len, size_t max_lines);
 

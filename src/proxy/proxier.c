@@ -466,9 +466,9 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 if (!full)
                         by_rule = iptables_delta_rewrite(f->delta, out.data, out.len, &rewritten);
                 if (by_rule > 0)
-                        r = iptables_restore(f->family, rewritten.data, rewritten.len);
+                        r = iptables_restore(f->family, rewritten.data, rewritten.len, f->existing.len > 0);
                 else
-                        r = iptables_restore(f->family, out.data, out.len);
+                        r = iptables_restore(f->family, out.data, out.len, f->existing.len > 0);
                 if (r < 0) {
                         f->have_hash = false;
                         iptables_delta_forget(f->delta);
