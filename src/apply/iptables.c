@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "apply/exec.h"
+#include "apply/iptables-known.h"
 #include "apply/iptables-split.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -113,7 +114,8 @@ static bool next_chain(const char **p, char chain[64]) {
         return false;
 }
 
-int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok) {
+int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
+                  struct iptables_known *known) {
         struct buf nat = BUF_INIT, filter = BUF_INIT, names = BUF_INIT, line = BUF_INIT;
         int r;
 
@@ -123,6 +125,10 @@ int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool 
                 r = save(family, "filter", &filter);
         if (r < 0)
                 goto out;
+        if (known) {
+                iptables_known_observe(known, "nat", nat.data, nat.len);
+                iptables_known_observe(known, "filter", filter.data, filter.len);
+        }
 
         /* Names first into one buffer, then the map over it (stable pointers). */
         char chain[64];
@@ -148,6 +154,20 @@ out:
         buf_done(&filter);
         buf_done(&names);
         buf_done(&line);
+        return r;
+}
+
+int iptables_observe(uint8_t family, struct iptables_known *known) {
+        static const char *const tables[] = {"nat", "filter"};
+        struct buf saved = BUF_INIT;
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(tables) && r == 0; i++) {
+                buf_clear(&saved);
+                r = save(family, tables[i], &saved);
+                if (r == 0)
+                        iptables_known_observe(known, tables[i], saved.data, saved.len);
+        }
+        buf_done(&saved);
         return r;
 }
 

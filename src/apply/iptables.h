@@ -18,8 +18,13 @@ struct hmap;
  * *ret_names; free both with iptables_names_free) with nat chains that have
  * upstream's owned prefixes (KUBE-SVC-, KUBE-SVL-, KUBE-EXT-, KUBE-FW-,
  * KUBE-SEP-), and *ret_jumps_ok with whether every jump rule from the
- * built-in chains is in place. Returns 0 or -errno (iptables-save failed). */
-int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok);
+ * built-in chains is in place; passes what it read to known (may be NULL).
+ * Returns 0 or -errno (iptables-save failed). */
+struct iptables_known;
+int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
+                  struct iptables_known *known);
+/* Reads the nat and filter tables into known. Returns 0 or -errno. */
+int iptables_observe(uint8_t family, struct iptables_known *known);
 void iptables_names_free(struct hmap *existing, char *names);
 
 /* Creates kproxy's top-level chains and inserts the missing jump rules at

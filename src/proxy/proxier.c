@@ -20,6 +20,7 @@
 #include "apply/conntrack.h"
 #include "apply/iptables.h"
 #include "apply/iptables-delta.h"
+#include "apply/iptables-known.h"
 #include "apply/nftables.h"
 #include "apply/nfacct.h"
 #include "apply/sysctl.h"
@@ -40,6 +41,9 @@
 
 #define FULL_SYNC_PERIOD_MS (3600 * 1000)
 
+/* A full sync that wrote more chains than this reads them back at once. */
+#define KNOWN_LEARN_MIN 1000
+
 struct family_state {
         uint8_t family;
         struct nftsync *nft;    /* nftables mode */
@@ -50,6 +54,7 @@ struct family_state {
         uint64_t last_hash;     /* of the last restore input applied */
         bool have_hash;
         struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
+        struct iptables_known *known;   /* chains the kernel holds as kproxy wrote them */
 };
 
 struct proxier {
@@ -432,7 +437,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                            struct render_ipt_sync *ret_counts) {
         struct buf out = BUF_INIT, active = BUF_INIT, rewritten = BUF_INIT;
         struct render_ipt_sync s = {0};
-        size_t by_rule = 0;
+        size_t by_rule = 0, kept = 0;
         int r;
 
         if (full) {
@@ -444,7 +449,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 /* One read of the tables tells both which owned chains exist
                  * and whether the jump rules are in place; only missing jumps
                  * cost more tool runs. */
-                r = iptables_scan(f->family, &f->existing, &names, &jumps_ok);
+                r = iptables_scan(f->family, &f->existing, &names, &jumps_ok, f->known);
                 f->existing_names = names;
                 if (r < 0)
                         goto out;
@@ -464,29 +469,46 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         if (!full && f->have_hash && h == f->last_hash) {
                 log_v(4, "IPv%u rules unchanged, skipping the restore", f->family);
         } else {
-                if (!full)
-                        by_rule = iptables_delta_rewrite(f->delta, out.data, out.len, &rewritten);
-                if (by_rule > 0)
-                        r = iptables_restore(f->family, rewritten.data, rewritten.len, f->existing.len > 0);
+                /* What is sent: in a full sync, the chains the kernel does
+                 * not hold as rendered; in a partial one, the top-level chains
+                 * only where they changed, by rule where that is short. */
+                if (full)
+                        kept = iptables_known_rewrite(f->known, out.data, out.len, &rewritten);
                 else
-                        r = iptables_restore(f->family, out.data, out.len, f->existing.len > 0);
+                        by_rule = iptables_delta_rewrite(f->delta, out.data, out.len, &rewritten);
+                const struct buf *sent = kept > 0 || by_rule > 0 ? &rewritten : &out;
+                r = iptables_restore(f->family, sent->data, sent->len, f->existing.len > 0);
                 if (r < 0) {
                         f->have_hash = false;
                         iptables_delta_forget(f->delta);
+                        iptables_known_forget(f->known);
                         if (by_rule > 0)
                                 r = -EAGAIN;
                         goto out;
                 }
                 iptables_delta_commit(f->delta, out.data, out.len);
+                if (full) {
+                        iptables_known_commit(f->known);
+                        /* What the kernel printed for the chains just written,
+                         * read back when they are many (a first sync, a
+                         * restart); the few of a later full sync are simply
+                         * written again next time. */
+                        if (iptables_known_unlearned(f->known) > KNOWN_LEARN_MIN &&
+                            iptables_observe(f->family, f->known) == 0)
+                                iptables_known_learn(f->known);
+                } else {
+                        iptables_known_touch(f->known, sent->data, sent->len);
+                }
                 f->last_hash = h;
                 f->have_hash = true;
         }
         set_existing(f, &active);
         *ret_counts = s;
         log_v(2, "Reloading service iptables data: IPv%u, %zu services, %zu filter rules, %zu of %zu nat rules "
-              "written (%zu bytes; %zu top-level chains changed by rule or left alone)", f->family,
-              model_n_services(p->model), s.n_filter_rules, s.n_nat_rules, s.n_nat_rules_total,
-              by_rule > 0 ? rewritten.len : out.len, by_rule);
+              "written (%zu bytes; %zu top-level chains changed by rule or left alone, %zu chains the kernel "
+              "holds as rendered left out)", f->family, model_n_services(p->model), s.n_filter_rules,
+              s.n_nat_rules, s.n_nat_rules_total, by_rule > 0 || kept > 0 ? rewritten.len : out.len, by_rule,
+              kept);
 out:
         buf_done(&out);
         buf_done(&active);
@@ -816,8 +838,10 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->fam[p->n_fam++].family = 4;
         if (o->ipv6)
                 p->fam[p->n_fam++].family = 6;
-        for (size_t i = 0; i < p->n_fam; i++)
+        for (size_t i = 0; i < p->n_fam; i++) {
                 p->fam[i].delta = iptables_delta_new();
+                p->fam[i].known = iptables_known_new();
+        }
 
         if (p->cfg->mode == PROXY_MODE_NFTABLES) {
                 int r = nft_setup(p);
@@ -858,6 +882,7 @@ struct proxier *proxier_free(struct proxier *p) {
                 hmap_done(&p->fam[i].existing);
                 free(p->fam[i].existing_names);
                 iptables_delta_free(p->fam[i].delta);
+                iptables_known_free(p->fam[i].known);
                 nftsync_free(p->fam[i].nft);
         }
         if (p->monitor_fd >= 0)

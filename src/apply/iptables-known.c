@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "apply/iptables-known.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+
+#define FNV_INIT 1469598103934665603ULL
+
+/* What kproxy wrote into a chain and what the kernel printed for it after. */
+struct entry {
+        uint64_t id;            /* digest of "table\0chain" */
+        uint64_t rendered;      /* digest of the rule lines written */
+        uint64_t kernel;        /* digest of iptables-save's lines for it; 0: unknown */
+};
+
+/* A chain of an observed iptables-save, or of the last rewrite's input. */
+struct seen {
+        uint64_t id;
+        uint64_t digest;
+        uint64_t kernel;        /* pending: the observed digest, 0 if none */
+        uint32_t groups;        /* observed: runs of rule lines (1 expected) */
+        bool left_out, deleted;
+};
+
+struct iptables_known {
+        struct entry *e;
+        size_t n;
+        struct seen *obs, *pending;
+        size_t n_obs, cap_obs, n_pending;
+        bool obs_sorted;
+        size_t unlearned;
+};
+
+static uint64_t fnv(uint64_t h, const char *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ (unsigned char) p[i]) * 1099511628211ULL;
+        return h;
+}
+
+static uint64_t chain_id(const char *table, size_t table_len, const char *chain, size_t chain_len) {
+        uint64_t h = fnv(FNV_INIT, table, table_len);
+        h = fnv(h, "", 1);
+        h = fnv(h, chain, chain_len);
+        return h ? h : 1;
+}
+
+static int cmp_seen(const void *a, const void *b) {
+        const struct seen *x = a, *y = b;
+        return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+        const struct entry *x = a, *y = b;
+        return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static struct seen *find_seen(struct seen *v, size_t n, uint64_t id) {
+        struct seen key = {.id = id};
+        return n ? bsearch(&key, v, n, sizeof *v, cmp_seen) : NULL;
+}
+
+static struct entry *find_entry(const struct iptables_known *k, uint64_t id) {
+        struct entry key = {.id = id};
+        return k->n ? bsearch(&key, k->e, k->n, sizeof *k->e, cmp_entry) : NULL;
+}
+
+struct line {
+        const char *p;
+        size_t len;
+};
+
+static bool next_line(const char **p, const char *end, struct line *l) {
+        if (*p >= end)
+                return false;
+        const char *nl = memchr(*p, '\n', (size_t) (end - *p));
+        l->p = *p;
+        l->len = nl ? (size_t) (nl - *p) : (size_t) (end - *p);
+        *p = nl ? nl + 1 : end;
+        return true;
+}
+
+/* The chain name after a line's command ("-A NAME ..." skip 3, ":NAME" skip 1). */
+static size_t name_at(const struct line *l, size_t skip, const char **ret) {
+        const char *s = l->p + skip, *q = s, *e = l->p + l->len;
+        while (q < e && *q != ' ')
+                q++;
+        *ret = s;
+        return (size_t) (q - s);
+}
+
+static bool is_cmd(const struct line *l, const char *cmd) {
+        return l->len > 3 && memcmp(l->p, cmd, 3) == 0;
+}
+
+static void push_obs(struct iptables_known *k, struct seen s) {
+        if (k->n_obs == k->cap_obs) {
+                k->cap_obs = k->cap_obs ? k->cap_obs * 2 : 1024;
+                k->obs = realloc(k->obs, k->cap_obs * sizeof *k->obs);
+                if (!k->obs)
+                        abort();
+        }
+        k->obs[k->n_obs++] = s;
+        k->obs_sorted = false;
+}
+
+void iptables_known_observe(struct iptables_known *k, const char *table, const char *saved, size_t len) {
+        const char *p = saved, *end = saved + len;
+        size_t tl = strlen(table);
+        struct seen cur = {0};
+        bool in_table = false, open = false;
+        struct line l;
+
+        while (next_line(&p, end, &l)) {
+                const char *name;
+                size_t n;
+                if (l.len > 0 && l.p[0] == '*') {
+                        in_table = l.len - 1 == tl && memcmp(l.p + 1, table, tl) == 0;
+                        continue;
+                }
+                if (!in_table)
+                        continue;
+                if (l.len > 1 && l.p[0] == ':') {
+                        n = name_at(&l, 1, &name);
+                        push_obs(k, (struct seen) {.id = chain_id(table, tl, name, n), .digest = FNV_INIT});
+                } else if (is_cmd(&l, "-A ")) {
+                        n = name_at(&l, 3, &name);
+                        uint64_t id = chain_id(table, tl, name, n);
+                        if (!open || cur.id != id) {
+                                if (open)
+                                        push_obs(k, cur);
+                                cur = (struct seen) {.id = id, .digest = FNV_INIT, .groups = 1};
+                                open = true;
+                        }
+                        cur.digest = fnv(cur.digest, l.p, l.len + 1 <= (size_t) (end - l.p) ? l.len + 1 : l.len);
+                } else if (l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0) {
+                        if (open)
+                                push_obs(k, cur);
+                        open = false;
+                        in_table = false;
+                }
+        }
+        if (open)
+                push_obs(k, cur);
+}
+
+/* Sorts the observations and folds each chain's into one: its rule run's
+ * digest, the empty digest without rules, 0 (never matches) if its rules
+ * came in more than one run. */
+static void obs_fold(struct iptables_known *k) {
+        if (k->obs_sorted)
+                return;
+        qsort(k->obs, k->n_obs, sizeof *k->obs, cmp_seen);
+        size_t w = 0;
+        for (size_t i = 0; i < k->n_obs;) {
+                struct seen s = {.id = k->obs[i].id, .digest = FNV_INIT};
+                uint32_t groups = 0;
+                for (; i < k->n_obs && k->obs[i].id == s.id; i++)
+                        if (k->obs[i].groups) {
+                                groups += k->obs[i].groups;
+                                s.digest = k->obs[i].digest;
+                        }
+                if (groups > 1)
+                        s.digest = 0;
+                k->obs[w++] = s;
+        }
+        k->n_obs = w;
+        k->obs_sorted = true;
+}
+
+static void drop_obs(struct iptables_known *k) {
+        k->n_obs = 0;
+        k->obs_sorted = false;
+}
+
+/* The declared chains of one section of a restore input, with the digests
+ * of their rule lines (which need not be contiguous). */
+static size_t section_chains(const char *body, const char *end, const struct line *head, struct seen **ret) {
+        struct seen *v = NULL;
+        size_t n = 0, cap = 0;
+        const char *p = body;
+        struct line l;
+        while (next_line(&p, end, &l) && !(l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0)) {
+                const char *name;
+                size_t nl;
+                if (l.len > 1 && l.p[0] == ':') {
+                        if (n == cap) {
+                                cap = cap ? cap * 2 : 256;
+                                v = realloc(v, cap * sizeof *v);
+                                if (!v)
+                                        abort();
+                        }
+                        nl = name_at(&l, 1, &name);
+                        v[n++] = (struct seen) {.id = chain_id(head->p + 1, head->len - 1, name, nl),
+                                                .digest = FNV_INIT};
+                }
+        }
+        if (n)
+                qsort(v, n, sizeof *v, cmp_seen);
+        p = body;
+        while (next_line(&p, end, &l) && !(l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0)) {
+                const char *name;
+                size_t nl;
+                bool rule = is_cmd(&l, "-A "), del = is_cmd(&l, "-X ");
+                if (!rule && !del)
+                        continue;
+                nl = name_at(&l, 3, &name);
+                struct seen *s = find_seen(v, n, chain_id(head->p + 1, head->len - 1, name, nl));
+                if (!s)
+                        continue;
+                if (del)
+                        s->deleted = true;
+                else
+                        s->digest = fnv(s->digest, l.p, l.len + 1);
+        }
+        *ret = v;
+        return n;
+}
+
+size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_t len, struct buf *out) {
+        const char *p = input, *end = input + len;
+        size_t left = 0;
+        struct line l;
+
+        k->n_pending = 0;
+        obs_fold(k);
+        while (next_line(&p, end, &l)) {
+                buf_put(out, l.p, l.len);
+                buf_putc(out, '\n');
+                if (!(l.len > 0 && l.p[0] == '*'))
+                        continue;
+                struct line head = l;
+                const char *body = p;
+                struct seen *v = NULL;
+                size_t n = section_chains(body, end, &head, &v);
+                for (size_t i = 0; i < n; i++) {
+                        const struct entry *e = find_entry(k, v[i].id);
+                        const struct seen *o = find_seen(k->obs, k->n_obs, v[i].id);
+                        v[i].kernel = o ? o->digest : 0;
+                        v[i].left_out = !v[i].deleted && e && e->kernel && e->rendered == v[i].digest && o &&
+                                        o->digest == e->kernel;
+                        left += v[i].left_out;
+                }
+                /* The section without the chains left out. */
+                while (next_line(&p, end, &l)) {
+                        const char *name;
+                        size_t nl = 0;
+                        if (l.len > 1 && l.p[0] == ':')
+                                nl = name_at(&l, 1, &name);
+                        else if (is_cmd(&l, "-A "))
+                                nl = name_at(&l, 3, &name);
+                        if (nl) {
+                                const struct seen *s = find_seen(v, n, chain_id(head.p + 1, head.len - 1, name, nl));
+                                if (s && s->left_out)
+                                        continue;
+                        }
+                        buf_put(out, l.p, l.len);
+                        buf_putc(out, '\n');
+                        if (l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0)
+                                break;
+                }
+                k->pending = realloc(k->pending, (k->n_pending + n + 1) * sizeof *k->pending);
+                if (!k->pending)
+                        abort();
+                memcpy(k->pending + k->n_pending, v, n * sizeof *v);
+                k->n_pending += n;
+                free(v);
+        }
+        return left;
+}
+
+void iptables_known_commit(struct iptables_known *k) {
+        free(k->e);
+        k->e = malloc((k->n_pending + 1) * sizeof *k->e);
+        if (!k->e)
+                abort();
+        k->n = 0;
+        k->unlearned = 0;
+        for (size_t i = 0; i < k->n_pending; i++) {
+                const struct seen *s = &k->pending[i];
+                if (s->deleted)
+                        continue;
+                k->e[k->n++] = (struct entry) {s->id, s->digest, s->left_out ? s->kernel : 0};
+                k->unlearned += !s->left_out;
+        }
+        qsort(k->e, k->n, sizeof *k->e, cmp_entry);
+        k->n_pending = 0;
+        drop_obs(k);
+}
+
+size_t iptables_known_learn(struct iptables_known *k) {
+        size_t learned = 0;
+        obs_fold(k);
+        for (size_t i = 0; i < k->n; i++) {
+                if (k->e[i].kernel)
+                        continue;
+                const struct seen *o = find_seen(k->obs, k->n_obs, k->e[i].id);
+                if (o && o->digest) {
+                        k->e[i].kernel = o->digest;
+                        learned++;
+                }
+        }
+        k->unlearned -= learned < k->unlearned ? learned : k->unlearned;
+        drop_obs(k);
+        return learned;
+}
+
+size_t iptables_known_unlearned(const struct iptables_known *k) {
+        return k->unlearned;
+}
+
+void iptables_known_touch(struct iptables_known *k, const char *input, size_t len) {
+        const char *p = input, *end = input + len;
+        struct line l, head = {0};
+        while (next_line(&p, end, &l)) {
+                const char *name;
+                size_t n = 0;
+                if (l.len > 0 && l.p[0] == '*')
+                        head = l;
+                else if (l.len > 1 && l.p[0] == ':')
+                        n = name_at(&l, 1, &name);
+                else if (is_cmd(&l, "-A ") || is_cmd(&l, "-D ") || is_cmd(&l, "-I ") || is_cmd(&l, "-X "))
+                        n = name_at(&l, 3, &name);
+                if (!n || !head.p)
+                        continue;
+                struct entry *e = find_entry(k, chain_id(head.p + 1, head.len - 1, name, n));
+                if (e && e->kernel) {
+                        e->kernel = 0;
+                        k->unlearned++;
+                }
+        }
+}
+
+void iptables_known_forget(struct iptables_known *k) {
+        free(k->e);
+        k->e = NULL;
+        k->n = 0;
+        k->n_pending = 0;
+        k->unlearned = 0;
+        drop_obs(k);
+}
+
+struct iptables_known *iptables_known_new(void) {
+        struct iptables_known *k = calloc(1, sizeof *k);
+        if (!k)
+                abort();
+        return k;
+}
+
+void iptables_known_free(struct iptables_known *k) {
+        if (!k)
+                return;
+        free(k->e);
+        free(k->obs);
+        free(k->pending);
+        free(k);
+}

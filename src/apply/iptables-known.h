@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * Full syncs that write only the chains the kernel does not already hold.
+ * A full sync must repair whatever anyone changed, so upstream rewrites
+ * every chain; over a loaded table that costs the kernel a walk of the
+ * whole table per commit (100 s at 20k services x 10 endpoints). kproxy
+ * reads the tables anyway (iptables-save, for the owned chains and jump
+ * rules); this keeps, per chain, a digest of the rules it last wrote and a
+ * digest of the same chain as iptables-save printed it after that write.
+ * A chain whose rendered rules are the ones last written and whose kernel
+ * text is still the one seen then is left out of the restore; any other
+ * chain, changed by kproxy or by someone else, is written whole.
+ *
+ * Digests are 64-bit FNV-1a of the rule lines; a chain is found by a digest
+ * of its table and name, in a sorted vector (24 bytes a chain).
+ */
+#include <stddef.h>
+
+struct buf;
+struct iptables_known;
+
+struct iptables_known *iptables_known_new(void);
+void iptables_known_free(struct iptables_known *k);
+
+/* What the kernel holds now: one table's iptables-save text. Observations
+ * add up until the next commit or learn. */
+void iptables_known_observe(struct iptables_known *k, const char *table, const char *saved, size_t len);
+
+/* Appends to out the full restore input minus the chains (declaration and
+ * rules) known to be in the kernel as rendered. Returns how many were left
+ * out (none without observations). */
+size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_t len, struct buf *out);
+
+/* The last rewrite's output was restored: remember the rendered digest of
+ * every chain its input declared. Those left out keep the kernel digest
+ * observed; those written are unknown until learned. Drops the
+ * observations. */
+void iptables_known_commit(struct iptables_known *k);
+
+/* Learns the kernel digest of the chains written by the last commit from
+ * fresh observations (iptables_known_observe after the restore). Returns
+ * how many were learned; drops the observations. */
+size_t iptables_known_learn(struct iptables_known *k);
+
+/* How many chains the last commit wrote (their kernel digest unknown). */
+size_t iptables_known_unlearned(const struct iptables_known *k);
+
+/* Chains named in a restore input sent outside full syncs (declared, or
+ * with -A, -D, -I, -X lines) are no longer known. */
+void iptables_known_touch(struct iptables_known *k, const char *input, size_t len);
+
+/* Forgets everything (a failed restore: the kernel's state is unknown). */
+void iptables_known_forget(struct iptables_known *k);

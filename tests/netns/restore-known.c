@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Full syncs that leave out what the kernel holds, against the kernel:
+ * restores INPUT as a first full sync (reading the written chains back),
+ * runs CMD if given (someone else's change), then restores INPUT again as
+ * the next full sync. Prints "FIRST_WRITTEN SECOND_WRITTEN SECOND_LEFT_OUT".
+ * Usage: restore-known 4|6 INPUT [CMD ARGS...]   (inside a test namespace) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "apply/iptables-known.h"
+#include "apply/iptables.h"
+#include "util/buf.h"
+
+static int full_sync(uint8_t family, struct iptables_known *k, const struct buf *in, size_t *ret_left,
+                     size_t *ret_written) {
+        struct buf out = BUF_INIT;
+        int r = iptables_observe(family, k);
+        if (r < 0)
+                return r;
+        *ret_left = iptables_known_rewrite(k, in->data, in->len, &out);
+        r = iptables_restore(family, out.data, out.len, true);
+        buf_done(&out);
+        if (r < 0)
+                return r;
+        iptables_known_commit(k);
+        *ret_written = iptables_known_unlearned(k);
+        r = iptables_observe(family, k);
+        if (r == 0)
+                iptables_known_learn(k);
+        return r;
+}
+
+int main(int argc, char **argv) {
+        struct buf in = BUF_INIT;
+        char chunk[65536];
+        size_t n, left1, written1, left2, written2;
+        FILE *f;
+
+        if (argc < 3 || !(f = fopen(argv[2], "r"))) {
+                fprintf(stderr, "usage: restore-known 4|6 INPUT [CMD ARGS...]\n");
+                return 2;
+        }
+        while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+                buf_put(&in, chunk, n);
+        fclose(f);
+        uint8_t family = (uint8_t) atoi(argv[1]);
+        struct iptables_known *k = iptables_known_new();
+        if (full_sync(family, k, &in, &left1, &written1) < 0)
+                return 1;
+        if (argc > 3) {
+                pid_t pid = fork();
+                if (pid == 0) {
+                        execvp(argv[3], argv + 3);
+                        _exit(127);
+                }
+                int status;
+                if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                        return 1;
+        }
+        if (full_sync(family, k, &in, &left2, &written2) < 0)
+                return 1;
+        printf("%zu %zu %zu\n", written1, written2, left2);
+        iptables_known_free(k);
+        buf_done(&in);
+        return 0;
+}
