@@ -4,7 +4,8 @@
 #   make check      install build dependencies, build, run every test (also under ASan/UBSan)
 #   make demo       install build dependencies, build, run the bundled example
 #                   (PROXY_MODE=nftables for nftables mode)
-#   make bench      optimised build and benchmarks
+#   make bench      optimised build and benchmarks (bench/RESULTS.md, bench/plots/)
+#   make profile    build-prof/kproxy with frame pointers for perf (PG=1: gprof's -pg)
 #
 # Out-of-tree builds: BUILD=dir. SANITIZE=1 builds with ASan and UBSan.
 
@@ -54,13 +55,15 @@ unit: $(UNIT_BIN)
 DEB_BUILD := build-essential pkg-config libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev \
              libmicrohttpd-dev libnetfilter-conntrack-dev libmnl-dev clang libclang-rt-14-dev
 DEB_TEST  := iptables nftables iproute2 nfacct conntrack curl openssl python3 python3-yaml
-deps:
-	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do \
+# $(call apt_missing,PACKAGES): installs those of PACKAGES that are not installed.
+apt_missing = missing=$$(for p in $(1); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	    echo "installing:" $$missing; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+deps:
+	@$(call apt_missing,$(DEB_BUILD) $(DEB_TEST))
 
 check: deps
 	$(MAKE) all unit
@@ -90,16 +93,32 @@ demo: deps
 	$(MAKE) all
 	examples/demo.sh $(BUILD) $(PROXY_MODE)
 
-bench: deps
+bench: deps bench-deps
 	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render bench-tools
 	bench/run.sh build-bench $(BENCH_SIZES)
-	bench/programming.py build-bench $(BENCH_PROG_SIZES)
+	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES)
+	bench/plot.py bench/results.json bench/plots
+
+# What only the benchmarks need: gnuplot for the plots, perf for --perf.
+DEB_BENCH := gnuplot-nox linux-perf
+bench-deps:
+	@$(call apt_missing,$(DEB_BENCH))
+
+# Profiling builds: build-prof keeps frame pointers for `perf record -g`
+# (perf report shows whole call chains); PG=1 adds gprof's -pg.
+profile:
+	$(MAKE) BUILD=build-prof OPT="-O2 -g -fno-omit-frame-pointer -DNDEBUG" all
+ifeq ($(PG),1)
+CFLAGS   += -pg
+LDFLAGS  += -pg
+endif
 
 # Only the daemon benchmark (bench/programming.py): first load, one-endpoint
 # change latency, packet path. BENCH_MODES="nftables iptables" adds iptables mode.
-bench-programming: deps
+bench-programming: deps bench-deps
 	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all bench-tools
-	bench/programming.py build-bench $(BENCH_PROG_SIZES)
+	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES)
+	bench/plot.py bench/results.json bench/plots
 
 BENCH_SIZES ?= 1000 10000 50000
 # The daemon benchmark's sizes: BENCH_PROG_SIZES, else BENCH_SIZES if given, else these.
@@ -152,7 +171,7 @@ uninstall:
 	@rmdir $(DESTDIR)$(DATADIR) 2>/dev/null || true
 
 clean:
-	rm -rf build build-asan build-bench build-fuzz
+	rm -rf build build-asan build-bench build-fuzz build-prof
 
-.PHONY: all unit deps check demo bench bench-programming bench-tools clean fuzz install uninstall
+.PHONY: all unit deps check demo bench bench-deps bench-programming bench-tools clean fuzz profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)

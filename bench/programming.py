@@ -863,6 +863,13 @@ def run_size(run, n, mode, args):
                 "%.3f s" % ld["lists_done_s"] if ld["lists_done_s"] is not None else "?",
                 ld["first_sync_ms"], ld["cpu_self_s"], ld["cpu_children_s"], ld.get("VmRSS", 0)))
         res["settle_s"] = settle(kp)
+        if args.floor:
+            res["floor_s"], res["floor_cpu_s"] = kernel_floor(run, cluster, mode)
+            lists_done = ld["lists_done_s"] or 0
+            log("  kernel floor: the same rules through %s alone in %.2f s (CPU %.2f s); kproxy's first load "
+                "(lists done -> last service) %.2f s, %.2fx the floor" % (
+                    "nft -f" if mode == "nftables" else "iptables-restore", res["floor_s"], res["floor_cpu_s"],
+                    ld["last_service_s"] - lists_done, (ld["last_service_s"] - lists_done) / res["floor_s"]))
         if n <= 1000:
             verify_probe(run, cluster, mode)
             log("  probe agrees with %s" % ("`nft list table`" if mode == "nftables" else "`iptables-save`"))
@@ -899,6 +906,42 @@ def run_size(run, n, mode, args):
         run.kill("kapi")
         run.del_ns("node")
     return res
+
+
+def kernel_floor(run, cluster, mode):
+    """The tool alone: kproxy's rules for the cluster (`kproxy render`) fed
+    in one run to `nft -f` (nftables mode) or to iptables-restore (iptables
+    mode; without --noflush, its fastest, linear mode, which the daemon
+    cannot use: it would flush other users' rules) in an empty scratch
+    namespace, with the kernel's jump rules into KUBE-SERVICES in place as
+    the daemon has them. Returns wall seconds and the tool's CPU seconds."""
+    out = os.path.join(run.tmp, "floor-%s-%d.txt" % (mode, cluster.n))
+    with open(out, "w") as f:
+        subprocess.run([run.kproxy_bin, "render", "--proxy-mode", mode, "--hostname-override", NODE,
+                        "--cluster-cidr", CLUSTER_CIDR, "--host-addresses", "127.0.0.1/8,%s/24" % NODE_IP,
+                        "--host-nfacct=false", "--host-random-fully=true", "--host-tcp-be-liberal=false",
+                        cluster.state], stdout=f, stderr=subprocess.DEVNULL, check=True, timeout=900)
+    run.add_ns("floor")
+    try:
+        if mode == "iptables":
+            for chain in ("PREROUTING", "OUTPUT"):
+                run.sh(["iptables", "-t", "nat", "-N", "KUBE-SERVICES"], ns="floor", check=False)
+                run.sh(["iptables", "-t", "nat", "-I", chain, "-j", "KUBE-SERVICES"], ns="floor")
+            cmd = ["iptables-restore", "-w", "5"]
+        else:
+            cmd = ["nft", "-f", "-"]
+        t0 = time.monotonic()
+        r0 = os.times()
+        with open(out) as f:
+            subprocess.run(["ip", "netns", "exec", run.ns("floor")] + cmd, stdin=f, check=True, timeout=1800,
+                           stdout=subprocess.DEVNULL)
+        wall = time.monotonic() - t0
+        r1 = os.times()
+        cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+    finally:
+        run.del_ns("floor")
+        os.unlink(out)
+    return wall, cpu
 
 
 def settle(kp, limit=60):
@@ -971,16 +1014,25 @@ def report(results, args):
       "last service* starts at kproxy's log line saying its lists are complete, and is the part to compare "
       "with a file-based load. *First sync done in* is kproxy's own log line. CPU: kproxy's own (user + "
       "system, which includes the kernel's work in its netlink calls) and its waited-for children's (`nft`, "
-      "`iptables-restore`), at the end of the load.\n\n")
-    w("| mode | services | start → last service | lists done → last service | First sync done in | start → first "
-      "service | start → all elements | kproxy's lists done | lists alone (kapi) | CPU self + children | RSS |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|\n")
+      "`iptables-restore`), at the end of the load. *Kernel floor*: the same rules (`kproxy render` of the "
+      "cluster) in one run of `nft -f`, or of `iptables-restore` in its flushing mode (linear; the daemon "
+      "must use --noflush, which is quadratic in one run, so it restores in pieces), into an empty namespace; "
+      "*× floor* is *lists done → last service* over it. *Restart*: the first sync of kproxy restarted over "
+      "its own loaded rules (`First sync done in`).\n\n")
+    w("| mode | services | start → last service | lists done → last service | kernel floor | × floor | First sync "
+      "done in | restart | start → first service | start → all elements | kproxy's lists done | lists alone "
+      "(kapi) | CPU self + children | RSS |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     for r in results:
         ld = r["load"]
         lists = ld["lists_done_s"]
-        w("| %s | %d | %s | **%s** | %d ms | %s | %s | %s | %s | %.2f + %.2f s | %.0f MiB |\n" % (
+        floor = r.get("floor_s")
+        w("| %s | %d | %s | **%s** | %s | %s | %d ms | %s | %s | %s | %s | %s | %.2f + %.2f s | %.0f MiB |\n" % (
             r["mode"], r["n"], ms(ld["last_service_s"]),
-            ms(ld["last_service_s"] - lists) if lists is not None else "?", ld["first_sync_ms"],
+            ms(ld["last_service_s"] - lists) if lists is not None else "?",
+            ms(floor) if floor else "–",
+            "%.2f" % ((ld["last_service_s"] - (lists or 0)) / floor) if floor else "–", ld["first_sync_ms"],
+            ms(r["restart_sync_ms"] / 1e3) if r.get("restart_sync_ms") else "–",
             ms(ld["first_service_s"]), ms(ld["complete_s"]) if ld["complete_s"] else "–",
             ms(lists) if lists is not None else "?", ms(r["kapi_list_s"]),
             ld["cpu_self_s"], ld["cpu_children_s"], ld.get("VmRSS", 0)))
@@ -1090,6 +1142,8 @@ def main():
     ap.add_argument("--json", help="also write every raw number to this file")
     ap.add_argument("--perf", metavar="DIR", help="perf record kproxy during the first load and the changes")
     ap.add_argument("--from-json", metavar="FILE", help="only write the report of an earlier run's --json")
+    ap.add_argument("--no-floor", dest="floor", action="store_false",
+                    help="skip the kernel floor (the same rules through nft -f / iptables-restore alone)")
     ap.add_argument("--no-affinity", action="store_true",
                     help="no ClientIP affinity (gen_cluster gives it to 1 service in 13; nftables mode makes a "
                          "named set per endpoint of those)")
