@@ -339,6 +339,24 @@ static const char *const nat_fixed[] = {"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE
 static const char *const filter_fixed[] = {"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD",
                                            "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"};
 
+bool iptables_chain_is_proxys(const char *table, const char *chain) {
+        const char *const *fixed = NULL;
+        size_t n = 0;
+        if (strcmp(table, "nat") == 0) {
+                if (has_owned_prefix(chain))
+                        return true;
+                fixed = nat_fixed, n = ELEMENTSOF(nat_fixed);
+        } else if (strcmp(table, "filter") == 0) {
+                fixed = filter_fixed, n = ELEMENTSOF(filter_fixed);
+        } else if (strcmp(table, "mangle") == 0) {
+                return strcmp(chain, "KUBE-PROXY-CANARY") == 0;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(chain, fixed[i]) == 0)
+                        return true;
+        return false;
+}
+
 /* Flushes and deletes the listed chains of one table that exist. */
 static void cleanup_table(const char *table, const struct buf *saved, const char *const *fixed, size_t n_fixed,
                           bool owned, struct buf *in) {

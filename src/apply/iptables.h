@@ -51,6 +51,10 @@ int iptables_restore_split(uint8_t family, const char *input, size_t len, size_t
 int iptables_canary_ensure(uint8_t family);
 bool iptables_canary_present(uint8_t family);
 
+/* Whether --cleanup removes this chain of this table ("nat", "filter",
+ * "mangle"): kube-proxy's chains, not kubelet's KUBE-FIREWALL. */
+bool iptables_chain_is_proxys(const char *table, const char *chain);
+
 /* Removes every jump rule and chain kproxy (or kube-proxy) made in the
  * family's tables. Idempotent. Returns 0 or -errno. */
 int iptables_cleanup(uint8_t family);

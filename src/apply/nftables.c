@@ -219,6 +219,7 @@ struct dump_ctx {
         uint16_t table_attr;
         struct hmap *out;
         bool sets;
+        const char *table;      /* NULL: kube-proxy's */
 };
 
 static int dump_cb(const struct nlmsghdr *nlh, void *data) {
@@ -239,7 +240,7 @@ static int dump_cb(const struct nlmsghdr *nlh, void *data) {
                 else if (c->sets && t == NFTA_SET_TIMEOUT && mnl_attr_validate(a, MNL_TYPE_U64) == 0)
                         timeout = be64toh(mnl_attr_get_u64(a));
         }
-        if (!table || !name || strcmp(table, TABLE) != 0 || (flags & NFT_SET_ANONYMOUS))
+        if (!table || !name || strcmp(table, c->table ? c->table : TABLE) != 0 || (flags & NFT_SET_ANONYMOUS))
                 return MNL_CB_OK;
         if (c->sets) {
                 struct nftables_set *set = malloc(sizeof *set + strlen(name) + 1);
@@ -312,6 +313,14 @@ int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, s
         nlh = request(n, buf, NFT_MSG_GETSET, NLM_F_DUMP, family);
         mnl_attr_put_strz(nlh, NFTA_SET_TABLE, TABLE);
         return talk(n, nlh, dump_cb, &sets);
+}
+
+int nftables_list_chains(struct nftables *n, uint8_t family, const char *table, struct hmap *ret_chains) {
+        char buf[MNL_SOCKET_BUFFER_SIZE];
+        struct nlmsghdr *nlh = request(n, buf, NFT_MSG_GETCHAIN, NLM_F_DUMP, family);
+        struct dump_ctx chains = {NFTA_CHAIN_NAME, NFTA_CHAIN_TABLE, ret_chains, false, table};
+        mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, table);
+        return talk(n, nlh, dump_cb, &chains);
 }
 
 void nftables_names_done(struct hmap *names) {

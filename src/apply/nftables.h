@@ -37,6 +37,10 @@ struct nftables_set {
 };
 int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, struct hmap *ret_sets);
 void nftables_names_done(struct hmap *names);
+/* The chains of any nf_tables table of the family (iptables-nft's "nat",
+ * "filter", "mangle" among them), into ret_chains as above. Returns 0 (an
+ * absent table has no chains) or -errno. */
+int nftables_list_chains(struct nftables *n, uint8_t family, const char *table, struct hmap *ret_chains);
 
 /* Watching the table: a socket subscribed to nf_tables' notifications. */
 enum nftables_event {

@@ -2,6 +2,7 @@
 #include "proxy/daemon.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,12 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 return EXIT_FAILURE;
         }
         signal(SIGPIPE, SIG_IGN);
+        /* Restore inputs and table dumps are tens of megabytes at scale.
+         * glibc raises its mmap threshold after freeing such a buffer (up to
+         * 32 MiB), so the next ones came from the heap and stayed there as
+         * freed memory; a fixed threshold keeps every large buffer mapped
+         * and returned to the system when freed. */
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
         r = host_probe(&host);
         if (r < 0)
                 goto out;

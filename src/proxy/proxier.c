@@ -36,6 +36,7 @@
 #include "proxy/nftsync.h"
 #include "render/render.h"
 #include "util/buf.h"
+#include "util/cleanup.h"
 #include "util/hmap.h"
 #include "util/log.h"
 
@@ -72,6 +73,7 @@ struct proxier {
         bool synced[_PROXIER_SOURCE_MAX];
         bool initialized;
         bool need_full;
+        bool other_mode_left;           /* the other mode's rules, to remove after the first sync */
         bool need_full_soon;            /* a full sync to check on one that could not listen */
         bool udp_changed;               /* a changed service has (or had) a UDP port */
         bool hcnp_changed;              /* ... or a health-check node port */
@@ -625,13 +627,59 @@ static void update_hcnp(struct proxier *p, const struct render_params *rp) {
  * both modes' nat chains hook in at the same priority, and a connection
  * is translated by the first that matches, so new connections never meet
  * a node with neither. */
+/* Legacy iptables' tables live outside nf_tables: only the tools see them. */
+static bool legacy_tables_in_use(void) {
+        static const char *const files[] = {"/proc/net/ip_tables_names", "/proc/net/ip6_tables_names"};
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                FILE *f = fopen(files[i], "re");
+                if (!f)
+                        continue;
+                int c = fgetc(f);
+                fclose(f);
+                if (c != EOF)
+                        return true;
+        }
+        return false;
+}
+
+/* Whether the other mode left rules to remove. Asked of nf_tables over
+ * netlink, which answers at once: the tools are slow on a node with a large
+ * nftables table (iptables-save walks it: minutes at 50k services), so they
+ * run only when there is something to remove. Unsure means yes. */
+static bool other_mode_present(struct proxier *p) {
+        static const char *const tables[] = {"nat", "filter", "mangle"};
+        if (p->cfg->mode == PROXY_MODE_IPTABLES) {
+                for (size_t i = 0; i < p->n_fam; i++)
+                        if (nftables_table_present(p->fam[i].family))
+                                return true;
+                return false;
+        }
+        if (!p->nl || legacy_tables_in_use())
+                return true;
+        for (size_t i = 0; i < p->n_fam; i++)
+                for (size_t t = 0; t < ELEMENTSOF(tables); t++) {
+                        struct hmap chains = HMAP_INIT;
+                        const char *k;
+                        bool found = nftables_list_chains(p->nl, p->fam[i].family, tables[t], &chains) < 0;
+                        for (size_t it = 0; !found && hmap_next(&chains, &it, &k, NULL);)
+                                found = iptables_chain_is_proxys(tables[t], k);
+                        nftables_names_done(&chains);
+                        if (found)
+                                return true;
+                }
+        return false;
+}
+
 static void remove_other_mode(struct proxier *p) {
+        double t0 = realtime_s();
         if (p->cfg->mode == PROXY_MODE_IPTABLES) {
                 nftables_cleanup();
-                return;
+        } else {
+                for (size_t i = 0; i < p->n_fam; i++)
+                        iptables_cleanup(p->fam[i].family);
         }
-        for (size_t i = 0; i < p->n_fam; i++)
-                iptables_cleanup(p->fam[i].family);
+        log_v(2, "Removed what %s mode left, if anything, in %.0f ms",
+              p->cfg->mode == PROXY_MODE_IPTABLES ? "nftables" : "iptables", (realtime_s() - t0) * 1000);
 }
 
 static void on_sync_timer(struct ev_loop *l, void *userdata) {
@@ -644,6 +692,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
 
         p->sync_timer = NULL;
         p->last_sync_ms = start;
+        if (p->n_syncs == 0 && p->n_failures == 0)
+                p->other_mode_left = other_mode_present(p);
         /* The same messages at the same verbosity as upstream's proxier. */
         log_v(2, "Syncing %s rules (%s)", p->cfg->mode == PROXY_MODE_NFTABLES ? "nftables" : "iptables",
               full ? "full" : "partial");
@@ -703,7 +753,9 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                 /* A full sync (the first one also follows the decoding of
                  * every list) leaves most of its peak in freed heap; give
                  * it back, or the node sees the peak as kproxy's size. */
+                double trim0 = realtime_s();
                 malloc_trim(0);
+                log_v(2, "Returned freed heap to the system in %.0f ms", (realtime_s() - trim0) * 1000);
         }
         metrics_rules(p->metrics, "filter", sum.n_filter_rules, sum.n_filter_rules);
         metrics_rules(p->metrics, "nat", sum.n_nat_rules_total, sum.n_nat_rules);
@@ -716,7 +768,7 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                         metrics_network_programming(p->metrics, now - p->triggers[i]);
         p->n_triggers = 0;
         p->n_syncs++;
-        if (p->n_syncs == 1)
+        if (p->n_syncs == 1 && p->other_mode_left)
                 remove_other_mode(p);
         for (size_t i = 0; i < p->n_fam; i++)
                 health_server_synced(p->health, p->fam[i].family);
