@@ -114,7 +114,7 @@ LDFLAGS  += -pg
 endif
 
 # Only the daemon benchmark (bench/programming.py): first load, one-endpoint
-# change latency, packet path. BENCH_MODES="nftables iptables" adds iptables mode.
+# change latency, packet path. Both modes; BENCH_MODES=nftables for one.
 bench-programming: deps bench-deps
 	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all bench-tools
 	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES)

@@ -662,7 +662,7 @@ def first_load(run, cluster, api, mode, args):
     r["first_service_s"] = times[0] - kp.t_start
     r["last_service_s"] = times[1] - kp.t_start
     r["complete_s"] = times[2] - kp.t_start if mode == "nftables" else None
-    line, m = kp.wait_log(r"First sync done in (\d+) ms", 120)
+    line, m = kp.wait_log(r"First sync done in (\d+) ms", args.load_timeout)
     r["first_sync_ms"] = int(m.group(1))
     r["lists_done_s"] = kp.log_time(r"Initial lists of Services, EndpointSlices and Node")
     r["cpu_self_s"], r["cpu_children_s"] = kp.cpu()
@@ -865,6 +865,7 @@ def run_size(run, n, mode, args):
         res["settle_s"] = settle(kp)
         if args.floor:
             res["floor_s"], res["floor_cpu_s"] = kernel_floor(run, cluster, mode)
+        if res.get("floor_s"):
             lists_done = ld["lists_done_s"] or 0
             log("  kernel floor: the same rules through %s alone in %.2f s (CPU %.2f s); kproxy's first load "
                 "(lists done -> last service) %.2f s, %.2fx the floor" % (
@@ -889,6 +890,10 @@ def run_size(run, n, mode, args):
             log("  %s" % change_line("min sync 0", c))
         res["mem"] = kp.mem()
         log("  kproxy RSS %.0f MiB (peak %.0f MiB)" % (res["mem"].get("VmRSS", 0), res["mem"].get("VmHWM", 0)))
+        if mode == "iptables" and args.resync:
+            res["resync_ms"] = full_resync(run, kp, args.load_timeout)
+            log("  full resync over the loaded table (the hourly one; forced by removing the canary): %d ms" %
+                res["resync_ms"])
         if args.default_period_changes:
             kp.stop()
             kp = Kproxy(run, api, mode, "1s")
@@ -933,8 +938,13 @@ def kernel_floor(run, cluster, mode):
         t0 = time.monotonic()
         r0 = os.times()
         with open(out) as f:
-            subprocess.run(["ip", "netns", "exec", run.ns("floor")] + cmd, stdin=f, check=True, timeout=1800,
-                           stdout=subprocess.DEVNULL)
+            p = subprocess.run(["ip", "netns", "exec", run.ns("floor")] + cmd, stdin=f, timeout=1800,
+                               stdout=subprocess.DEVNULL)
+        if p.returncode != 0:
+            # nft -f of 50k services x 10 endpoints needs more than 7 GB and
+            # is killed by the OOM killer on a 24 GB machine: no floor then.
+            log("  kernel floor: %s failed (%s)" % (cmd[0], "killed" if p.returncode < 0 else p.returncode))
+            return None, None
         wall = time.monotonic() - t0
         r1 = os.times()
         cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
@@ -942,6 +952,23 @@ def kernel_floor(run, cluster, mode):
         run.del_ns("floor")
         os.unlink(out)
     return wall, cpu
+
+
+def full_resync(run, kp, timeout):
+    """iptables mode: removes the mangle canary, which makes kproxy resync
+    everything at its next check (every --iptables-sync-period), as its
+    hourly full sync does; returns that sync's duration from kproxy's log."""
+    seen = len(re.findall(r"SyncProxyRules complete: full sync", kp.output()))
+    run.sh(["iptables", "-t", "mangle", "-X", "KUBE-PROXY-CANARY"], ns="node")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.findall(r"SyncProxyRules complete: full sync \d+, elapsed (\d+) ms", kp.output())
+        if len(found) > seen:
+            return int(found[seen])
+        if not kp.alive():
+            raise BenchError("kproxy exited during the resync:\n" + tail(kp.logfile))
+        time.sleep(0.2)
+    raise BenchError("no full resync within %d s" % timeout)
 
 
 def settle(kp, limit=60):
@@ -1018,21 +1045,23 @@ def report(results, args):
       "cluster) in one run of `nft -f`, or of `iptables-restore` in its flushing mode (linear; the daemon "
       "must use --noflush, which is quadratic in one run, so it restores in pieces), into an empty namespace; "
       "*× floor* is *lists done → last service* over it. *Restart*: the first sync of kproxy restarted over "
-      "its own loaded rules (`First sync done in`).\n\n")
+      "its own loaded rules (`First sync done in`). *Full resync* (iptables mode): a full sync of the loaded "
+      "table while kproxy runs, as the hourly one, forced by removing the canary chain after the changes.\n\n")
     w("| mode | services | start → last service | lists done → last service | kernel floor | × floor | First sync "
-      "done in | restart | start → first service | start → all elements | kproxy's lists done | lists alone "
-      "(kapi) | CPU self + children | RSS |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+      "done in | restart | full resync | start → first service | start → all elements | kproxy's lists done | "
+      "lists alone (kapi) | CPU self + children | RSS |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     for r in results:
         ld = r["load"]
         lists = ld["lists_done_s"]
         floor = r.get("floor_s")
-        w("| %s | %d | %s | **%s** | %s | %s | %d ms | %s | %s | %s | %s | %s | %.2f + %.2f s | %.0f MiB |\n" % (
+        w("| %s | %d | %s | **%s** | %s | %s | %d ms | %s | %s | %s | %s | %s | %s | %.2f + %.2f s | %.0f MiB |\n" % (
             r["mode"], r["n"], ms(ld["last_service_s"]),
             ms(ld["last_service_s"] - lists) if lists is not None else "?",
             ms(floor) if floor else "–",
             "%.2f" % ((ld["last_service_s"] - (lists or 0)) / floor) if floor else "–", ld["first_sync_ms"],
             ms(r["restart_sync_ms"] / 1e3) if r.get("restart_sync_ms") else "–",
+            ms(r["resync_ms"] / 1e3) if r.get("resync_ms") else "–",
             ms(ld["first_service_s"]), ms(ld["complete_s"]) if ld["complete_s"] else "–",
             ms(lists) if lists is not None else "?", ms(r["kapi_list_s"]),
             ld["cpu_self_s"], ld["cpu_children_s"], ld.get("VmRSS", 0)))
@@ -1120,8 +1149,8 @@ def main():
     ap.add_argument("build", help="build directory with kproxy and bench/{nftprobe,dp_client,dp_server}")
     ap.add_argument("sizes", nargs="*", type=int, help="service counts (default: $BENCH_PROG_SIZES or "
                     "1000 20000 50000)")
-    ap.add_argument("--modes", default=os.environ.get("BENCH_MODES", "nftables"),
-                    help="nftables and/or iptables, space- or comma-separated (default nftables)")
+    ap.add_argument("--modes", default=os.environ.get("BENCH_MODES", "nftables iptables"),
+                    help="nftables and/or iptables, space- or comma-separated (default both; $BENCH_MODES)")
     ap.add_argument("--endpoints", type=int, default=10)
     ap.add_argument("--changes", type=int, default=100, help="one-endpoint changes per size, nftables mode")
     ap.add_argument("--ipt-changes", type=int, default=20, help="the same in iptables mode")
@@ -1135,13 +1164,15 @@ def main():
     ap.add_argument("--no-baseline", action="store_true", help="no one-service cluster of its own")
     ap.add_argument("--no-ref", action="store_true",
                     help="no one-service reference node next to each size's packet path")
-    ap.add_argument("--ipt-max", type=int, default=5000,
-                    help="iptables mode skips larger sizes (iptables-nft-restore's first load is quadratic)")
+    ap.add_argument("--ipt-max", type=int, default=20000,
+                    help="iptables mode skips larger sizes (a restart there rewrites everything: minutes at 50k)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="'' to write no file")
     ap.add_argument("--json", help="also write every raw number to this file")
     ap.add_argument("--perf", metavar="DIR", help="perf record kproxy during the first load and the changes")
     ap.add_argument("--from-json", metavar="FILE", help="only write the report of an earlier run's --json")
+    ap.add_argument("--no-resync", dest="resync", action="store_false",
+                    help="iptables mode: skip the forced full resync over the loaded table")
     ap.add_argument("--no-floor", dest="floor", action="store_false",
                     help="skip the kernel floor (the same rules through nft -f / iptables-restore alone)")
     ap.add_argument("--no-affinity", action="store_true",
