@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apply/iptables-lines.h"
 #include "util/buf.h"
 #include "util/hmap.h"
 
@@ -13,16 +14,11 @@
  * tool reading the chain's rules back for -D and -I. */
 #define DELTA_MIN_RULES 16
 
-struct line {
-        const char *p;
-        size_t len;             /* without the newline */
-};
-
 /* What the last sync left in one chain: its "-A NAME ..." lines. */
 struct remembered {
         char *key;              /* "table NAME" */
         char *text;             /* the lines, each ending in '\n' */
-        struct line *lines;
+        struct iptables_line *lines;
         size_t n;
 };
 
@@ -31,49 +27,13 @@ struct iptables_delta {
         bool valid;
 };
 
-static const char *const owned_prefixes[] = {"KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-"};
-
-static bool owned(const char *name, size_t n) {
-        for (size_t i = 0; i < sizeof owned_prefixes / sizeof owned_prefixes[0]; i++) {
-                size_t k = strlen(owned_prefixes[i]);
-                if (n >= k && memcmp(name, owned_prefixes[i], k) == 0)
-                        return true;
-        }
-        return false;
-}
-
-static bool next_line(const char **p, const char *end, struct line *l) {
-        if (*p >= end)
-                return false;
-        const char *nl = memchr(*p, '\n', (size_t) (end - *p));
-        l->p = *p;
-        l->len = nl ? (size_t) (nl - *p) : (size_t) (end - *p);
-        *p = nl ? nl + 1 : end;
-        return true;
-}
-
-static bool starts(const struct line *l, const char *s) {
-        size_t n = strlen(s);
-        return l->len >= n && memcmp(l->p, s, n) == 0;
-}
-
-/* The chain a ":NAME", "-A NAME", "-X NAME" ... line is about. */
-static size_t line_chain(const struct line *l, size_t skip, const char **ret) {
-        const char *s = l->p + skip, *e = l->p + l->len;
-        const char *q = s;
-        while (q < e && *q != ' ')
-                q++;
-        *ret = s;
-        return (size_t) (q - s);
-}
-
 /* One table section of the input: the chains it declares that are not a
  * service's own, with the lines of their rules. */
 struct section_chain {
         char key[96];
         const char *name;
         size_t name_len;
-        struct line *lines;
+        struct iptables_line *lines;
         size_t n, cap;
         int verdict;            /* 0 whole, 1 unchanged, 2 by rule */
 };
@@ -99,15 +59,16 @@ static struct section_chain *section_find(struct section *s, const char *name, s
 
 /* Reads the section starting after its "*table" line; *p ends after COMMIT.
  * Top-level chains are few (a dozen), so a linear lookup does. */
-static void section_read(const char **p, const char *end, const struct line *head, struct section *s) {
+static void section_read(const char **p, const char *end, const struct iptables_line *head, struct section *s) {
         const char *at = *p;
-        struct line l;
-        while (next_line(&at, end, &l) && !(l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0)) {
+        struct iptables_line l;
+        while (iptables_line_next(&at, end, &l) && !iptables_line_is_commit(&l)) {
                 const char *name;
                 size_t n;
-                if (starts(&l, ":")) {
-                        n = line_chain(&l, 1, &name);
-                        if (owned(name, n) || n + head->len + 2 > sizeof s->c[0].key || section_find(s, name, n))
+                if (iptables_line_starts(&l, ":")) {
+                        n = iptables_line_chain(&l, 1, &name);
+                        if (iptables_chain_owned(name, n) || n + head->len + 2 > sizeof s->c[0].key ||
+                            section_find(s, name, n))
                                 continue;
                         if (s->n == s->cap) {
                                 s->cap = s->cap ? s->cap * 2 : 16;
@@ -121,8 +82,8 @@ static void section_read(const char **p, const char *end, const struct line *hea
                         c->key[head->len - 1] = ' ';
                         memcpy(c->key + head->len, name, n);
                         c->key[head->len + n] = '\0';
-                } else if (starts(&l, "-A ")) {
-                        n = line_chain(&l, 3, &name);
+                } else if (iptables_line_starts(&l, "-A ")) {
+                        n = iptables_line_chain(&l, 3, &name);
                         struct section_chain *c = section_find(s, name, n);
                         if (!c)
                                 continue;
@@ -138,14 +99,11 @@ static void section_read(const char **p, const char *end, const struct line *hea
         *p = at;
 }
 
-static uint64_t line_hash(const char *p, size_t n) {
-        uint64_t h = 1469598103934665603ULL;
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ (unsigned char) p[i]) * 1099511628211ULL;
-        return h;
+static size_t slot_of(const struct iptables_line *l, size_t cap) {
+        return (size_t) iptables_digest(IPTABLES_DIGEST_INIT, l->p, l->len) & (cap - 1);
 }
 
-static bool line_eq(const struct line *a, const struct line *b) {
+static bool line_eq(const struct iptables_line *a, const struct iptables_line *b) {
         return a->len == b->len && memcmp(a->p, b->p, a->len) == 0;
 }
 
@@ -164,7 +122,7 @@ static bool write_by_rule(const struct remembered *old, const struct section_cha
                 abort();
         memset(slot, 0, cap * sizeof *slot);
         for (size_t i = 0; i < old->n && ok; i++) {
-                size_t h = (size_t) line_hash(old->lines[i].p, old->lines[i].len) & (cap - 1);
+                size_t h = slot_of(&old->lines[i], cap);
                 for (; slot[h]; h = (h + 1) & (cap - 1))
                         if (line_eq(&old->lines[slot[h] - 1], &old->lines[i]))
                                 ok = false;     /* -D would take the first of two */
@@ -172,7 +130,7 @@ static bool write_by_rule(const struct remembered *old, const struct section_cha
         }
         size_t last = 0;
         for (size_t j = 0; j < c->n && ok; j++) {
-                size_t h = (size_t) line_hash(c->lines[j].p, c->lines[j].len) & (cap - 1);
+                size_t h = slot_of(&c->lines[j], cap);
                 in_old[j] = 0;
                 for (; slot[h]; h = (h + 1) & (cap - 1))
                         if (line_eq(&old->lines[slot[h] - 1], &c->lines[j])) {
@@ -229,14 +187,14 @@ size_t iptables_delta_rewrite(const struct iptables_delta *d, const char *input,
         const char *p = input, *end = input + len;
         struct buf delta = BUF_INIT;
         size_t changed = 0;
-        struct line l;
+        struct iptables_line l;
 
         if (!d || !d->valid) {
                 buf_put(out, input, len);
                 return 0;
         }
-        while (next_line(&p, end, &l)) {
-                if (!starts(&l, "*")) {
+        while (iptables_line_next(&p, end, &l)) {
+                if (!iptables_line_starts(&l, "*")) {
                         buf_put(out, l.p, l.len);
                         buf_putc(out, '\n');
                         continue;
@@ -262,20 +220,20 @@ size_t iptables_delta_rewrite(const struct iptables_delta *d, const char *input,
                 buf_put(out, l.p, l.len);
                 buf_putc(out, '\n');
                 bool delta_done = false;
-                for (const char *q = body; q < p && next_line(&q, p, &l);) {
+                for (const char *q = body; q < p && iptables_line_next(&q, p, &l);) {
                         const char *name;
                         size_t n;
                         struct section_chain *c = NULL;
-                        bool is_commit = l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0;
-                        if (!delta_done && (is_commit || starts(&l, "-X "))) {
+                        bool is_commit = iptables_line_is_commit(&l);
+                        if (!delta_done && (is_commit || iptables_line_starts(&l, "-X "))) {
                                 buf_put(out, delta.data, delta.len);
                                 delta_done = true;
                         }
-                        if (starts(&l, ":")) {
-                                n = line_chain(&l, 1, &name);
+                        if (iptables_line_starts(&l, ":")) {
+                                n = iptables_line_chain(&l, 1, &name);
                                 c = section_find(&s, name, n);
-                        } else if (starts(&l, "-A ")) {
-                                n = line_chain(&l, 3, &name);
+                        } else if (iptables_line_starts(&l, "-A ")) {
+                                n = iptables_line_chain(&l, 3, &name);
                                 c = section_find(&s, name, n);
                         }
                         if (c && c->verdict != 0)
@@ -310,11 +268,11 @@ void iptables_delta_forget(struct iptables_delta *d) {
 
 void iptables_delta_commit(struct iptables_delta *d, const char *input, size_t len) {
         const char *p = input, *end = input + len;
-        struct line l;
+        struct iptables_line l;
 
         iptables_delta_forget(d);
-        while (next_line(&p, end, &l)) {
-                if (!starts(&l, "*"))
+        while (iptables_line_next(&p, end, &l)) {
+                if (!iptables_line_starts(&l, "*"))
                         continue;
                 struct section s = {0};
                 section_read(&p, end, &l, &s);
@@ -335,7 +293,7 @@ void iptables_delta_commit(struct iptables_delta *d, const char *input, size_t l
                                 abort();
                         const char *q = r->text;
                         for (size_t j = 0; j < c->n; j++) {
-                                r->lines[j] = (struct line) {q, c->lines[j].len};
+                                r->lines[j] = (struct iptables_line) {q, c->lines[j].len};
                                 q += c->lines[j].len + 1;
                         }
                         remembered_free(hmap_put(&d->chains, r->key, r));

@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apply/iptables-lines.h"
 #include "util/buf.h"
-
-#define FNV_INIT 1469598103934665603ULL
 
 /* What kproxy wrote into a chain and what the kernel printed for it after. */
 struct entry {
@@ -35,17 +34,16 @@ struct iptables_known {
         size_t unlearned;
 };
 
-static uint64_t fnv(uint64_t h, const char *p, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ (unsigned char) p[i]) * 1099511628211ULL;
-        return h;
+static uint64_t chain_id(const char *table, size_t table_len, const char *chain, size_t chain_len) {
+        uint64_t h = iptables_digest(IPTABLES_DIGEST_INIT, table, table_len);
+        h = iptables_digest(h, "", 1);
+        h = iptables_digest(h, chain, chain_len);
+        return h ? h : 1;
 }
 
-static uint64_t chain_id(const char *table, size_t table_len, const char *chain, size_t chain_len) {
-        uint64_t h = fnv(FNV_INIT, table, table_len);
-        h = fnv(h, "", 1);
-        h = fnv(h, chain, chain_len);
-        return h ? h : 1;
+/* A rule line's contribution to its chain's digest, newline included. */
+static uint64_t line_digest(uint64_t h, const struct iptables_line *l) {
+        return iptables_digest(iptables_digest(h, l->p, l->len), "\n", 1);
 }
 
 static int cmp_seen(const void *a, const void *b) {
@@ -68,34 +66,6 @@ static struct entry *find_entry(const struct iptables_known *k, uint64_t id) {
         return k->n ? bsearch(&key, k->e, k->n, sizeof *k->e, cmp_entry) : NULL;
 }
 
-struct line {
-        const char *p;
-        size_t len;
-};
-
-static bool next_line(const char **p, const char *end, struct line *l) {
-        if (*p >= end)
-                return false;
-        const char *nl = memchr(*p, '\n', (size_t) (end - *p));
-        l->p = *p;
-        l->len = nl ? (size_t) (nl - *p) : (size_t) (end - *p);
-        *p = nl ? nl + 1 : end;
-        return true;
-}
-
-/* The chain name after a line's command ("-A NAME ..." skip 3, ":NAME" skip 1). */
-static size_t name_at(const struct line *l, size_t skip, const char **ret) {
-        const char *s = l->p + skip, *q = s, *e = l->p + l->len;
-        while (q < e && *q != ' ')
-                q++;
-        *ret = s;
-        return (size_t) (q - s);
-}
-
-static bool is_cmd(const struct line *l, const char *cmd) {
-        return l->len > 3 && memcmp(l->p, cmd, 3) == 0;
-}
-
 static void push_obs(struct iptables_known *k, struct seen s) {
         if (k->n_obs == k->cap_obs) {
                 k->cap_obs = k->cap_obs ? k->cap_obs * 2 : 1024;
@@ -112,9 +82,9 @@ void iptables_known_observe(struct iptables_known *k, const char *table, const c
         size_t tl = strlen(table);
         struct seen cur = {0};
         bool in_table = false, open = false;
-        struct line l;
+        struct iptables_line l;
 
-        while (next_line(&p, end, &l)) {
+        while (iptables_line_next(&p, end, &l)) {
                 const char *name;
                 size_t n;
                 if (l.len > 0 && l.p[0] == '*') {
@@ -124,19 +94,19 @@ void iptables_known_observe(struct iptables_known *k, const char *table, const c
                 if (!in_table)
                         continue;
                 if (l.len > 1 && l.p[0] == ':') {
-                        n = name_at(&l, 1, &name);
-                        push_obs(k, (struct seen) {.id = chain_id(table, tl, name, n), .digest = FNV_INIT});
-                } else if (is_cmd(&l, "-A ")) {
-                        n = name_at(&l, 3, &name);
+                        n = iptables_line_chain(&l, 1, &name);
+                        push_obs(k, (struct seen) {.id = chain_id(table, tl, name, n), .digest = IPTABLES_DIGEST_INIT});
+                } else if (iptables_line_starts(&l, "-A ")) {
+                        n = iptables_line_chain(&l, 3, &name);
                         uint64_t id = chain_id(table, tl, name, n);
                         if (!open || cur.id != id) {
                                 if (open)
                                         push_obs(k, cur);
-                                cur = (struct seen) {.id = id, .digest = FNV_INIT, .groups = 1};
+                                cur = (struct seen) {.id = id, .digest = IPTABLES_DIGEST_INIT, .groups = 1};
                                 open = true;
                         }
-                        cur.digest = fnv(cur.digest, l.p, l.len + 1 <= (size_t) (end - l.p) ? l.len + 1 : l.len);
-                } else if (l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0) {
+                        cur.digest = line_digest(cur.digest, &l);
+                } else if (iptables_line_is_commit(&l)) {
                         if (open)
                                 push_obs(k, cur);
                         open = false;
@@ -156,7 +126,7 @@ static void obs_fold(struct iptables_known *k) {
         qsort(k->obs, k->n_obs, sizeof *k->obs, cmp_seen);
         size_t w = 0;
         for (size_t i = 0; i < k->n_obs;) {
-                struct seen s = {.id = k->obs[i].id, .digest = FNV_INIT};
+                struct seen s = {.id = k->obs[i].id, .digest = IPTABLES_DIGEST_INIT};
                 uint32_t groups = 0;
                 for (; i < k->n_obs && k->obs[i].id == s.id; i++)
                         if (k->obs[i].groups) {
@@ -178,12 +148,12 @@ static void drop_obs(struct iptables_known *k) {
 
 /* The declared chains of one section of a restore input, with the digests
  * of their rule lines (which need not be contiguous). */
-static size_t section_chains(const char *body, const char *end, const struct line *head, struct seen **ret) {
+static size_t section_chains(const char *body, const char *end, const struct iptables_line *head, struct seen **ret) {
         struct seen *v = NULL;
         size_t n = 0, cap = 0;
         const char *p = body;
-        struct line l;
-        while (next_line(&p, end, &l) && !(l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0)) {
+        struct iptables_line l;
+        while (iptables_line_next(&p, end, &l) && !iptables_line_is_commit(&l)) {
                 const char *name;
                 size_t nl;
                 if (l.len > 1 && l.p[0] == ':') {
@@ -193,28 +163,28 @@ static size_t section_chains(const char *body, const char *end, const struct lin
                                 if (!v)
                                         abort();
                         }
-                        nl = name_at(&l, 1, &name);
+                        nl = iptables_line_chain(&l, 1, &name);
                         v[n++] = (struct seen) {.id = chain_id(head->p + 1, head->len - 1, name, nl),
-                                                .digest = FNV_INIT};
+                                                .digest = IPTABLES_DIGEST_INIT};
                 }
         }
         if (n)
                 qsort(v, n, sizeof *v, cmp_seen);
         p = body;
-        while (next_line(&p, end, &l) && !(l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0)) {
+        while (iptables_line_next(&p, end, &l) && !iptables_line_is_commit(&l)) {
                 const char *name;
                 size_t nl;
-                bool rule = is_cmd(&l, "-A "), del = is_cmd(&l, "-X ");
+                bool rule = iptables_line_starts(&l, "-A "), del = iptables_line_starts(&l, "-X ");
                 if (!rule && !del)
                         continue;
-                nl = name_at(&l, 3, &name);
+                nl = iptables_line_chain(&l, 3, &name);
                 struct seen *s = find_seen(v, n, chain_id(head->p + 1, head->len - 1, name, nl));
                 if (!s)
                         continue;
                 if (del)
                         s->deleted = true;
                 else
-                        s->digest = fnv(s->digest, l.p, l.len + 1);
+                        s->digest = line_digest(s->digest, &l);
         }
         *ret = v;
         return n;
@@ -223,16 +193,16 @@ static size_t section_chains(const char *body, const char *end, const struct lin
 size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_t len, struct buf *out) {
         const char *p = input, *end = input + len;
         size_t left = 0;
-        struct line l;
+        struct iptables_line l;
 
         k->n_pending = 0;
         obs_fold(k);
-        while (next_line(&p, end, &l)) {
+        while (iptables_line_next(&p, end, &l)) {
                 buf_put(out, l.p, l.len);
                 buf_putc(out, '\n');
                 if (!(l.len > 0 && l.p[0] == '*'))
                         continue;
-                struct line head = l;
+                struct iptables_line head = l;
                 const char *body = p;
                 struct seen *v = NULL;
                 size_t n = section_chains(body, end, &head, &v);
@@ -245,13 +215,13 @@ size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_
                         left += v[i].left_out;
                 }
                 /* The section without the chains left out. */
-                while (next_line(&p, end, &l)) {
+                while (iptables_line_next(&p, end, &l)) {
                         const char *name;
                         size_t nl = 0;
                         if (l.len > 1 && l.p[0] == ':')
-                                nl = name_at(&l, 1, &name);
-                        else if (is_cmd(&l, "-A "))
-                                nl = name_at(&l, 3, &name);
+                                nl = iptables_line_chain(&l, 1, &name);
+                        else if (iptables_line_starts(&l, "-A "))
+                                nl = iptables_line_chain(&l, 3, &name);
                         if (nl) {
                                 const struct seen *s = find_seen(v, n, chain_id(head.p + 1, head.len - 1, name, nl));
                                 if (s && s->left_out)
@@ -259,7 +229,7 @@ size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_
                         }
                         buf_put(out, l.p, l.len);
                         buf_putc(out, '\n');
-                        if (l.len == 6 && memcmp(l.p, "COMMIT", 6) == 0)
+                        if (iptables_line_is_commit(&l))
                                 break;
                 }
                 k->pending = realloc(k->pending, (k->n_pending + n + 1) * sizeof *k->pending);
@@ -314,16 +284,17 @@ size_t iptables_known_unlearned(const struct iptables_known *k) {
 
 void iptables_known_touch(struct iptables_known *k, const char *input, size_t len) {
         const char *p = input, *end = input + len;
-        struct line l, head = {0};
-        while (next_line(&p, end, &l)) {
+        struct iptables_line l, head = {0};
+        while (iptables_line_next(&p, end, &l)) {
                 const char *name;
                 size_t n = 0;
                 if (l.len > 0 && l.p[0] == '*')
                         head = l;
                 else if (l.len > 1 && l.p[0] == ':')
-                        n = name_at(&l, 1, &name);
-                else if (is_cmd(&l, "-A ") || is_cmd(&l, "-D ") || is_cmd(&l, "-I ") || is_cmd(&l, "-X "))
-                        n = name_at(&l, 3, &name);
+                        n = iptables_line_chain(&l, 1, &name);
+                else if (iptables_line_starts(&l, "-A ") || iptables_line_starts(&l, "-D ") ||
+                         iptables_line_starts(&l, "-I ") || iptables_line_starts(&l, "-X "))
+                        n = iptables_line_chain(&l, 3, &name);
                 if (!n || !head.p)
                         continue;
                 struct entry *e = find_entry(k, chain_id(head.p + 1, head.len - 1, name, n));

@@ -15,6 +15,7 @@
 
 #include "apply/exec.h"
 #include "apply/iptables-known.h"
+#include "apply/iptables-lines.h"
 #include "apply/iptables-split.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -57,7 +58,6 @@ static const struct jump jumps[] = {
         {"filter", "OUTPUT", "KUBE-FIREWALL", a_none},
 };
 
-static const char *const owned_prefixes[] = {"KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-"};
 
 /* "-A BUILTIN args -j TARGET" as iptables-save prints it. */
 static void jump_text(const struct jump *j, struct buf *b) {
@@ -68,10 +68,7 @@ static void jump_text(const struct jump *j, struct buf *b) {
 }
 
 static bool has_owned_prefix(const char *chain) {
-        for (size_t i = 0; i < ELEMENTSOF(owned_prefixes); i++)
-                if (strncmp(chain, owned_prefixes[i], strlen(owned_prefixes[i])) == 0)
-                        return true;
-        return false;
+        return iptables_chain_owned(chain, strlen(chain));
 }
 
 static int save(uint8_t family, const char *table, struct buf *out) {

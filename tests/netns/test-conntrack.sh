@@ -23,13 +23,14 @@
 # namespace.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../../src" && pwd)
 build=$(cd "$1" && pwd)
 prefix="kp-ct-$$"
 C="$prefix-client"
 N="$prefix-node"
 P="$prefix-pod"
 tmp=$(mktemp -d)
+# shellcheck source=tests/netns/lib.sh
+. "$here/lib.sh"
 passed=0
 failed=0
 A=10.251.2.2
@@ -69,16 +70,7 @@ expect() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got '$2', want '$3'";
 
 # The driver, built against the core library as the daemon is. An ASan
 # library needs an ASan driver; otherwise valgrind checks it once below.
-sanitize=""
-if nm "$build/libkproxy-core.a" 2>/dev/null | grep -q __asan_; then
-    sanitize="-fsanitize=address,undefined -fno-omit-frame-pointer"
-fi
-# shellcheck disable=SC2046,SC2086
-if ! cc -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$src" $sanitize \
-        -o "$tmp/ct-reconcile" "$here/ct-reconcile.c" "$build/libkproxy-core.a" \
-        $(pkg-config --libs libnetfilter_conntrack jansson yaml-0.1 libcrypto libcurl libmicrohttpd) -lm \
-        2>"$tmp/cc.err"; then
-    cat "$tmp/cc.err"
+if ! build_driver ct-reconcile; then
     fail_all "cannot build ct-reconcile against $build/libkproxy-core.a"
 fi
 
@@ -292,7 +284,7 @@ elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 flush
 dnat 4 $CIP 53 $A:5353
 send 40008 $CIP 53 >/dev/null
-if [ -n "$sanitize" ]; then
+if core_sanitized; then
     expect "ASan/UBSan driver: reconcile deletes one entry cleanly" "$(reconcile 4 $CIP:53=$B:5353)" 1
 elif command -v valgrind >/dev/null; then
     out=$(nsx "$N" valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \

@@ -11,9 +11,10 @@
 # Network safety: namespaces kp-nftsync-<pid>-{a,b}, deleted on exit.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../../src" && pwd)
 build=$(cd "$1" && pwd)
 tmp=$(mktemp -d)
+# shellcheck source=tests/netns/lib.sh
+. "$here/lib.sh"
 A="kp-nftsync-$$-a" B="kp-nftsync-$$-b"
 passed=0
 failed=0
@@ -34,20 +35,12 @@ fail_all() {
 for tool in ip nft cc pkg-config; do
     command -v "$tool" >/dev/null || fail_all "needs $tool"
 done
-sanitize=""
-if nm "$build/libkproxy-core.a" 2>/dev/null | grep -q __asan_; then
-    sanitize="-fsanitize=address,undefined -fno-omit-frame-pointer"
-fi
-# shellcheck disable=SC2046,SC2086
-cc -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$src" $sanitize \
-    -o "$tmp/walk" "$here/nftsync-walk.c" "$build/libkproxy-core.a" \
-    $(pkg-config --libs libnetfilter_conntrack jansson yaml-0.1 libcrypto libcurl libmicrohttpd libmnl) -lm \
-    2>"$tmp/cc.err" || { cat "$tmp/cc.err"; fail_all "cannot build nftsync-walk"; }
+build_driver nftsync-walk || fail_all "cannot build nftsync-walk"
 
 ip netns add "$A" && ip netns add "$B" || fail_all "cannot create namespaces"
 # Seeds are fixed, so a failure is reproducible: nftsync-walk SEED STEPS A B.
 for seed in 1 2 3 4 5 6; do
-    if "$tmp/walk" "$seed" 40 "$A" "$B" >"$tmp/out" 2>&1; then
+    if "$tmp/nftsync-walk" "$seed" 40 "$A" "$B" >"$tmp/out" 2>&1; then
         echo "ok   seed $seed: $(grep -c same "$tmp/out") steps, $(grep -o '[0-9]* conflicts' "$tmp/out" | awk '{s += $1} END {print s + 0}') conflicts seen"
         passed=$((passed + 1))
     else
@@ -58,7 +51,7 @@ for seed in 1 2 3 4 5 6; do
     ip netns exec "$A" nft delete table ip kube-proxy 2>/dev/null
 done
 # Two services claiming one external IP and port.
-if "$tmp/walk" conflict 0 "$A" "$B" >"$tmp/out" 2>&1; then
+if "$tmp/nftsync-walk" conflict 0 "$A" "$B" >"$tmp/out" 2>&1; then
     echo "ok   a contended map key stays with its first owner, then passes to the other"
     passed=$((passed + 1))
 else

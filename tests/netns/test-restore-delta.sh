@@ -14,10 +14,11 @@
 # Network safety: namespaces kp-delta-<pid>-{a,c}, deleted on exit.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../../src" && pwd)
 bench=$(cd "$here/../../bench" && pwd)
 build=$(cd "$1" && pwd)
 tmp=$(mktemp -d)
+# shellcheck source=tests/netns/lib.sh
+. "$here/lib.sh"
 A="kp-delta-$$-a" C="kp-delta-$$-c"
 passed=0
 failed=0
@@ -37,14 +38,7 @@ fail_all() {
 for tool in ip iptables-restore python3 cc pkg-config; do
     command -v "$tool" >/dev/null || fail_all "needs $tool"
 done
-sanitize=""
-if nm "$build/libkproxy-core.a" 2>/dev/null | grep -q __asan_; then
-    sanitize="-fsanitize=address,undefined -fno-omit-frame-pointer"
-fi
-cc -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$src" $sanitize \
-    -o "$tmp/restore-delta" "$here/restore-delta.c" "$build/libkproxy-core.a" \
-    $(pkg-config --libs jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack libmnl) -lm \
-    2>"$tmp/cc.err" || { cat "$tmp/cc.err"; fail_all "cannot build restore-delta"; }
+build_driver restore-delta || fail_all "cannot build restore-delta"
 ip netns add "$A" || fail_all "cannot create $A"
 
 # The cluster's states: step 0 from bench/gen_cluster.py, each next one a
@@ -89,10 +83,7 @@ save(3)
 PY
 
 render() {  # render STEP: the restore input, plus the stale owned chains flushed and deleted
-    "$build/kproxy" render --hostname-override node-0 --cluster-cidr 10.128.0.0/9 \
-        --host-addresses 127.0.0.1/8,192.168.0.2/24 --host-nfacct=false --host-random-fully=true \
-        --host-tcp-be-liberal=false "$tmp/state-$1.json" >"$tmp/plain-$1" 2>"$tmp/render.err" ||
-        fail_all "render $1 failed: $(head -3 "$tmp/render.err")"
+    render_state "$tmp/state-$1.json" "$tmp/plain-$1" >"$tmp/why" || fail_all "render $1 failed: $(cat "$tmp/why")"
     ip netns exec "$A" iptables-save -t nat | grep -o '^:KUBE-\(SVC\|SVL\|EXT\|FW\|SEP\)-[A-Z0-9]*' | tr -d : |
         sort >"$tmp/old"
     grep -o '^:KUBE-\(SVC\|SVL\|EXT\|FW\|SEP\)-[A-Z0-9]*' "$tmp/plain-$1" | tr -d : | sort >"$tmp/new"
@@ -106,20 +97,6 @@ sys.stdout.write(head + "*nat\n" + "".join(":%s - [0:0]\n" % c for c in stale) +
 PY
 }
 
-saved() {
-    ip netns exec "$1" iptables-save | python3 -c '
-import sys, collections
-table, rules = None, collections.OrderedDict()
-for l in sys.stdin:
-    l = l.rstrip("\n")
-    if l.startswith("*"): table = l[1:]
-    elif l.startswith(":KUBE-"): rules.setdefault((table, l.split()[0][1:]), [])
-    elif l.startswith("-A KUBE-"): rules.setdefault((table, l.split()[1]), []).append(l)
-for k in sorted(rules):
-    print("%s %s" % k)
-    for r in rules[k]: print("  " + r)
-'
-}
 
 render 0
 ip netns exec "$A" iptables-restore -w 5 --noflush --counters <"$tmp/in-0" || fail_all "first load failed"
@@ -133,8 +110,8 @@ for step in 1 2 3; do
     read -r chains dels ins <<<"$stats"
     ip netns add "$C" || fail_all "cannot create $C"
     ip netns exec "$C" iptables-restore -w 5 --noflush --counters <"$tmp/plain-$step" || fail_all "fresh load failed"
-    saved "$A" >"$tmp/x1"
-    saved "$C" >"$tmp/x2"
+    saved_chains "$A" >"$tmp/x1"
+    saved_chains "$C" >"$tmp/x2"
     ip netns del "$C"
     if ! cmp -s "$tmp/x1" "$tmp/x2"; then
         echo "FAIL step $step: the kernel differs from a fresh load:"

@@ -13,10 +13,11 @@
 # Network safety: namespaces kp-split-<pid>-{a,b,c}, deleted on exit.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../../src" && pwd)
 bench=$(cd "$here/../../bench" && pwd)
 build=$(cd "$1" && pwd)
 tmp=$(mktemp -d)
+# shellcheck source=tests/netns/lib.sh
+. "$here/lib.sh"
 A="kp-split-$$-a" B="kp-split-$$-b" C="kp-split-$$-c"
 passed=0
 failed=0
@@ -36,42 +37,19 @@ fail_all() {
 for tool in ip iptables-restore python3 cc pkg-config; do
     command -v "$tool" >/dev/null || fail_all "needs $tool"
 done
-sanitize=""
-if nm "$build/libkproxy-core.a" 2>/dev/null | grep -q __asan_; then
-    sanitize="-fsanitize=address,undefined -fno-omit-frame-pointer"
-fi
-cc -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$src" $sanitize \
-    -o "$tmp/restore-split" "$here/restore-split.c" "$build/libkproxy-core.a" \
-    $(pkg-config --libs jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack libmnl) -lm \
-    2>"$tmp/cc.err" || { cat "$tmp/cc.err"; fail_all "cannot build restore-split"; }
+build_driver restore-split || fail_all "cannot build restore-split"
 for ns in "$A" "$B" "$C"; do ip netns add "$ns" || fail_all "cannot create $ns"; done
 
 render() {  # render N M OUT: a cluster of N services with M endpoints each
     python3 "$bench/gen_cluster.py" "$1" "$2" node-0 >"$tmp/state-$1-$2.json" &&
-    "$build/kproxy" render --hostname-override node-0 --cluster-cidr 10.128.0.0/9 \
-        --host-addresses 127.0.0.1/8,192.168.0.2/24 --host-nfacct=false --host-random-fully=true \
-        --host-tcp-be-liberal=false "$tmp/state-$1-$2.json" >"$3" 2>"$tmp/render.err"
+        render_state "$tmp/state-$1-$2.json" "$3" >"$tmp/why"
 }
 
 # Chains with their rules, by name; what the daemon owns only.
-saved() {
-    ip netns exec "$1" iptables-save | python3 -c '
-import sys, collections
-table, rules = None, collections.OrderedDict()
-for l in sys.stdin:
-    l = l.rstrip("\n")
-    if l.startswith("*"): table = l[1:]
-    elif l.startswith(":KUBE-"): rules.setdefault((table, l.split()[0][1:]), [])
-    elif l.startswith("-A KUBE-"): rules.setdefault((table, l.split()[1]), []).append(l)
-for k in sorted(rules):
-    print("%s %s" % k)
-    for r in rules[k]: print("  " + r)
-'
-}
 
 compare() {  # compare NAME NS1 NS2
-    saved "$2" >"$tmp/x1"
-    saved "$3" >"$tmp/x2"
+    saved_chains "$2" >"$tmp/x1"
+    saved_chains "$3" >"$tmp/x2"
     if [ ! -s "$tmp/x1" ]; then
         echo "FAIL $1: nothing in $2"
         failed=$((failed + 1))
@@ -86,7 +64,7 @@ compare() {  # compare NAME NS1 NS2
 }
 
 # 1. First load: 300 services x 10 endpoints, about 13k lines, 500-line pieces.
-render 300 10 "$tmp/one" || fail_all "render failed: $(head -3 "$tmp/render.err")"
+render 300 10 "$tmp/one" || fail_all "render failed: $(cat "$tmp/why")"
 ip netns exec "$A" iptables-restore -w 5 --noflush --counters <"$tmp/one" || fail_all "whole restore failed"
 pieces=$(ip netns exec "$B" "$tmp/restore-split" 4 500 <"$tmp/one") || fail_all "restore in pieces failed"
 if [ "$pieces" -lt 10 ]; then
@@ -97,7 +75,7 @@ compare "first load in $pieces pieces == whole" "$A" "$B"
 
 # 2. Over it: 200 services x 7 endpoints; the daemon's full sync also
 # flushes and deletes the owned chains no longer used.
-render 200 7 "$tmp/two" || fail_all "render failed"
+render 200 7 "$tmp/two" || fail_all "render failed: $(cat "$tmp/why")"
 ip netns exec "$A" iptables-save -t nat | grep -o '^:KUBE-\(SVC\|SVL\|EXT\|FW\|SEP\)-[A-Z0-9]*' | tr -d : | sort >"$tmp/old"
 grep -o '^:KUBE-\(SVC\|SVL\|EXT\|FW\|SEP\)-[A-Z0-9]*' "$tmp/two" | tr -d : | sort >"$tmp/new"
 comm -23 "$tmp/old" "$tmp/new" >"$tmp/stale"
