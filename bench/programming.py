@@ -50,6 +50,7 @@ import platform
 import random
 import re
 import shutil
+import shlex
 import signal
 import ssl
 import statistics
@@ -410,7 +411,9 @@ class Kproxy:
     def __init__(self, run, api, mode, min_sync, extra=(), key="kproxy"):
         self.run, self.mode, self.key = run, mode, key
         self.logfile = os.path.join(run.tmp, "%s-%s.log" % (key, mode))
-        args = [run.kproxy_bin, "--proxy-mode", mode, "--kubeconfig", api.kubeconfig,
+        # A profiler in front of kproxy, e.g. "valgrind --tool=massif --massif-out-file=/tmp/kp.massif".
+        wrap = shlex.split(os.environ.get("BENCH_KPROXY_WRAP", ""))
+        args = wrap + [run.kproxy_bin, "--proxy-mode", mode, "--kubeconfig", api.kubeconfig,
                 "--hostname-override", NODE, "--cluster-cidr", CLUSTER_CIDR,
                 "--iptables-min-sync-period", min_sync,
                 "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249",
@@ -890,10 +893,10 @@ def run_size(run, n, mode, args):
             log("  %s" % change_line("min sync 0", c))
         res["mem"] = kp.mem()
         log("  kproxy RSS %.0f MiB (peak %.0f MiB)" % (res["mem"].get("VmRSS", 0), res["mem"].get("VmHWM", 0)))
-        if mode == "iptables" and args.resync:
-            res["resync_ms"] = full_resync(run, kp, args.load_timeout)
-            log("  full resync over the loaded table (the hourly one; forced by removing the canary): %d ms" %
-                res["resync_ms"])
+        if args.resync:
+            res["resync_ms"] = full_resync(run, api, kp, mode, args.load_timeout)
+            log("  full resync over the loaded table (the hourly one; forced by %s): %d ms" % (
+                "removing the canary" if mode == "iptables" else "a Node label", res["resync_ms"]))
         if args.default_period_changes:
             kp.stop()
             kp = Kproxy(run, api, mode, "1s")
@@ -954,12 +957,21 @@ def kernel_floor(run, cluster, mode):
     return wall, cpu
 
 
-def full_resync(run, kp, timeout):
-    """iptables mode: removes the mangle canary, which makes kproxy resync
-    everything at its next check (every --iptables-sync-period), as its
-    hourly full sync does; returns that sync's duration from kproxy's log."""
+def full_resync(run, api, kp, mode, timeout):
+    """A full sync of the loaded table while kproxy runs, as its hourly one;
+    returns its duration from kproxy's log. iptables mode: the mangle canary
+    is removed, which makes kproxy resync everything at its next check
+    (every --iptables-sync-period). nftables mode: a new label on kproxy's
+    Node asks for a full sync, which (nobody else having changed the table)
+    checks the table against what kproxy's last sync left."""
     seen = len(re.findall(r"SyncProxyRules complete: full sync", kp.output()))
-    run.sh(["iptables", "-t", "mangle", "-X", "KUBE-PROXY-CANARY"], ns="node")
+    if mode == "iptables":
+        run.sh(["iptables", "-t", "mangle", "-X", "KUBE-PROXY-CANARY"], ns="node")
+    else:
+        path = "/api/v1/nodes/" + NODE
+        obj = json.loads(api.request("GET", path))
+        obj["metadata"].setdefault("labels", {})["bench.kproxy.io/resync"] = str(time.monotonic_ns())
+        api.request("PUT", path, obj)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = re.findall(r"SyncProxyRules complete: full sync \d+, elapsed (\d+) ms", kp.output())
@@ -1045,8 +1057,10 @@ def report(results, args):
       "cluster) in one run of `nft -f`, or of `iptables-restore` in its flushing mode (linear; the daemon "
       "must use --noflush, which is quadratic in one run, so it restores in pieces), into an empty namespace; "
       "*× floor* is *lists done → last service* over it. *Restart*: the first sync of kproxy restarted over "
-      "its own loaded rules (`First sync done in`). *Full resync* (iptables mode): a full sync of the loaded "
-      "table while kproxy runs, as the hourly one, forced by removing the canary chain after the changes.\n\n")
+      "its own loaded rules (`First sync done in`). *Full resync*: a full sync of the loaded "
+      "table while kproxy runs, as the hourly one, after the changes; forced in iptables mode by removing the "
+      "canary chain, in nftables mode by a new label on kproxy's Node (nobody else having changed the table, "
+      "kproxy checks it against what its last sync left instead of rewriting it).\n\n")
     w("| mode | services | start → last service | lists done → last service | kernel floor | × floor | First sync "
       "done in | restart | full resync | start → first service | start → all elements | kproxy's lists done | "
       "lists alone (kapi) | CPU self + children | RSS |\n"
@@ -1172,7 +1186,7 @@ def main():
     ap.add_argument("--perf", metavar="DIR", help="perf record kproxy during the first load and the changes")
     ap.add_argument("--from-json", metavar="FILE", help="only write the report of an earlier run's --json")
     ap.add_argument("--no-resync", dest="resync", action="store_false",
-                    help="iptables mode: skip the forced full resync over the loaded table")
+                    help="skip the forced full resync over the loaded table")
     ap.add_argument("--no-floor", dest="floor", action="store_false",
                     help="skip the kernel floor (the same rules through nft -f / iptables-restore alone)")
     ap.add_argument("--no-affinity", action="store_true",

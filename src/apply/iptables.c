@@ -336,6 +336,19 @@ static const char *const nat_fixed[] = {"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE
 static const char *const filter_fixed[] = {"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD",
                                            "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"};
 
+static const char *const mangle_fixed[] = {"KUBE-PROXY-CANARY"};
+
+const char *const *iptables_fixed_chains(const char *table, size_t *ret_n) {
+        if (strcmp(table, "nat") == 0)
+                return *ret_n = ELEMENTSOF(nat_fixed), nat_fixed;
+        if (strcmp(table, "filter") == 0)
+                return *ret_n = ELEMENTSOF(filter_fixed), filter_fixed;
+        if (strcmp(table, "mangle") == 0)
+                return *ret_n = ELEMENTSOF(mangle_fixed), mangle_fixed;
+        *ret_n = 0;
+        return NULL;
+}
+
 bool iptables_chain_is_proxys(const char *table, const char *chain) {
         const char *const *fixed = NULL;
         size_t n = 0;
@@ -403,8 +416,7 @@ int iptables_cleanup(uint8_t family) {
         }
         cleanup_table("nat", &nat, nat_fixed, ELEMENTSOF(nat_fixed), true, &in);
         cleanup_table("filter", &filter, filter_fixed, ELEMENTSOF(filter_fixed), false, &in);
-        static const char *const mangle_fixed[] = {"KUBE-PROXY-CANARY"};
-        cleanup_table("mangle", &mangle, mangle_fixed, 1, false, &in);
+        cleanup_table("mangle", &mangle, mangle_fixed, ELEMENTSOF(mangle_fixed), false, &in);
         if (in.len > 0)
                 r = iptables_restore(family, in.data, in.len, false);
 out:

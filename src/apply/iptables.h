@@ -54,6 +54,9 @@ bool iptables_canary_present(uint8_t family);
 /* Whether --cleanup removes this chain of this table ("nat", "filter",
  * "mangle"): kube-proxy's chains, not kubelet's KUBE-FIREWALL. */
 bool iptables_chain_is_proxys(const char *table, const char *chain);
+/* The chains iptables mode always has in a table ("nat", "filter",
+ * "mangle"), whatever the services: the marks of its rules. */
+const char *const *iptables_fixed_chains(const char *table, size_t *ret_n);
 
 /* Removes every jump rule and chain kproxy (or kube-proxy) made in the
  * family's tables. Idempotent. Returns 0 or -errno. */

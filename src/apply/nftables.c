@@ -21,6 +21,7 @@
 #include <libmnl/libmnl.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,12 +316,384 @@ int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, s
         return talk(n, nlh, dump_cb, &sets);
 }
 
-int nftables_list_chains(struct nftables *n, uint8_t family, const char *table, struct hmap *ret_chains) {
+int nftables_chain_present(struct nftables *n, uint8_t family, const char *table, const char *chain) {
         char buf[MNL_SOCKET_BUFFER_SIZE];
-        struct nlmsghdr *nlh = request(n, buf, NFT_MSG_GETCHAIN, NLM_F_DUMP, family);
-        struct dump_ctx chains = {NFTA_CHAIN_NAME, NFTA_CHAIN_TABLE, ret_chains, false, table};
+        struct nlmsghdr *nlh = request(n, buf, NFT_MSG_GETCHAIN, NLM_F_ACK, family);
         mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, table);
-        return talk(n, nlh, dump_cb, &chains);
+        mnl_attr_put_strz(nlh, NFTA_CHAIN_NAME, chain);
+        int r = talk(n, nlh, NULL, NULL);
+        return r == 0 ? 1 : r == -ENOENT ? 0 : r;
+}
+
+/* --- rule digests --- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t len) {
+        const uint8_t *b = p;
+        for (size_t i = 0; i < len; i++) {
+                h ^= b[i];
+                h *= 1099511628211ull;
+        }
+        return h;
+}
+
+/* Rule digests are of a canonical form of the expressions, so that a rule
+ * as kproxy encodes it and as the kernel dumps it digest alike: attributes
+ * of an expression in type order (the kernel dumps in its own order),
+ * without flags or padding, and without what the kernel adds when dumping
+ * (a lookup's zero flags). Which attributes nest is known per expression,
+ * as the kernel's dumps do not flag nests. */
+#define CANON_MAX_ATTRS 16
+
+struct canon_attr {
+        uint16_t type;
+        const uint8_t *p;
+        uint16_t len;   /* of the payload */
+};
+
+/* Splits an attribute stream; returns how many (at most max), or -1 when
+ * malformed or longer. */
+static int canon_split(const uint8_t *p, size_t len, struct canon_attr *out, int max) {
+        int n = 0;
+        while (len >= sizeof(struct nlattr)) {
+                struct nlattr a;
+                memcpy(&a, p, sizeof a);
+                if (a.nla_len < sizeof a || a.nla_len > len || n == max)
+                        return -1;
+                out[n++] = (struct canon_attr) {(uint16_t) (a.nla_type & NLA_TYPE_MASK), p + sizeof a,
+                                                (uint16_t) (a.nla_len - sizeof a)};
+                size_t total = MNL_ALIGN(a.nla_len);
+                if (total >= len)
+                        return n;
+                p += total;
+                len -= total;
+        }
+        return len == 0 ? n : -1;
+}
+
+static void canon_sort(struct canon_attr *a, int n) {
+        for (int i = 1; i < n; i++)
+                for (int j = i; j > 0 && a[j - 1].type > a[j].type; j--) {
+                        struct canon_attr t = a[j];
+                        a[j] = a[j - 1];
+                        a[j - 1] = t;
+                }
+}
+
+static uint64_t canon_raw(uint64_t h, const struct canon_attr *a) {
+        h = fnv(h, &a->type, sizeof a->type);
+        h = fnv(h, &a->len, sizeof a->len);
+        return fnv(h, a->p, a->len);
+}
+
+static uint64_t canon_expr(uint64_t h, const uint8_t *p, size_t len, int depth);
+
+/* NFTA_DATA_*: a value, or a verdict (a nest of code and chain). */
+static uint64_t canon_data(uint64_t h, const uint8_t *p, size_t len) {
+        struct canon_attr a[CANON_MAX_ATTRS], v[CANON_MAX_ATTRS];
+        int n = canon_split(p, len, a, CANON_MAX_ATTRS);
+        if (n < 0)
+                return fnv(h ^ 1, p, len);
+        canon_sort(a, n);
+        for (int i = 0; i < n; i++) {
+                int m = a[i].type == NFTA_DATA_VERDICT ? canon_split(a[i].p, a[i].len, v, CANON_MAX_ATTRS) : -1;
+                if (m < 0) {
+                        h = canon_raw(h, &a[i]);
+                        continue;
+                }
+                h = fnv(h, &a[i].type, sizeof a[i].type);
+                canon_sort(v, m);
+                for (int j = 0; j < m; j++)
+                        h = canon_raw(h, &v[j]);
+        }
+        return h;
+}
+
+/* Which attributes of an expression are nests: data, or expressions. */
+static int canon_nest_kind(const char *name, uint16_t type) {
+        if ((strcmp(name, "cmp") == 0 && type == NFTA_CMP_DATA) ||
+            (strcmp(name, "immediate") == 0 && type == NFTA_IMMEDIATE_DATA) ||
+            (strcmp(name, "bitwise") == 0 &&
+             (type == NFTA_BITWISE_MASK || type == NFTA_BITWISE_XOR || type == NFTA_BITWISE_DATA)) ||
+            (strcmp(name, "range") == 0 && (type == NFTA_RANGE_FROM_DATA || type == NFTA_RANGE_TO_DATA)))
+                return 1;
+        if (strcmp(name, "dynset") == 0 && (type == NFTA_DYNSET_EXPR || type == NFTA_DYNSET_EXPRESSIONS))
+                return 2;
+        return 0;
+}
+
+/* What the kernel's dumps add to what was sent, as zeros: a lookup's
+ * flags, a bitwise's operation (a mask and xor), a numgen's offset, a
+ * dynset's timeout and flags. */
+static bool canon_default(const char *name, const struct canon_attr *a) {
+        static const struct {
+                const char *name;
+                uint16_t type;
+        } zeros[] = {
+                {"lookup", NFTA_LOOKUP_FLAGS},   {"bitwise", NFTA_BITWISE_OP}, {"numgen", NFTA_NG_OFFSET},
+                {"dynset", NFTA_DYNSET_TIMEOUT}, {"dynset", NFTA_DYNSET_FLAGS},
+        };
+        for (size_t i = 0; i < sizeof zeros / sizeof zeros[0]; i++) {
+                if (a->type != zeros[i].type || strcmp(name, zeros[i].name) != 0)
+                        continue;
+                for (uint16_t j = 0; j < a->len; j++)
+                        if (a->p[j])
+                                return false;
+                return true;
+        }
+        return false;
+}
+
+/* A nat's ranges as the kernel dumps them: the maximum registers even when
+ * they are the minimum ones, and the flag of an address range. Rewritten
+ * (in a, with storage in flags) to what kproxy sends: no maximum registers
+ * equal to the minimum ones, no address-range flag. */
+static int canon_nat(struct canon_attr *a, int n, uint32_t *flags) {
+        const struct canon_attr *addr_min = NULL, *proto_min = NULL;
+        for (int i = 0; i < n; i++) {
+                if (a[i].type == NFTA_NAT_REG_ADDR_MIN)
+                        addr_min = &a[i];
+                else if (a[i].type == NFTA_NAT_REG_PROTO_MIN)
+                        proto_min = &a[i];
+        }
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+                const struct canon_attr *min = a[i].type == NFTA_NAT_REG_ADDR_MAX    ? addr_min
+                                               : a[i].type == NFTA_NAT_REG_PROTO_MAX ? proto_min
+                                                                                     : NULL;
+                if (min && min->len == a[i].len && memcmp(min->p, a[i].p, a[i].len) == 0)
+                        continue;
+                if (a[i].type == NFTA_NAT_FLAGS && a[i].len == 4 && addr_min) {
+                        memcpy(flags, a[i].p, 4);
+                        *flags &= ~htonl(NF_NAT_RANGE_MAP_IPS);
+                        a[i].p = (const uint8_t *) flags;
+                }
+                a[m++] = a[i];
+        }
+        return m;
+}
+
+/* One expression: NFTA_EXPR_NAME and NFTA_EXPR_DATA. */
+static uint64_t canon_expr(uint64_t h, const uint8_t *p, size_t len, int depth) {
+        struct canon_attr e[CANON_MAX_ATTRS], a[CANON_MAX_ATTRS];
+        const struct canon_attr *name = NULL, *data = NULL;
+        char nm[32] = "";
+        int n = canon_split(p, len, e, CANON_MAX_ATTRS);
+        for (int i = 0; i < n; i++) {
+                if (e[i].type == NFTA_EXPR_NAME)
+                        name = &e[i];
+                else if (e[i].type == NFTA_EXPR_DATA)
+                        data = &e[i];
+        }
+        if (n < 0 || !name || name->len == 0 || name->len >= sizeof nm || depth > 4)
+                return fnv(h ^ 2, p, len);
+        memcpy(nm, name->p, name->len);
+        nm[name->len] = '\0';
+        h = fnv(h, nm, strlen(nm) + 1);
+        int m = data ? canon_split(data->p, data->len, a, CANON_MAX_ATTRS) : 0;
+        if (m < 0)
+                return fnv(h ^ 3, data->p, data->len);
+        uint32_t nat_flags;
+        if (strcmp(nm, "nat") == 0)
+                m = canon_nat(a, m, &nat_flags);
+        canon_sort(a, m);
+        for (int i = 0; i < m; i++) {
+                if (canon_default(nm, &a[i]))
+                        continue;
+                switch (canon_nest_kind(nm, a[i].type)) {
+                case 1:
+                        h = fnv(h, &a[i].type, sizeof a[i].type);
+                        h = canon_data(h, a[i].p, a[i].len);
+                        break;
+                case 2:
+                        h = fnv(h, &a[i].type, sizeof a[i].type);
+                        h = canon_expr(h, a[i].p, a[i].len, depth + 1);
+                        break;
+                default:
+                        h = canon_raw(h, &a[i]);
+                }
+        }
+        return h;
+}
+
+/* NFTA_RULE_EXPRESSIONS: NFTA_LIST_ELEMs, in order. */
+static uint64_t canon_exprs(uint64_t h, const uint8_t *p, size_t len) {
+        while (len >= sizeof(struct nlattr)) {
+                struct nlattr a;
+                memcpy(&a, p, sizeof a);
+                if (a.nla_len < sizeof a || a.nla_len > len)
+                        break;
+                h = canon_expr(h, p + sizeof a, a.nla_len - sizeof a, 0);
+                size_t total = MNL_ALIGN(a.nla_len);
+                if (total >= len)
+                        return h;
+                p += total;
+                len -= total;
+        }
+        return fnv(h ^ 4, p, len);
+}
+
+uint64_t nftables_rule_digest(uint64_t h, const void *exprs, size_t exprs_len, const void *udata, size_t udata_len) {
+        uint32_t n = 0x52554c45;       /* a rule starts */
+        h = fnv(h, &n, sizeof n);
+        h = canon_exprs(h, exprs, exprs_len);
+        n = udata ? (uint32_t) udata_len : UINT32_MAX;
+        h = fnv(h, &n, sizeof n);
+        return udata ? fnv(h, udata, udata_len) : h;
+}
+
+static void fold_rule(struct nftables_chain_digest *d, const struct nlmsghdr *nlh) {
+        const struct nlattr *a, *exprs = NULL, *udata = NULL;
+        mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+                if (mnl_attr_get_type(a) == NFTA_RULE_EXPRESSIONS)
+                        exprs = a;
+                else if (mnl_attr_get_type(a) == NFTA_RULE_USERDATA)
+                        udata = a;
+        }
+        d->digest = nftables_rule_digest(d->digest, exprs ? mnl_attr_get_payload(exprs) : NULL,
+                                         exprs ? mnl_attr_get_payload_len(exprs) : 0,
+                                         udata ? mnl_attr_get_payload(udata) : NULL,
+                                         udata ? mnl_attr_get_payload_len(udata) : 0);
+}
+
+static struct nlmsghdr *probe_request(char *buf, uint16_t type, uint16_t flags, uint32_t seq, uint8_t family,
+                                      uint16_t table_attr, uint16_t name_attr, const char *name) {
+        struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+        nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | type;
+        nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+        nlh->nlmsg_seq = seq;
+        struct nfgenmsg *g = mnl_nlmsg_put_extra_header(nlh, sizeof *g);
+        g->nfgen_family = family == 6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
+        g->version = NFNETLINK_V0;
+        mnl_attr_put_strz(nlh, table_attr, TABLE);
+        mnl_attr_put_strz(nlh, name_attr, name);
+        return nlh;
+}
+
+/* The error of an NLMSG_ERROR message (0: an acknowledgement). */
+static int reply_error(const struct nlmsghdr *nlh) {
+        const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+        if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof *e))
+                return -EBADMSG;
+        return e->error;
+}
+
+#define PROBE_ROUND 256
+#define PROBE_RECV_BUF 8192     /* also the size of the kernel's dump messages */
+
+/* Which of names[0..n) exist: their lookups in one send; exists[i] set. */
+static int probe_chains(struct mnl_socket *nl, uint8_t family, uint32_t seq0, const char *const *names, size_t n,
+                        bool *exists, char *rbuf) {
+        _cleanup_free_ char *buf = malloc(n * (64 + NFT_CHAIN_MAXNAMELEN));
+        size_t off = 0;
+        if (!buf)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                off += probe_request(buf + off, NFT_MSG_GETCHAIN, 0, seq0 + (uint32_t) i, family, NFTA_CHAIN_TABLE,
+                                     NFTA_CHAIN_NAME, names[i])->nlmsg_len;
+        if (mnl_socket_sendto(nl, buf, off) < 0)
+                return -errno;
+        for (size_t pending = n; pending > 0;) {
+                ssize_t len = mnl_socket_recvfrom(nl, rbuf, PROBE_RECV_BUF);
+                if (len < 0)
+                        return -errno;
+                int left = (int) len;
+                for (const struct nlmsghdr *nlh = (const void *) rbuf; mnl_nlmsg_ok(nlh, left);
+                     nlh = mnl_nlmsg_next(nlh, &left)) {
+                        uint32_t i = nlh->nlmsg_seq - seq0;
+                        if (i >= n)
+                                continue;
+                        if (nlh->nlmsg_type == NLMSG_ERROR) {
+                                int err = reply_error(nlh);
+                                if (err == 0)
+                                        continue;
+                                if (err != -ENOENT)
+                                        return err;
+                                exists[i] = false;
+                        } else if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWCHAIN) {
+                                exists[i] = true;
+                        } else {
+                                continue;
+                        }
+                        pending--;
+                }
+        }
+        return 0;
+}
+
+/* The rules of one chain, folded into d. */
+static int probe_rules(struct mnl_socket *nl, uint8_t family, uint32_t seq, const char *name,
+                       struct nftables_chain_digest *d, char *rbuf) {
+        char buf[128 + NFT_CHAIN_MAXNAMELEN];
+        struct nlmsghdr *req = probe_request(buf, NFT_MSG_GETRULE, NLM_F_DUMP, seq, family, NFTA_RULE_TABLE,
+                                             NFTA_RULE_CHAIN, name);
+        if (mnl_socket_sendto(nl, req, req->nlmsg_len) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t len = mnl_socket_recvfrom(nl, rbuf, PROBE_RECV_BUF);
+                if (len < 0)
+                        return -errno;
+                int left = (int) len;
+                for (const struct nlmsghdr *nlh = (const void *) rbuf; mnl_nlmsg_ok(nlh, left);
+                     nlh = mnl_nlmsg_next(nlh, &left)) {
+                        if (nlh->nlmsg_seq != seq)
+                                continue;
+                        if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
+                                return -EINTR;  /* the table changed meanwhile */
+                        if (nlh->nlmsg_type == NLMSG_DONE)
+                                return 0;
+                        if (nlh->nlmsg_type == NLMSG_ERROR) {
+                                int err = reply_error(nlh);
+                                if (err)
+                                        return err;
+                        } else if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWRULE) {
+                                fold_rule(d, nlh);
+                        }
+                }
+        }
+}
+
+int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const *names, size_t n_names,
+                          struct hmap *ret) {
+        struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+        _cleanup_free_ char *rbuf = malloc(PROBE_RECV_BUF);
+        bool exists[PROBE_ROUND];
+        int r = 0;
+
+        /* Its own socket: its small reads keep the kernel's dump messages
+         * small (it sizes them by the largest read so far). */
+        if (!nl || !rbuf) {
+                r = nl ? -ENOMEM : -errno;
+                goto out;
+        }
+        if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0 || (r = socket_setup(nl)) < 0) {
+                r = r ? r : -errno;
+                goto out;
+        }
+        for (size_t done = 0; r == 0 && done < n_names; done += PROBE_ROUND) {
+                size_t k = n_names - done < PROBE_ROUND ? n_names - done : PROBE_ROUND;
+                n->seq += PROBE_ROUND;
+                r = probe_chains(nl, family, n->seq, names + done, k, exists, rbuf);
+                for (size_t i = 0; r == 0 && i < k; i++) {
+                        if (!exists[i])
+                                continue;
+                        const char *name = names[done + i];
+                        struct nftables_chain_digest *d = malloc(sizeof *d + strlen(name) + 1);
+                        if (!d) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        d->digest = NFTABLES_DIGEST_INIT;
+                        strcpy(d->name, name);
+                        free(hmap_put(ret, d->name, d));
+                        r = probe_rules(nl, family, ++n->seq, name, d, rbuf);
+                }
+        }
+out:
+        if (nl)
+                mnl_socket_close(nl);
+        if (r < 0)
+                nftables_names_done(ret);
+        return r;
 }
 
 void nftables_names_done(struct hmap *names) {

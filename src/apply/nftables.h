@@ -37,10 +37,35 @@ struct nftables_set {
 };
 int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, struct hmap *ret_sets);
 void nftables_names_done(struct hmap *names);
-/* The chains of any nf_tables table of the family (iptables-nft's "nat",
- * "filter", "mangle" among them), into ret_chains as above. Returns 0 (an
- * absent table has no chains) or -errno. */
-int nftables_list_chains(struct nftables *n, uint8_t family, const char *table, struct hmap *ret_chains);
+/* What the named chains of the family's kube-proxy table hold, as digests
+ * of their rules (nftables_rule_digest()), for telling which chains already
+ * hold what a sync would write: chain name -> struct nftables_chain_digest,
+ * for the chains that exist. The lookups go in rounds of many, then one
+ * dump of rules per chain: a dump of the whole table would cost the kernel
+ * a walk from its first rule for every message buffer, quadratic in the
+ * rules (a minute at 20k services × 10 endpoints), and a socket runs one
+ * dump at a time. Release
+ * with nftables_names_done(). Returns 0 or -errno (-EINTR: the table
+ * changed meanwhile). */
+struct nftables_chain_digest {
+        uint64_t digest;
+        char name[];
+};
+int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const *names, size_t n_names,
+                          struct hmap *ret);
+/* The digest of one rule (its expressions and user data, both attribute
+ * payloads as in NFTA_RULE_EXPRESSIONS and NFTA_RULE_USERDATA; udata may be
+ * NULL), folded into h (start with NFTABLES_DIGEST_INIT). Nested attributes
+ * count without their NLA_F_NESTED flag, which the kernel's dumps leave
+ * out, so a rule as kproxy encodes it and as the kernel dumps it have one
+ * digest when their attributes are the same. */
+#define NFTABLES_DIGEST_INIT 1469598103934665603ull
+uint64_t nftables_rule_digest(uint64_t h, const void *exprs, size_t exprs_len, const void *udata, size_t udata_len);
+
+/* Whether a chain of any nf_tables table of the family exists (iptables-nft's
+ * "nat", "filter", "mangle" among them): 1, 0 (no such chain or table), or
+ * -errno. One lookup, where a dump of chains would list every table's. */
+int nftables_chain_present(struct nftables *n, uint8_t family, const char *table, const char *chain);
 
 /* Watching the table: a socket subscribed to nf_tables' notifications. */
 enum nftables_event {

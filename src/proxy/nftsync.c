@@ -28,6 +28,9 @@
 #include "proxy/nftsync.h"
 
 #include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -559,6 +562,38 @@ static int render_unit(const struct model *m, const struct render_params *p, con
         return svc ? render_nft_service(m, svc, p, &sink) : 0;
 }
 
+/* Diffs the service key (rendered from m into u) against its record. */
+static int resync_service(struct nftsync *s, const struct model *m, const struct render_params *p, const char *key,
+                          struct unit *u, struct txn *t, struct buf *released, struct nftsync_stats *st) {
+        int r = render_unit(m, p, key, u);
+        if (r < 0)
+                return r;
+        struct rec *old = hmap_remove(&s->recs, key);
+        put_record(s, diff_service(s, key, old, u, t, released, st));
+        rec_free(old);
+        return 0;
+}
+
+/* Map keys let go of (released: ids, one per line) go to the services
+ * that were refused them. */
+static int give_released(struct nftsync *s, const struct model *m, const struct render_params *p, struct unit *u,
+                         struct txn *t, struct buf *released, struct nftsync_stats *st) {
+        int r = 0;
+        for (size_t off = 0; r == 0 && off < released->len;) {
+                char *id = released->data + off, *nl = strchr(id, '\n');
+                *nl = '\0';
+                off = (size_t) (nl - released->data) + 1;
+                struct waiter *w = hmap_remove(&s->waiting, id);
+                if (!w)
+                        continue;
+                log_v(2, "Service %s can now have %s", w->svc, id);
+                r = resync_service(s, m, p, w->svc, u, t, released, st);
+                free(w->svc);
+                free(w);
+        }
+        return r;
+}
+
 int nftsync_partial(struct nftsync *s, const struct model *m, const struct render_params *p,
                     const struct hmap *changed, struct nftsync_stats *st) {
         struct txn t;
@@ -571,32 +606,10 @@ int nftsync_partial(struct nftsync *s, const struct model *m, const struct rende
         memset(st, 0, sizeof *st);
         txn_init(&t, s);
         unit_init(&u, s->family, &t.head);
-        for (size_t it = 0; r == 0 && hmap_next(changed, &it, &key, &v);) {
-                r = render_unit(m, p, key, &u);
-                if (r == 0) {
-                        struct rec *old = hmap_remove(&s->recs, key);
-                        put_record(s, diff_service(s, key, old, &u, &t, &released, st));
-                        rec_free(old);
-                }
-        }
-        /* Keys let go of go to the services that were refused them. */
-        for (size_t off = 0; r == 0 && off < released.len;) {
-                char *id = released.data + off, *nl = strchr(id, '\n');
-                *nl = '\0';
-                off = (size_t) (nl - released.data) + 1;
-                struct waiter *w = hmap_remove(&s->waiting, id);
-                if (!w)
-                        continue;
-                log_v(2, "Service %s can now have %s", w->svc, id);
-                r = render_unit(m, p, w->svc, &u);
-                if (r == 0) {
-                        struct rec *old = hmap_remove(&s->recs, w->svc);
-                        put_record(s, diff_service(s, w->svc, old, &u, &t, &released, st));
-                        rec_free(old);
-                }
-                free(w->svc);
-                free(w);
-        }
+        for (size_t it = 0; r == 0 && hmap_next(changed, &it, &key, &v);)
+                r = resync_service(s, m, p, key, &u, &t, &released, st);
+        if (r == 0)
+                r = give_released(s, m, p, &u, &t, &released, st);
         if (r == 0)
                 r = txn_commit(s, &t, st);
         buf_done(&released);
@@ -607,38 +620,126 @@ int nftsync_partial(struct nftsync *s, const struct model *m, const struct rende
 
 /* --- full sync --- */
 
-/* u's objects for a table that may hold some of them already (existing):
- * chains are created or flushed, then refilled; affinity sets are kept
- * when unchanged (so clients keep their endpoint) and replaced otherwise. */
-static void emit_in_place(const struct unit *u, const struct hmap *chains, const struct hmap *sets, struct txn *t,
-                          struct nftsync_stats *st) {
-        for (size_t i = 0; i < u->n_ch; i++)
-                if (hmap_get(chains, u->ch[i].name))
-                        nftmsg_chain_flush(&t->body, u->ch[i].name);
+/* The digest nftables_rule_digests() gives a chain holding the rules in
+ * bytes [off, off + len) of m; 0 (no digest) when they include anything
+ * but rules (an anonymous set, whose name the kernel chooses). */
+static uint64_t rules_digest(const struct nftmsg *m, size_t off, size_t len) {
+        uint64_t h = NFTABLES_DIGEST_INIT;
+        for (size_t end = off + len; off < end;) {
+                const struct nlmsghdr *nlh = (const struct nlmsghdr *) (m->b.data + off);
+                if ((nlh->nlmsg_type & 0xff) != NFT_MSG_NEWRULE)
+                        return 0;
+                const struct nlattr *a, *exprs = NULL, *udata = NULL;
+                mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+                        if (mnl_attr_get_type(a) == NFTA_RULE_EXPRESSIONS)
+                                exprs = a;
+                        else if (mnl_attr_get_type(a) == NFTA_RULE_USERDATA)
+                                udata = a;
+                }
+                h = nftables_rule_digest(h, exprs ? mnl_attr_get_payload(exprs) : NULL,
+                                         exprs ? mnl_attr_get_payload_len(exprs) : 0,
+                                         udata ? mnl_attr_get_payload(udata) : NULL,
+                                         udata ? mnl_attr_get_payload_len(udata) : 0);
+                off += MNL_ALIGN(nlh->nlmsg_len);
+        }
+        return h;
+}
+
+/* u's objects for a table that may hold some of them already (chains and
+ * sets as nftables_list() gives them, digests of the chains' rules as
+ * nftables_rule_digests() does, NULL when unknown): a chain that already
+ * holds u's rules is left alone, others are created or flushed, then
+ * refilled; affinity sets are kept when unchanged (so clients keep their
+ * endpoint) and replaced otherwise, and then every chain of u is written
+ * (none may refer to a set being replaced). */
+static void emit_in_place(const struct unit *u, const struct hmap *chains, const struct hmap *sets,
+                          const struct hmap *digests, struct txn *t, struct nftsync_stats *st) {
+        bool keep[u->n_ch + 1], replace[u->n_st + 1];
+        bool sets_replaced = false;
         for (size_t i = 0; i < u->n_st; i++) {
                 const struct nftables_set *e = hmap_get(sets, u->st[i].name);
-                if (e && e->timeout_ms == (uint64_t) u->st[i].timeout * 1000)
+                replace[i] = !e || e->timeout_ms != (uint64_t) u->st[i].timeout * 1000;
+                sets_replaced |= replace[i];
+        }
+        for (size_t i = 0; i < u->n_ch; i++) {
+                keep[i] = false;
+                if (!digests || sets_replaced || !hmap_get(chains, u->ch[i].name))
                         continue;
-                if (e)
+                const struct nftables_chain_digest *d = hmap_get(digests, u->ch[i].name);
+                uint64_t ours = rules_digest(&u->rules, u->ch[i].rules_off, u->ch[i].rules_len);
+                keep[i] = ours != 0 && ours == (d ? d->digest : NFTABLES_DIGEST_INIT);
+        }
+        for (size_t i = 0; i < u->n_ch; i++)
+                if (!keep[i] && hmap_get(chains, u->ch[i].name))
+                        nftmsg_chain_flush(&t->body, u->ch[i].name);
+        for (size_t i = 0; i < u->n_st; i++) {
+                if (!replace[i])
+                        continue;
+                if (hmap_get(sets, u->st[i].name))
                         nftmsg_set_del(&t->body, u->st[i].name);
                 nftmsg_append_range(&t->body, &u->sets, u->st[i].off, u->st[i].len);
         }
         for (size_t i = 0; i < u->n_ch; i++)
                 if (!hmap_get(chains, u->ch[i].name))
                         nftmsg_append_range(&t->body, &u->chains, u->ch[i].chain_off, u->ch[i].chain_len);
-        for (size_t i = 0; i < u->n_ch; i++)
+        for (size_t i = 0; i < u->n_ch; i++) {
+                if (keep[i]) {
+                        st->chains_kept++;
+                        continue;
+                }
                 nftmsg_append_range(&t->body, &u->rules, u->ch[i].rules_off, u->ch[i].rules_len);
-        st->chains_written += u->n_ch;
+                st->chains_written++;
+        }
 }
 
+
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static int list_table(struct nftsync *s, struct hmap *chains, struct hmap *sets, struct nftsync_stats *st) {
+        double t0 = now_s();
+        int r = nftables_list(s->nl, s->family, chains, sets);
+        st->list_seconds = now_s() - t0;
+        return r;
+}
 
 /* The fixed part's record, under a key no service has. */
 #define FIXED_KEY ""
 
+/* What the table holds (chains, sets: from nftables_list()) and no record
+ * wants, stale or someone else's: flushed in t's body, deleted in its tail. */
+static void remove_unwanted(struct nftsync *s, const struct hmap *chains, const struct hmap *sets, struct txn *t,
+                            struct nftsync_stats *st) {
+        struct hmap desired = HMAP_INIT;
+        const char *k;
+        void *v;
+        for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);) {
+                const struct rec *rec = v;
+                for (size_t i = 0; i < rec->n_chains; i++)
+                        hmap_put(&desired, rec->chains[i].name, (void *) rec);
+                for (size_t i = 0; i < rec->n_sets; i++)
+                        hmap_put(&desired, rec->sets[i].name, (void *) rec);
+        }
+        for (size_t it = 0; hmap_next(chains, &it, &k, &v);) {
+                if (hmap_get(&desired, k))
+                        continue;
+                nftmsg_chain_flush(&t->body, k);
+                nftmsg_chain_del(&t->tail, k);
+                st->chains_deleted++;
+        }
+        for (size_t it = 0; hmap_next(sets, &it, &k, &v);)
+                if (!hmap_get(&desired, k))
+                        nftmsg_set_del(&t->tail, k);
+        hmap_done(&desired);
+}
+
 int nftsync_full(struct nftsync *s, const struct model *m, const struct render_params *p,
                  const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
                  struct nftsync_stats *st) {
-        struct hmap chains = HMAP_INIT, sets = HMAP_INIT, desired = HMAP_INIT;
+        struct hmap chains = HMAP_INIT, sets = HMAP_INIT, digests = HMAP_INIT;
         struct txn t, fin;
         struct unit u;
         size_t n_svcs = 0;
@@ -647,7 +748,7 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
         int r;
 
         memset(st, 0, sizeof *st);
-        r = nftables_list(s->nl, s->family, &chains, &sets);
+        r = list_table(s, &chains, &sets, st);
         if (r == -ENOENT)
                 r = 0;          /* a cold start */
         if (r < 0) {
@@ -657,6 +758,26 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
         if (rebuild) {
                 nftables_names_done(&chains);
                 nftables_names_done(&sets);
+        }
+        /* What the table's chains hold: those that hold what this sync
+         * would write are left alone (a restart over kproxy's own table
+         * writes only what changed meanwhile). Without it, all are written. */
+        bool have_digests = false;
+        if (chains.len > 0) {
+                double t0 = now_s();
+                const char **names = xcalloc(chains.len, sizeof *names);
+                size_t n_names = 0;
+                const char *name;
+                for (size_t it = 0; hmap_next(&chains, &it, &name, NULL);)
+                        names[n_names++] = name;
+                r = nftables_rule_digests(s->nl, s->family, names, n_names, &digests);
+                free(names);
+                st->list_seconds += now_s() - t0;
+                have_digests = r == 0;
+                if (r < 0)
+                        log_warning_errno(r, "Failed to read the rules of IPv%u nftables table kube-proxy, "
+                                          "rewriting all of them", s->family);
+                r = 0;
         }
         /* In an existing table every transaction is validated against all
          * of it (the kernel re-walks what the base chains reach), so a
@@ -682,7 +803,7 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
         r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
         if (r < 0)
                 goto out;
-        emit_in_place(&u, &chains, &sets, &t, st);
+        emit_in_place(&u, &chains, &sets, have_digests ? &digests : NULL, &t, st);
         for (size_t i = 0; i < u.n_st; i++)
                 nftmsg_set_flush(&fin.del_el, u.st[i].name);    /* every element is added again */
         struct rec *fixed = record_of(FIXED_KEY, &u);
@@ -696,7 +817,7 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
                         goto out;
                 if (u.n_ch + u.n_st + u.n_el == 0)
                         continue;
-                emit_in_place(&u, &chains, &sets, &t, st);
+                emit_in_place(&u, &chains, &sets, have_digests ? &digests : NULL, &t, st);
                 struct rec *rec = record_of(svcs[i]->key, &u);
                 claim_elements(s, rec, &u, &fin, NULL, st);
                 put_record(s, rec);
@@ -707,26 +828,7 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
                 }
         }
 
-        /* What the table holds and no record wants: stale (or someone else's). */
-        const char *k;
-        void *v;
-        for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);) {
-                const struct rec *rec = v;
-                for (size_t i = 0; i < rec->n_chains; i++)
-                        hmap_put(&desired, rec->chains[i].name, (void *) rec);
-                for (size_t i = 0; i < rec->n_sets; i++)
-                        hmap_put(&desired, rec->sets[i].name, (void *) rec);
-        }
-        for (size_t it = 0; hmap_next(&chains, &it, &k, &v);) {
-                if (hmap_get(&desired, k))
-                        continue;
-                nftmsg_chain_flush(&fin.body, k);
-                nftmsg_chain_del(&fin.tail, k);
-                st->chains_deleted++;
-        }
-        for (size_t it = 0; hmap_next(&sets, &it, &k, &v);)
-                if (!hmap_get(&desired, k))
-                        nftmsg_set_del(&fin.tail, k);
+        remove_unwanted(s, &chains, &sets, &fin, st);
 
         /* The last transaction: elements, stale objects (with the chunk's
          * remains, or everything when it must be one transaction). */
@@ -740,7 +842,78 @@ out:
         unit_done(&u);
         txn_done(&t);
         txn_done(&fin);
-        hmap_done(&desired);
+out_lists:
+        nftables_names_done(&chains);
+        nftables_names_done(&sets);
+        nftables_names_done(&digests);
+        return r;
+}
+
+int nftsync_resync(struct nftsync *s, const struct model *m, const struct render_params *p,
+                   const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftsync_stats *st) {
+        struct hmap chains = HMAP_INIT, sets = HMAP_INIT;
+        struct buf released = BUF_INIT;
+        struct txn t;
+        struct unit u;
+        size_t n_svcs = 0, n_gone = 0;
+        const struct svc **svcs = NULL;
+        char **gone = NULL;
+        int r;
+
+        memset(st, 0, sizeof *st);
+        r = list_table(s, &chains, &sets, st);
+        if (r < 0) {
+                log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
+                goto out_lists;
+        }
+        /* Each transaction is validated against the whole table: few. */
+        size_t chunk = s->chunk;
+        if (chunk && chains.len * 3 / 8 > chunk)
+                chunk = chains.len * 3 / 8;
+        txn_init(&t, s);
+        unit_init(&u, s->family, &t.head);
+
+        /* What no record has goes first, on its own: a service may want a
+         * stray's name for a new chain. */
+        remove_unwanted(s, &chains, &sets, &t, st);
+        r = txn_commit(s, &t, st);
+        if (r < 0)
+                goto out;
+
+        struct nftir_sink sink = unit_sink(&u);
+        unit_reset(&u);
+        r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
+        if (r < 0)
+                goto out;
+        struct rec *old = hmap_remove(&s->recs, FIXED_KEY);
+        put_record(s, diff_service(s, FIXED_KEY, old, &u, &t, &released, st));
+        rec_free(old);
+
+        /* Every service of the model, then every recorded one it lost. */
+        svcs = model_services_sorted(m, &n_svcs);
+        gone = xcalloc(s->recs.len + 1, sizeof *gone);
+        const char *k;
+        void *v;
+        for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);)
+                if (*k && !model_service_get(m, k))
+                        gone[n_gone++] = xstrdup(k);
+        for (size_t i = 0; r == 0 && i < n_svcs + n_gone; i++) {
+                r = resync_service(s, m, p, i < n_svcs ? svcs[i]->key : gone[i - n_svcs], &u, &t, &released, st);
+                if (r == 0 && chunk && txn_size(&t) >= chunk)
+                        r = txn_commit(s, &t, st);
+        }
+        if (r == 0)
+                r = give_released(s, m, p, &u, &t, &released, st);
+        if (r == 0)
+                r = txn_commit(s, &t, st);
+out:
+        for (size_t i = 0; i < n_gone; i++)
+                free(gone[i]);
+        free(gone);
+        free(svcs);
+        buf_done(&released);
+        unit_done(&u);
+        txn_done(&t);
 out_lists:
         nftables_names_done(&chains);
         nftables_names_done(&sets);

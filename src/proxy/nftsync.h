@@ -7,7 +7,8 @@
  * A full sync rewrites every chain and element in place (chains are
  * flushed and refilled, never deleted while in use), in bounded
  * transactions, and removes whatever else the table holds; a rebuild does
- * the same after deleting the table, in one transaction. A partial sync
+ * the same after deleting the table, in one transaction. A resync is a
+ * full sync that trusts its records and sends only what differs. A partial sync
  * re-renders the changed services only and sends one transaction with
  * their changed chains, sets and map elements. Both keep a compact record
  * of what each service put in the kernel (chain names and digests, set
@@ -28,11 +29,13 @@ struct nftsync_stats {
         size_t transactions;
         size_t messages;
         size_t chains_written;          /* created or rewritten */
+        size_t chains_kept;             /* full sync: already held what it would write */
         size_t chains_deleted;
         size_t elements_added;
         size_t elements_deleted;
         size_t conflicts;               /* map keys claimed by two services: the first keeps it */
         double kernel_seconds;          /* spent in the kernel's transactions (wall) */
+        double list_seconds;            /* listing the table's chains and sets (full syncs) */
 };
 
 /* nl is borrowed. Returns 0 or -ENOMEM. */
@@ -52,6 +55,15 @@ void nftsync_set_chunk(struct nftsync *s, size_t messages);
 int nftsync_full(struct nftsync *s, const struct model *m, const struct render_params *p,
                  const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
                  struct nftsync_stats *ret);
+/* A full sync that trusts the records: every service (and the fixed part)
+ * is rendered again and diffed against its record, as a partial sync of
+ * everything, and what the table holds that no record wants is removed.
+ * Only valid after a successful sync, when nobody else has changed the
+ * table since (the daemon's change monitor says so): it catches what the
+ * change tracking missed, at the cost of a render and a listing instead of
+ * a rewrite of the table. Returns as nftsync_full(). */
+int nftsync_resync(struct nftsync *s, const struct model *m, const struct render_params *p,
+                   const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftsync_stats *ret);
 /* changed: service keys ("ns/name") to re-render; keys no longer in the
  * model are removed. Only valid after a successful full sync. */
 int nftsync_partial(struct nftsync *s, const struct model *m, const struct render_params *p,

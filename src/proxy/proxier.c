@@ -50,6 +50,7 @@ struct family_state {
         struct nftsync *nft;    /* nftables mode */
         bool nft_rebuild;       /* the last full sync failed: rebuild the table */
         bool nft_listen;        /* others committed during the last full sync: keep listening */
+        bool nft_known;         /* the table is as the last sync left it: nobody else changed it since */
         struct hmap existing;   /* owned nat chains in the kernel, after our last success */
         char *existing_names;   /* their storage */
         uint64_t last_hash;     /* of the last restore input applied */
@@ -388,13 +389,19 @@ static void set_existing(struct family_state *f, struct buf *active) {
 }
 
 /* nftables mode: a full sync rewrites the table in place (or, after a
- * failed one, rebuilds it); a partial sync sends the changed services. */
+ * failed one, rebuilds it) unless the table is known to be as kproxy left
+ * it (the hourly one, a node change): then it re-renders everything and
+ * sends what differs. A partial sync sends the changed services. */
 static int sync_family_nft(struct proxier *p, struct family_state *f, bool full, const struct render_params *rp) {
         struct nftsync_stats st;
         bool rebuild = full && f->nft_rebuild;
+        bool resync = full && !rebuild && f->nft_known;
         int r;
 
-        if (full) {
+        f->nft_known = false;   /* until this sync succeeds */
+        if (resync) {
+                r = nftsync_resync(f->nft, p->model, rp, NULL, 0, &st);
+        } else if (full) {
                 /* Without notifications (a quarter of a large load's cost);
                  * whether anyone else committed meanwhile, the generation
                  * count tells: then the next full sync listens throughout. */
@@ -424,11 +431,16 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
                 return r;
         }
         f->nft_rebuild = false;
-        log_v(2, "Reloading service nftables data: IPv%u, %zu services, %zu chains written, %zu deleted, "
-              "%zu elements added, %zu deleted, %zu messages in %zu transactions%s, %.0f ms in the kernel",
-              f->family, model_n_services(p->model), st.chains_written, st.chains_deleted, st.elements_added,
-              st.elements_deleted, st.messages, st.transactions, rebuild ? " (rebuilt)" : "",
-              st.kernel_seconds * 1000);
+        f->nft_known = !f->nft_listen;  /* not when others committed during it */
+        char listed[64];
+        snprintf(listed, sizeof listed, ", %.0f ms listing the table", st.list_seconds * 1000);
+        log_v(2, "Reloading service nftables data: IPv%u, %zu services, %zu chains written, %zu kept, %zu deleted, "
+              "%zu elements added, %zu deleted, %zu messages in %zu transactions%s, %.0f ms in the kernel%s",
+              f->family, model_n_services(p->model), st.chains_written, st.chains_kept, st.chains_deleted,
+              st.elements_added,
+              st.elements_deleted, st.messages, st.transactions,
+              rebuild ? " (rebuilt)" : resync ? " (checked against what the last sync left)" : "",
+              st.kernel_seconds * 1000, full ? listed : "");
         return 0;
 }
 
@@ -656,16 +668,15 @@ static bool other_mode_present(struct proxier *p) {
         }
         if (!p->nl || legacy_tables_in_use())
                 return true;
+        /* iptables mode's fixed chains mark its rules (a dump of chains
+         * would list every table's: seconds with a large kube-proxy table). */
         for (size_t i = 0; i < p->n_fam; i++)
                 for (size_t t = 0; t < ELEMENTSOF(tables); t++) {
-                        struct hmap chains = HMAP_INIT;
-                        const char *k;
-                        bool found = nftables_list_chains(p->nl, p->fam[i].family, tables[t], &chains) < 0;
-                        for (size_t it = 0; !found && hmap_next(&chains, &it, &k, NULL);)
-                                found = iptables_chain_is_proxys(tables[t], k);
-                        nftables_names_done(&chains);
-                        if (found)
-                                return true;
+                        size_t n;
+                        const char *const *fixed = iptables_fixed_chains(tables[t], &n);
+                        for (size_t c = 0; c < n; c++)
+                                if (nftables_chain_present(p->nl, p->fam[i].family, tables[t], fixed[c]) != 0)
+                                        return true;    /* there, or cannot tell */
                 }
         return false;
 }
@@ -805,6 +816,7 @@ static void on_canary(struct ev_loop *l, void *userdata) {
                         /* The change monitor reports a deleted table at once;
                          * this is the backstop when notifications were off. */
                         log_warning("IPv%u nftables table kube-proxy is gone, resyncing everything", fam);
+                        p->fam[i].nft_known = false;
                 } else {
                         if (iptables_canary_present(fam))
                                 continue;
@@ -825,6 +837,10 @@ static void on_canary(struct ev_loop *l, void *userdata) {
  * whole, as the iptables canary does for a flushed table. */
 static void on_nft_event(void *userdata, enum nftables_event ev, uint8_t family, const char *what) {
         struct proxier *p = userdata;
+        /* What the records say is no longer what the table holds. */
+        for (size_t i = 0; i < p->n_fam; i++)
+                if (ev == NFTABLES_EVENT_LOST || p->fam[i].family == family)
+                        p->fam[i].nft_known = false;
         if (p->need_full)
                 return;         /* already on it */
         if (ev == NFTABLES_EVENT_LOST)

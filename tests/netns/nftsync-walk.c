@@ -3,10 +3,14 @@
  * A random walk through cluster states, each applied to the kernel by an
  * incremental (partial) nftables sync, each compared with the same state
  * loaded from scratch: after any sequence of partial syncs, the kernel must
- * hold exactly what a fresh full load gives.
+ * hold exactly what a fresh full load gives. Every fourth step is a resync
+ * that is not told what changed, and sometimes finds a stray chain; every
+ * fifth, kproxy restarts (a sync without records over the table the last
+ * one left), before the step's changes or, every tenth, after them.
  *
  *   nftsync-walk SEED STEPS NETNS_A NETNS_B
  *   nftsync-walk conflict 0 NETNS_A NETNS_B
+ *   nftsync-walk digests 0 NETNS_A NETNS_B
  *
  * Runs in NETNS_A (the incremental table); loads the fresh table into
  * NETNS_B; compares `nft list table` of both after every step. The
@@ -194,6 +198,41 @@ static int table_text(const char *ns, struct buf *out) {
         return 0;
 }
 
+/* The chains of NS's table with an anonymous set in a rule ("{ ... }",
+ * but not an affinity set's "update @set { ip saddr }"):
+ * the ones a sync over an existing table cannot tell are already there. */
+static int chains_with_anonymous_sets(const char *ns) {
+        char cmd[256], line[4096];
+        int n = 0;
+        bool in_chain = false, counted = false;
+        snprintf(cmd, sizeof cmd, "ip netns exec %s nft list table ip kube-proxy 2>&1", ns);
+        FILE *f = popen(cmd, "r");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof line, f)) {
+                if (strncmp(line, "\tchain ", 7) == 0) {
+                        in_chain = true;
+                        counted = false;
+                } else if (strcmp(line, "\t}\n") == 0) {
+                        in_chain = false;
+                } else if (in_chain && !counted && strchr(line, '{') && !strstr(line, "update @")) {
+                        counted = true;
+                        n++;
+                }
+        }
+        return pclose(f) == 0 ? n : -1;
+}
+
+/* Restarts: a new sync without records, over the table the old one left. */
+static int restart(struct nftsync **sync, struct nftables *nl, const struct model *m, const struct render_params *p,
+                   struct nftsync_stats *st) {
+        nftsync_free(*sync);
+        if (nftsync_new(4, nl, sync) < 0)
+                return -1;
+        nftsync_set_chunk(*sync, 40);
+        return nftsync_full(*sync, m, p, NULL, 0, false, st);
+}
+
 /* A fresh load of the model in the other namespace (its own socket). */
 static int fresh_load(int ns_b, int ns_a, const struct model *m, const struct render_params *p) {
         struct nftables *nl = NULL;
@@ -313,6 +352,73 @@ static int conflict(const char *ns, struct nftsync *sync, const struct render_pa
         return bad;
 }
 
+/* nftables_rule_digests() over chains of every size: chains with the same
+ * rules have the same digest wherever they fall in the rounds of lookups,
+ * also large ones whose rules take many messages; an empty chain has the
+ * empty digest, a missing one none. */
+static int digests(const char *ns) {
+        char file[64], cmd[160];
+        snprintf(file, sizeof file, "/tmp/nftsync-walk-%d.nft", (int) getpid());
+        FILE *f = fopen(file, "w");
+        if (!f)
+                return 2;
+        fprintf(f, "add table ip kube-proxy\nadd chain ip kube-proxy empty\n");
+        for (int big = 0; big < 3; big++) {
+                fprintf(f, "add chain ip kube-proxy big%d\n", big);
+                for (int r = 0; r < 1500; r++)
+                        fprintf(f, "add rule ip kube-proxy big%d ip daddr 10.1.%d.%d tcp dport %d drop comment \"r%d\"\n",
+                                big, r / 250, r % 250, 1000 + r, r);
+        }
+        for (int i = 0; i < 400; i++) {
+                fprintf(f, "add chain ip kube-proxy c%d\n", i);
+                fprintf(f, "add rule ip kube-proxy c%d ip saddr 10.2.0.%d counter accept\n", i, i % 2);
+                fprintf(f, "add rule ip kube-proxy c%d meta mark set mark or 0x%x\n", i, 0x4000 << (i % 2));
+        }
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "ip netns exec %s nft -f %s", ns, file);
+        int r = system(cmd);
+        unlink(file);
+        if (r != 0)
+                return 2;
+
+        /* big0 opens the first round, big1 sits in it, big2 follows c1. */
+        const char *names[410];
+        char store[410][16];
+        size_t n = 0;
+        names[n++] = "big0";
+        for (int i = 0; i < 400; i++) {
+                snprintf(store[i], sizeof store[i], "c%d", i);
+                names[n++] = store[i];
+                if (i == 60)
+                        names[n++] = "big1";
+                if (i == 1)
+                        names[n++] = "big2";
+        }
+        names[n++] = "empty";
+        names[n++] = "missing";
+        struct nftables *nl = NULL;
+        struct hmap out = HMAP_INIT;
+        if (nftables_open(&nl) < 0 || nftables_rule_digests(nl, 4, names, n, &out) < 0) {
+                printf("digests: reading the chains failed\n");
+                return 1;
+        }
+        const struct nftables_chain_digest *b0 = hmap_get(&out, "big0"), *c0 = hmap_get(&out, "c0"),
+                                           *c1 = hmap_get(&out, "c1"), *e = hmap_get(&out, "empty");
+        int bad = !b0 || !c0 || !c1 || !e || hmap_get(&out, "missing") || out.len != n - 1 ||
+                  e->digest != NFTABLES_DIGEST_INIT || c0->digest == c1->digest || b0->digest == c0->digest;
+        for (size_t i = 0; !bad && i < n - 2; i++) {
+                const struct nftables_chain_digest *d = hmap_get(&out, names[i]);
+                const struct nftables_chain_digest *same = names[i][0] == 'b' ? b0 : (atoi(names[i] + 1) % 2 ? c1 : c0);
+                bad = !d || d->digest != same->digest;
+                if (bad)
+                        printf("digests: %s differs from a chain with the same rules\n", names[i]);
+        }
+        printf("digests: %zu chains read, %s\n", out.len, bad ? "WRONG" : "as expected");
+        nftables_names_done(&out);
+        nftables_close(nl);
+        return bad;
+}
+
 int main(int argc, char **argv) {
         struct kproxy_config cfg;
         struct host_facts host = {0};
@@ -321,7 +427,7 @@ int main(int argc, char **argv) {
         struct nftsync *sync = NULL;
         struct nftsync_stats st;
         struct buf a = BUF_INIT, b = BUF_INIT;
-        char path[128];
+        char path[256];
 
         if (argc != 5) {
                 fprintf(stderr, "usage: nftsync-walk SEED STEPS NETNS_A NETNS_B\n");
@@ -348,6 +454,8 @@ int main(int argc, char **argv) {
         if (render_params_init(&p, 4, &cfg, "node-1", NULL, &host, NULL) < 0)
                 return 2;
 
+        if (strcmp(argv[1], "digests") == 0)
+                return digests(argv[3]);
         if (strcmp(argv[1], "conflict") == 0) {
                 if (nftables_open(&nl) < 0 || nftsync_new(4, nl, &sync) < 0)
                         return 2;
@@ -375,6 +483,24 @@ int main(int argc, char **argv) {
                         struct hmap changed = HMAP_INIT;
                         char keys[4][32];
                         int n = 1 + (int) rnd(3);
+                        /* A restart over the table the last sync left
+                         * writes only the chains it cannot compare (those
+                         * with anonymous sets) and keeps the rest. */
+                        if (step % 10 == 5) {
+                                int anon = chains_with_anonymous_sets(argv[3]);
+                                if (restart(&sync, nl, m, &p, &st) < 0) {
+                                        fprintf(stderr, "walk: step %d: full sync after a restart failed\n", step);
+                                        return 1;
+                                }
+                                printf("step %d: restart, %zu chains written, %zu kept\n", step, st.chains_written,
+                                       st.chains_kept);
+                                if (anon < 0 || st.chains_written != (size_t) anon || st.chains_kept == 0) {
+                                        printf("step %d: a restart over an unchanged table wrote %zu chains and "
+                                               "kept %zu; %d have anonymous sets\n",
+                                               step, st.chains_written, st.chains_kept, anon);
+                                        return 1;
+                                }
+                        }
                         for (int k = 0; k < n; k++) {
                                 int i = (int) rnd(N_SVCS);
                                 snprintf(keys[k], sizeof keys[k], "walk/svc%d", i);
@@ -392,12 +518,42 @@ int main(int argc, char **argv) {
                                 }
                                 hmap_put(&changed, keys[k], NULL);
                         }
-                        int r = nftsync_partial(sync, m, &p, &changed, &st);
+                        /* Every fourth step the changes are not told to
+                         * the sync (change tracking that missed them), and
+                         * a resync must find them; every eighth the table
+                         * also holds a chain no record wants. Every tenth,
+                         * kproxy restarts after the changes (made while it
+                         * was down), and someone else changed two chains. */
+                        bool resync = step % 4 == 0;
+                        if (step % 8 == 0) {
+                                snprintf(path, sizeof path, "ip netns exec %s nft add chain ip kube-proxy stray-%d",
+                                         argv[3], step);
+                                if (system(path) != 0) {
+                                        fprintf(stderr, "walk: step %d: cannot add a stray chain\n", step);
+                                        return 2;
+                                }
+                        }
+                        if (step % 10 == 0) {
+                                snprintf(path, sizeof path,
+                                         "ip netns exec %s nft 'flush chain ip kube-proxy services; insert rule ip "
+                                         "kube-proxy nat-output ip daddr 10.96.0.10 drop'", argv[3]);
+                                if (system(path) != 0) {
+                                        fprintf(stderr, "walk: step %d: cannot change chains\n", step);
+                                        return 2;
+                                }
+                        }
+                        int r = step % 10 == 0 ? restart(&sync, nl, m, &p, &st)
+                                : resync       ? nftsync_resync(sync, m, &p, NULL, 0, &st)
+                                               : nftsync_partial(sync, m, &p, &changed, &st);
                         hmap_done(&changed);
                         if (r < 0) {
-                                fprintf(stderr, "walk: step %d: partial sync failed\n", step);
+                                fprintf(stderr, "walk: step %d: sync failed\n", step);
                                 return 1;
                         }
+                        if (step % 10 == 0 || resync)
+                                printf("step %d: %s, %zu chains written, %zu kept, %zu deleted\n", step,
+                                       step % 10 == 0 ? "restart after changes" : "resync", st.chains_written,
+                                       st.chains_kept, st.chains_deleted);
                 }
                 if (fresh_load(ns_b, ns_a, m, &p) < 0 || table_text(argv[3], &a) < 0 || table_text(argv[4], &b) < 0) {
                         fprintf(stderr, "walk: step %d: cannot compare\n", step);

@@ -3,8 +3,10 @@
 #
 # nftables mode's incremental syncs against the kernel: random walks
 # through cluster states (tests/netns/nftsync-walk.c), each step applied by
-# a partial sync in one namespace and loaded from scratch in another; the
-# two tables must be the same after every step.
+# a partial sync (or a resync, or a restart's full sync) in one namespace
+# and loaded from scratch in another; the two tables must be the same after
+# every step, and a restart over an unchanged table writes only the chains
+# it cannot compare.
 #
 # Usage: tests/netns/test-nftsync.sh BUILD_DIR   (root; needs iproute2, nft, cc, pkg-config)
 #
@@ -56,6 +58,17 @@ if "$tmp/nftsync-walk" conflict 0 "$A" "$B" >"$tmp/out" 2>&1; then
     passed=$((passed + 1))
 else
     echo "FAIL contended map key:"
+    cat "$tmp/out"
+    failed=$((failed + 1))
+fi
+# What chains hold, read back from the kernel (how a restart tells which
+# chains already hold what it would write).
+ip netns exec "$A" nft delete table ip kube-proxy 2>/dev/null
+if "$tmp/nftsync-walk" digests 0 "$A" "$B" >"$tmp/out" 2>&1; then
+    echo "ok   $(cat "$tmp/out")"
+    passed=$((passed + 1))
+else
+    echo "FAIL chain digests:"
     cat "$tmp/out"
     failed=$((failed + 1))
 fi
