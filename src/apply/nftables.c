@@ -856,6 +856,28 @@ int nftables_cleanup(void) {
         return ret;
 }
 
+static int table_use_cb(const struct nlmsghdr *nlh, void *data) {
+        const struct nlattr *a;
+        mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
+                if (mnl_attr_get_type(a) == NFTA_TABLE_USE && mnl_attr_validate(a, MNL_TYPE_U32) == 0)
+                        *(int64_t *) data = ntohl(mnl_attr_get_u32(a));
+        return MNL_CB_OK;
+}
+
+int nftables_table_use(struct nftables *n, uint8_t family, uint32_t *ret) {
+        char buf[MNL_SOCKET_BUFFER_SIZE];
+        int64_t use = -1;
+        struct nlmsghdr *nlh = request(n, buf, NFT_MSG_GETTABLE, NLM_F_ACK, family);
+        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, TABLE);
+        int r = talk(n, nlh, table_use_cb, &use);
+        if (r < 0)
+                return r;
+        if (use < 0)
+                return -EBADMSG;
+        *ret = (uint32_t) use;
+        return 0;
+}
+
 bool nftables_table_present(uint8_t family) {
         struct nftables *n = NULL;
         char buf[MNL_SOCKET_BUFFER_SIZE];

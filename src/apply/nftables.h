@@ -95,5 +95,10 @@ int nftables_genid(struct nftables *n, uint32_t *ret);
  * Returns 0 (also when there was nothing to delete), or -errno when an
  * existing table could not be deleted (logged). */
 int nftables_cleanup(void);
+/* How many chains and named sets the family's kube-proxy table holds (the
+ * kernel's count of its objects, asked in one request; 6.18 does not count
+ * the anonymous sets of rules).
+ * Returns 0, -ENOENT without the table, or another -errno. */
+int nftables_table_use(struct nftables *n, uint8_t family, uint32_t *ret);
 /* Whether the family's kube-proxy table exists. */
 bool nftables_table_present(uint8_t family);

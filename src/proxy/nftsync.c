@@ -726,13 +726,16 @@ static void remove_unwanted(struct nftsync *s, const struct hmap *chains, const 
         for (size_t it = 0; hmap_next(chains, &it, &k, &v);) {
                 if (hmap_get(&desired, k))
                         continue;
+                log_v(2, "IPv%u nftables chain %s is not kproxy's, removing it", s->family, k);
                 nftmsg_chain_flush(&t->body, k);
                 nftmsg_chain_del(&t->tail, k);
                 st->chains_deleted++;
         }
         for (size_t it = 0; hmap_next(sets, &it, &k, &v);)
-                if (!hmap_get(&desired, k))
+                if (!hmap_get(&desired, k)) {
+                        log_v(2, "IPv%u nftables set %s is not kproxy's, removing it", s->family, k);
                         nftmsg_set_del(&t->tail, k);
+                }
         hmap_done(&desired);
 }
 
@@ -861,15 +864,34 @@ int nftsync_resync(struct nftsync *s, const struct model *m, const struct render
         int r;
 
         memset(st, 0, sizeof *st);
-        r = list_table(s, &chains, &sets, st);
+        /* The table holds what the records say unless the kernel counts
+         * other chains and named sets in it (anonymous ones it does not
+         * count, 6.18): only then is it listed (a dump of chain names is
+         * quadratic in the kernel, seconds at 20k services) to find them. */
+        uint32_t use = 0;
+        size_t want = 0, n_chains = 0;
+        const char *k;
+        void *v;
+        for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);) {
+                const struct rec *rec = v;
+                want += rec->n_chains + rec->n_sets;
+                n_chains += rec->n_chains;
+        }
+        r = nftables_table_use(s->nl, s->family, &use);
+        if (r < 0 || use != want) {
+                if (r == 0)
+                        log_v(2, "IPv%u nftables table kube-proxy holds %u chains and sets, its records %zu: "
+                              "listing it", s->family, use, want);
+                r = list_table(s, &chains, &sets, st);
+        }
         if (r < 0) {
                 log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
                 goto out_lists;
         }
         /* Each transaction is validated against the whole table: few. */
         size_t chunk = s->chunk;
-        if (chunk && chains.len * 3 / 8 > chunk)
-                chunk = chains.len * 3 / 8;
+        if (chunk && n_chains * 3 / 8 > chunk)
+                chunk = n_chains * 3 / 8;
         txn_init(&t, s);
         unit_init(&u, s->family, &t.head);
 
@@ -892,8 +914,6 @@ int nftsync_resync(struct nftsync *s, const struct model *m, const struct render
         /* Every service of the model, then every recorded one it lost. */
         svcs = model_services_sorted(m, &n_svcs);
         gone = xcalloc(s->recs.len + 1, sizeof *gone);
-        const char *k;
-        void *v;
         for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);)
                 if (*k && !model_service_get(m, k))
                         gone[n_gone++] = xstrdup(k);
