@@ -303,12 +303,14 @@ int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, s
         if (r < 0)
                 return r;
 
-        struct dump_ctx chains = {NFTA_CHAIN_NAME, NFTA_CHAIN_TABLE, ret_chains, false};
-        nlh = request(n, buf, NFT_MSG_GETCHAIN, NLM_F_DUMP, family);
-        mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, TABLE);
-        r = talk(n, nlh, dump_cb, &chains);
-        if (r < 0)
-                return r;
+        if (ret_chains) {
+                struct dump_ctx chains = {NFTA_CHAIN_NAME, NFTA_CHAIN_TABLE, ret_chains, false};
+                nlh = request(n, buf, NFT_MSG_GETCHAIN, NLM_F_DUMP, family);
+                mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, TABLE);
+                r = talk(n, nlh, dump_cb, &chains);
+                if (r < 0 || !ret_sets)
+                        return r;
+        }
 
         struct dump_ctx sets = {NFTA_SET_NAME, NFTA_SET_TABLE, ret_sets, true};
         nlh = request(n, buf, NFT_MSG_GETSET, NLM_F_DUMP, family);
@@ -691,8 +693,6 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const 
 out:
         if (nl)
                 mnl_socket_close(nl);
-        if (r < 0)
-                nftables_names_done(ret);
         return r;
 }
 

@@ -28,9 +28,11 @@ uint32_t nftables_portid(const struct nftables *n);
 int nftables_commit(struct nftables *n, const struct nftmsg *m, char *err, size_t errlen);
 
 /* What the family's kube-proxy table holds: its chains (name -> the same
- * string) and its named sets (name -> struct nftables_set). Both maps own
- * their values: release them with nftables_names_done(). Returns 0,
- * -ENOENT when there is no table, or another -errno. */
+ * string) and its named sets (name -> struct nftables_set); either map may
+ * be NULL, not to list those. Both maps own their values: release them
+ * with nftables_names_done(). Returns 0, -ENOENT when there is no table,
+ * or another -errno. Listing chains is a dump that the kernel walks from
+ * the table's first chain for every message: seconds at 20k services. */
 struct nftables_set {
         uint64_t timeout_ms;    /* 0: none */
         char name[];
@@ -44,8 +46,8 @@ void nftables_names_done(struct hmap *names);
  * dump of rules per chain: a dump of the whole table would cost the kernel
  * a walk from its first rule for every message buffer, quadratic in the
  * rules (a minute at 20k services × 10 endpoints), and a socket runs one
- * dump at a time. Release
- * with nftables_names_done(). Returns 0 or -errno (-EINTR: the table
+ * dump at a time. Adds to ret (what it added stays on an error; release
+ * with nftables_names_done()). Returns 0 or -errno (-EINTR: the table
  * changed meanwhile). */
 struct nftables_chain_digest {
         uint64_t digest;

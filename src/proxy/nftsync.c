@@ -645,9 +645,10 @@ static uint64_t rules_digest(const struct nftmsg *m, size_t off, size_t len) {
         return h;
 }
 
-/* u's objects for a table that may hold some of them already (chains and
- * sets as nftables_list() gives them, digests of the chains' rules as
- * nftables_rule_digests() does, NULL when unknown): a chain that already
+/* u's objects for a table that may hold some of them already (chains: the
+ * names of those that exist; sets as nftables_list() gives them; digests
+ * of the chains' rules as nftables_rule_digests() gives them, NULL when
+ * unknown): a chain that already
  * holds u's rules is left alone, others are created or flushed, then
  * refilled; affinity sets are kept when unchanged (so clients keep their
  * endpoint) and replaced otherwise, and then every chain of u is written
@@ -702,7 +703,8 @@ static double now_s(void) {
 static int list_table(struct nftsync *s, struct hmap *chains, struct hmap *sets, struct nftsync_stats *st) {
         double t0 = now_s();
         int r = nftables_list(s->nl, s->family, chains, sets);
-        st->list_seconds = now_s() - t0;
+        st->list_seconds += now_s() - t0;
+        st->listed_chains |= chains != NULL;
         return r;
 }
 
@@ -739,48 +741,62 @@ static void remove_unwanted(struct nftsync *s, const struct hmap *chains, const 
         hmap_done(&desired);
 }
 
+/* A full sync over an existing table reads what the chains of each
+ * service hold just before writing them. */
+struct reading {
+        bool on;                /* reading chains one service at a time */
+        struct hmap digests;    /* chain -> struct nftables_chain_digest, for the chains that exist */
+};
+
+/* Reads what u's chains hold into rd; on an error, lists every chain into
+ * chains instead and stops reading (the chains are then written). */
+static void read_chains(struct nftsync *s, const struct unit *u, struct reading *rd, struct hmap *chains,
+                        struct nftsync_stats *st) {
+        const char *names[u->n_ch + 1];
+        double t0 = now_s();
+        for (size_t i = 0; i < u->n_ch; i++)
+                names[i] = u->ch[i].name;
+        int r = nftables_rule_digests(s->nl, s->family, names, u->n_ch, &rd->digests);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read the rules of IPv%u nftables table kube-proxy, writing all "
+                                  "of them", s->family);
+                rd->on = false;
+                if (list_table(s, chains, NULL, st) < 0)
+                        log_warning("Failed to list the chains of IPv%u nftables table kube-proxy", s->family);
+        }
+        st->list_seconds += now_s() - t0;
+}
+
 int nftsync_full(struct nftsync *s, const struct model *m, const struct render_params *p,
                  const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
                  struct nftsync_stats *st) {
-        struct hmap chains = HMAP_INIT, sets = HMAP_INIT, digests = HMAP_INIT;
+        struct hmap chains = HMAP_INIT, sets = HMAP_INIT;
+        struct reading rd = {false, HMAP_INIT};
         struct txn t, fin;
         struct unit u;
         size_t n_svcs = 0;
         const struct svc **svcs = NULL;
         bool one = rebuild || s->chunk == 0;
-        int r;
+        uint32_t use = 0;
+        int r = 0;
 
         memset(st, 0, sizeof *st);
-        r = list_table(s, &chains, &sets, st);
-        if (r == -ENOENT)
-                r = 0;          /* a cold start */
-        if (r < 0) {
-                log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
-                goto out_lists;
-        }
-        if (rebuild) {
-                nftables_names_done(&chains);
-                nftables_names_done(&sets);
-        }
-        /* What the table's chains hold: those that hold what this sync
-         * would write are left alone (a restart over kproxy's own table
-         * writes only what changed meanwhile). Without it, all are written. */
-        bool have_digests = false;
-        if (chains.len > 0) {
+        /* An existing table: its named sets now, its chains one service at
+         * a time (their names and rules), and all chain names only if the
+         * kernel counts more chains and sets than that finds. */
+        if (!rebuild) {
                 double t0 = now_s();
-                const char **names = xcalloc(chains.len, sizeof *names);
-                size_t n_names = 0;
-                const char *name;
-                for (size_t it = 0; hmap_next(&chains, &it, &name, NULL);)
-                        names[n_names++] = name;
-                r = nftables_rule_digests(s->nl, s->family, names, n_names, &digests);
-                free(names);
+                r = nftables_table_use(s->nl, s->family, &use);
                 st->list_seconds += now_s() - t0;
-                have_digests = r == 0;
-                if (r < 0)
-                        log_warning_errno(r, "Failed to read the rules of IPv%u nftables table kube-proxy, "
-                                          "rewriting all of them", s->family);
-                r = 0;
+                if (r == 0)
+                        r = list_table(s, NULL, &sets, st);
+                rd.on = r == 0;
+                if (r == -ENOENT)
+                        r = 0;          /* a cold start */
+                if (r < 0) {
+                        log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
+                        goto out_lists;
+                }
         }
         /* In an existing table every transaction is validated against all
          * of it (the kernel re-walks what the base chains reach), so a
@@ -788,8 +804,8 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
          * pieces; a cold load reaches nothing before its last transaction
          * and keeps the small bound. About three messages per chain. */
         size_t chunk = s->chunk;
-        if (chunk && chains.len * 3 / 8 > chunk)
-                chunk = chains.len * 3 / 8;
+        if (chunk && (size_t) use * 3 / 8 > chunk)
+                chunk = (size_t) use * 3 / 8;
         drop_records(s);
         txn_init(&t, s);
         txn_init(&fin, s);
@@ -806,7 +822,9 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
         r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
         if (r < 0)
                 goto out;
-        emit_in_place(&u, &chains, &sets, have_digests ? &digests : NULL, &t, st);
+        if (rd.on)
+                read_chains(s, &u, &rd, &chains, st);
+        emit_in_place(&u, rd.on ? &rd.digests : &chains, &sets, rd.on ? &rd.digests : NULL, &t, st);
         for (size_t i = 0; i < u.n_st; i++)
                 nftmsg_set_flush(&fin.del_el, u.st[i].name);    /* every element is added again */
         struct rec *fixed = record_of(FIXED_KEY, &u);
@@ -820,7 +838,9 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
                         goto out;
                 if (u.n_ch + u.n_st + u.n_el == 0)
                         continue;
-                emit_in_place(&u, &chains, &sets, have_digests ? &digests : NULL, &t, st);
+                if (rd.on)
+                        read_chains(s, &u, &rd, &chains, st);
+                emit_in_place(&u, rd.on ? &rd.digests : &chains, &sets, rd.on ? &rd.digests : NULL, &t, st);
                 struct rec *rec = record_of(svcs[i]->key, &u);
                 claim_elements(s, rec, &u, &fin, NULL, st);
                 put_record(s, rec);
@@ -831,6 +851,17 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
                 }
         }
 
+        /* Chains no service has: only when the kernel counts more chains
+         * and named sets than the services' chains found and the sets. */
+        if (rd.on && rd.digests.len + sets.len != use) {
+                log_v(2, "IPv%u nftables table kube-proxy holds %u chains and sets, %zu are kproxy's: listing it",
+                      s->family, use, rd.digests.len + sets.len);
+                r = list_table(s, &chains, NULL, st);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
+                        goto out;
+                }
+        }
         remove_unwanted(s, &chains, &sets, &fin, st);
 
         /* The last transaction: elements, stale objects (with the chunk's
@@ -848,7 +879,7 @@ out:
 out_lists:
         nftables_names_done(&chains);
         nftables_names_done(&sets);
-        nftables_names_done(&digests);
+        nftables_names_done(&rd.digests);
         return r;
 }
 

@@ -35,7 +35,8 @@ struct nftsync_stats {
         size_t elements_deleted;
         size_t conflicts;               /* map keys claimed by two services: the first keeps it */
         double kernel_seconds;          /* spent in the kernel's transactions (wall) */
-        double list_seconds;            /* listing the table's chains and sets (full syncs) */
+        double list_seconds;            /* full syncs: reading the table (names, chains' rules) */
+        bool listed_chains;             /* the names of all its chains were listed (seconds when large) */
 };
 
 /* nl is borrowed. Returns 0 or -ENOMEM. */

@@ -494,10 +494,12 @@ int main(int argc, char **argv) {
                                 }
                                 printf("step %d: restart, %zu chains written, %zu kept\n", step, st.chains_written,
                                        st.chains_kept);
-                                if (anon < 0 || st.chains_written != (size_t) anon || st.chains_kept == 0) {
+                                if (anon < 0 || st.chains_written != (size_t) anon || st.chains_kept == 0 ||
+                                    st.listed_chains) {
                                         printf("step %d: a restart over an unchanged table wrote %zu chains and "
-                                               "kept %zu; %d have anonymous sets\n",
-                                               step, st.chains_written, st.chains_kept, anon);
+                                               "kept %zu (%d have anonymous sets), chain names %slisted\n",
+                                               step, st.chains_written, st.chains_kept, anon,
+                                               st.listed_chains ? "" : "not ");
                                         return 1;
                                 }
                         }
@@ -554,11 +556,11 @@ int main(int argc, char **argv) {
                                 printf("step %d: %s, %zu chains written, %zu kept, %zu deleted, %s\n", step,
                                        step % 10 == 0 ? "restart after changes" : "resync", st.chains_written,
                                        st.chains_kept, st.chains_deleted,
-                                       st.list_seconds > 0 ? "listed" : "not listed");
+                                       st.listed_chains ? "chains listed" : "chains not listed");
                         /* Without a stray, the kernel's count of chains and
                          * sets matches the records: no listing needed. */
-                        if (resync && step % 10 != 0 && step % 8 != 0 && st.list_seconds > 0) {
-                                printf("step %d: a resync without strays listed the table\n", step);
+                        if (resync && step % 10 != 0 && step % 8 != 0 && st.listed_chains) {
+                                printf("step %d: a resync without strays listed the table's chains\n", step);
                                 return 1;
                         }
                 }
