@@ -43,6 +43,7 @@ struct nftables {
         uint32_t portid;
         uint32_t seq;           /* for dumps and single requests */
         size_t sndbuf;
+        struct mnl_socket *probe;       /* nftables_rule_digests()'s, opened on first use */
 };
 
 struct nftables_monitor {
@@ -92,6 +93,8 @@ struct nftables *nftables_close(struct nftables *n) {
                 return NULL;
         if (n->nl)
                 mnl_socket_close(n->nl);
+        if (n->probe)
+                mnl_socket_close(n->probe);
         free(n);
         return NULL;
 }
@@ -656,25 +659,29 @@ static int probe_rules(struct mnl_socket *nl, uint8_t family, uint32_t seq, cons
 
 int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const *names, size_t n_names,
                           struct hmap *ret) {
-        struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
         _cleanup_free_ char *rbuf = malloc(PROBE_RECV_BUF);
         bool exists[PROBE_ROUND];
         int r = 0;
 
+        if (!rbuf)
+                return -ENOMEM;
         /* Its own socket: its small reads keep the kernel's dump messages
          * small (it sizes them by the largest read so far). */
-        if (!nl || !rbuf) {
-                r = nl ? -ENOMEM : -errno;
-                goto out;
-        }
-        if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0 || (r = socket_setup(nl)) < 0) {
-                r = r ? r : -errno;
-                goto out;
+        if (!n->probe) {
+                n->probe = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+                if (!n->probe)
+                        return -errno;
+                if (mnl_socket_bind(n->probe, 0, MNL_SOCKET_AUTOPID) < 0 || (r = socket_setup(n->probe)) < 0) {
+                        r = r ? r : -errno;
+                        mnl_socket_close(n->probe);
+                        n->probe = NULL;
+                        return r;
+                }
         }
         for (size_t done = 0; r == 0 && done < n_names; done += PROBE_ROUND) {
                 size_t k = n_names - done < PROBE_ROUND ? n_names - done : PROBE_ROUND;
                 n->seq += PROBE_ROUND;
-                r = probe_chains(nl, family, n->seq, names + done, k, exists, rbuf);
+                r = probe_chains(n->probe, family, n->seq, names + done, k, exists, rbuf);
                 for (size_t i = 0; r == 0 && i < k; i++) {
                         if (!exists[i])
                                 continue;
@@ -687,12 +694,14 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const 
                         d->digest = NFTABLES_DIGEST_INIT;
                         strcpy(d->name, name);
                         free(hmap_put(ret, d->name, d));
-                        r = probe_rules(nl, family, ++n->seq, name, d, rbuf);
+                        r = probe_rules(n->probe, family, ++n->seq, name, d, rbuf);
                 }
         }
-out:
-        if (nl)
-                mnl_socket_close(nl);
+        if (r < 0) {
+                /* Replies of an interrupted round may still be queued. */
+                mnl_socket_close(n->probe);
+                n->probe = NULL;
+        }
         return r;
 }
 

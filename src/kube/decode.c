@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "util/cleanup.h"
 #include "util/inet.h"
+#include "util/intern.h"
 
 #define LABEL_SERVICE_NAME "kubernetes.io/service-name"
 #define LABEL_HEADLESS "service.kubernetes.io/headless"
@@ -510,6 +511,11 @@ int kube_decode_service(const json_t *obj, struct svc **ret, char err[KUBE_ERRLE
 static int decode_strv_names(const json_t *arr, char ***ret, size_t *ret_n, bool label_value,
                              char *err, const char *path) {
         size_t n = json_array_size(arr);
+        if (n == 0) {
+                *ret = NULL;    /* most endpoints have no hints: no allocation */
+                *ret_n = 0;
+                return 0;
+        }
         char **v = xcalloc(n, sizeof *v);
         for (size_t i = 0; i < n; i++) {
                 const char *s = json_string_value(json_object_get(json_array_get(arr, i), "name"));
@@ -562,7 +568,7 @@ static int decode_slice_endpoint(const json_t *e, uint8_t family, struct slice_e
         if (node) {
                 if (kube_valid_dns_subdomain(node) < 0)
                         return fail(err, "%s.nodeName: \"%.64s\" is not a valid node name", path, node);
-                ep->node_name = xstrdup(node);
+                ep->node_name = intern(node);
         }
 
         if ((r = get_object(e, "hints", &hints, err, sub)) < 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/cleanup.h"
+#include "util/intern.h"
 
 /* The slices that name one service: a small unsorted array (a service has a
  * handful of slices; 100 endpoints each by default). */
@@ -102,7 +103,7 @@ struct slice *slice_free(struct slice *s) {
         free(s->ports);
         for (size_t i = 0; i < s->n_endpoints; i++) {
                 struct slice_endpoint *e = &s->endpoints[i];
-                free(e->node_name);
+                intern_release(e->node_name);
                 strv_free(e->zone_hints, e->n_zone_hints);
                 strv_free(e->node_hints, e->n_node_hints);
         }

@@ -79,7 +79,7 @@ struct slice_port {
 struct slice_endpoint {
         struct inet_addr addr;  /* addresses[0] */
         bool ready, serving, terminating;
-        char *node_name;        /* NULL when unset */
+        const char *node_name;  /* shared (util/intern.h); NULL when unset */
         char **zone_hints;
         size_t n_zone_hints;
         char **node_hints;

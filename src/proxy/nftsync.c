@@ -64,9 +64,11 @@ struct rec_elem {
         uint64_t value;
 };
 
-/* What one service put in the kernel. */
+/* What one service put in the kernel: one allocation, the arrays and
+ * strings after the struct (50k services hold 600k chain names). */
 struct rec {
         char *key;
+        char *str_end;          /* where the next string goes */
         struct rec_chain *chains;
         size_t n_chains;
         struct rec_set *sets;
@@ -124,19 +126,15 @@ struct unit {
 
 /* --- records --- */
 
+/* A copy of s in r's storage (record_of() counted room for it). */
+static char *rec_str(struct rec *r, const char *s) {
+        size_t len = strlen(s) + 1;
+        char *p = memcpy(r->str_end, s, len);
+        r->str_end += len;
+        return p;
+}
+
 static struct rec *rec_free(struct rec *r) {
-        if (!r)
-                return NULL;
-        for (size_t i = 0; i < r->n_chains; i++)
-                free(r->chains[i].name);
-        for (size_t i = 0; i < r->n_sets; i++)
-                free(r->sets[i].name);
-        for (size_t i = 0; i < r->n_elems; i++)
-                free(r->elems[i].id);
-        free(r->chains);
-        free(r->sets);
-        free(r->elems);
-        free(r->key);
         free(r);
         return NULL;
 }
@@ -412,7 +410,6 @@ static void wait_for_key(struct nftsync *s, const char *id, const char *svc) {
 static void claim_elements(struct nftsync *s, struct rec *r, const struct unit *u, struct txn *t,
                            const struct hmap *old, struct nftsync_stats *st) {
         struct hmap seen = HMAP_INIT;
-        r->elems = xcalloc(u->n_el, sizeof *r->elems);
         for (size_t i = 0; i < u->n_el; i++) {
                 const struct unit_elem *e = &u->el[i];
                 if (hmap_get(&seen, e->id))
@@ -434,7 +431,7 @@ static void claim_elements(struct nftsync *s, struct rec *r, const struct unit *
                         st->elements_added++;
                 }
                 struct rec_elem *re = &r->elems[r->n_elems++];
-                re->id = xstrdup(e->id);
+                re->id = rec_str(r, e->id);
                 re->value = e->value;
                 hmap_put(&s->owners, re->id, r);
         }
@@ -445,14 +442,24 @@ static void claim_elements(struct nftsync *s, struct rec *r, const struct unit *
 
 /* The record of what u puts in the kernel (its elements: claim_elements()). */
 static struct rec *record_of(const char *key, const struct unit *u) {
-        struct rec *r = xcalloc(1, sizeof *r);
-        r->key = xstrdup(key);
-        r->chains = xcalloc(u->n_ch, sizeof *r->chains);
-        r->sets = xcalloc(u->n_st, sizeof *r->sets);
+        size_t strings = strlen(key) + 1;
         for (size_t i = 0; i < u->n_ch; i++)
-                r->chains[r->n_chains++] = (struct rec_chain) {xstrdup(u->ch[i].name), u->ch[i].hash};
+                strings += strlen(u->ch[i].name) + 1;
         for (size_t i = 0; i < u->n_st; i++)
-                r->sets[r->n_sets++] = (struct rec_set) {xstrdup(u->st[i].name), u->st[i].timeout};
+                strings += strlen(u->st[i].name) + 1;
+        for (size_t i = 0; i < u->n_el; i++)
+                strings += strlen(u->el[i].id) + 1;     /* claim_elements() copies those it keeps */
+        struct rec *r = xcalloc(1, sizeof *r + u->n_ch * sizeof *r->chains + u->n_st * sizeof *r->sets +
+                                           u->n_el * sizeof *r->elems + strings);
+        r->chains = (struct rec_chain *) (r + 1);
+        r->sets = (struct rec_set *) (r->chains + u->n_ch);
+        r->elems = (struct rec_elem *) (r->sets + u->n_st);
+        r->str_end = (char *) (r->elems + u->n_el);
+        r->key = rec_str(r, key);
+        for (size_t i = 0; i < u->n_ch; i++)
+                r->chains[r->n_chains++] = (struct rec_chain) {rec_str(r, u->ch[i].name), u->ch[i].hash};
+        for (size_t i = 0; i < u->n_st; i++)
+                r->sets[r->n_sets++] = (struct rec_set) {rec_str(r, u->st[i].name), u->st[i].timeout};
         return r;
 }
 

@@ -444,6 +444,8 @@ int main(int argc, char **argv) {
                 return 2;
         }
         log_set_verbosity(-1);
+        if (strcmp(argv[1], "digests") == 0)
+                return digests(argv[3]);
         config_init(&cfg);
         cfg.mode = PROXY_MODE_NFTABLES;
         cfg.cluster_cidr = strdup("10.244.0.0/16");
@@ -454,8 +456,6 @@ int main(int argc, char **argv) {
         if (render_params_init(&p, 4, &cfg, "node-1", NULL, &host, NULL) < 0)
                 return 2;
 
-        if (strcmp(argv[1], "digests") == 0)
-                return digests(argv[3]);
         if (strcmp(argv[1], "conflict") == 0) {
                 if (nftables_open(&nl) < 0 || nftsync_new(4, nl, &sync) < 0)
                         return 2;

@@ -5,6 +5,7 @@
 #include "model/endpoints.h"
 #include "model/model.h"
 #include "util/hmap.h"
+#include "util/intern.h"
 #include "test.h"
 
 static void test_hmap(void) {
@@ -47,7 +48,7 @@ static struct slice *mk_slice(const char *key, const char *svc_key, int n, const
                 e->ready = ready ? ready[i] : true;
                 e->terminating = terminating ? terminating[i] : false;
                 e->serving = true;
-                e->node_name = nodes && nodes[i] ? strdup(nodes[i]) : NULL;
+                e->node_name = nodes && nodes[i] ? intern(nodes[i]) : NULL;
         }
         return s;
 }
@@ -181,8 +182,32 @@ static void test_terminating_fallback_local(void) {
         slice_free(a);
 }
 
+/* Endpoints share one copy of each node name, freed with the last of them. */
+static void test_intern(void) {
+        size_t before = intern_count();
+        char name[16] = "node-7";
+        const char *a = intern(name), *b = intern("node-7"), *c = intern("node-8");
+        CHECK(a == b && a != name && strcmp(a, "node-7") == 0);
+        CHECK(c != a && intern_count() == before + 2);
+        intern_release(a);
+        CHECK(intern_count() == before + 2 && strcmp(b, "node-7") == 0);
+        intern_release(b);
+        intern_release(c);
+        intern_release(NULL);
+        CHECK(intern_count() == before);
+        /* Deleting a slice releases its endpoints' names. */
+        struct model *m = model_new();
+        const char *ips[] = {"10.0.0.1", "10.0.0.2"}, *nodes[] = {"n1", "n1"};
+        model_slice_upsert(m, mk_slice("ns/web-1", "ns/web", 2, ips, nodes, NULL, NULL));
+        CHECK(intern_count() == before + 1);
+        CHECK(model_slice_delete(m, "ns/web-1") == 0);
+        CHECK(intern_count() == before);
+        model_free(m);
+}
+
 int main(void) {
         TEST_RUN(test_hmap);
+        TEST_RUN(test_intern);
         TEST_RUN(test_model_slices_follow_their_service);
         TEST_RUN(test_merge_sort_dedup);
         TEST_RUN(test_policies);
