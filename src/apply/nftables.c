@@ -223,7 +223,6 @@ struct dump_ctx {
         uint16_t table_attr;
         struct hmap *out;
         bool sets;
-        const char *table;      /* NULL: kube-proxy's */
 };
 
 static int dump_cb(const struct nlmsghdr *nlh, void *data) {
@@ -244,7 +243,7 @@ static int dump_cb(const struct nlmsghdr *nlh, void *data) {
                 else if (c->sets && t == NFTA_SET_TIMEOUT && mnl_attr_validate(a, MNL_TYPE_U64) == 0)
                         timeout = be64toh(mnl_attr_get_u64(a));
         }
-        if (!table || !name || strcmp(table, c->table ? c->table : TABLE) != 0 || (flags & NFT_SET_ANONYMOUS))
+        if (!table || !name || strcmp(table, TABLE) != 0 || (flags & NFT_SET_ANONYMOUS))
                 return MNL_CB_OK;
         if (c->sets) {
                 struct nftables_set *set = malloc(sizeof *set + strlen(name) + 1);

@@ -756,22 +756,26 @@ struct reading {
 };
 
 /* Reads what u's chains hold into rd; on an error, lists every chain into
- * chains instead and stops reading (the chains are then written). */
-static void read_chains(struct nftsync *s, const struct unit *u, struct reading *rd, struct hmap *chains,
-                        struct nftsync_stats *st) {
+ * chains instead and stops reading (the chains are then all written).
+ * Returns 0, or -errno when neither worked: which chains exist is then
+ * unknown, and writing rules into an existing one would add to them. */
+static int read_chains(struct nftsync *s, const struct unit *u, struct reading *rd, struct hmap *chains,
+                       struct nftsync_stats *st) {
         const char *names[u->n_ch + 1];
         double t0 = now_s();
         for (size_t i = 0; i < u->n_ch; i++)
                 names[i] = u->ch[i].name;
         int r = nftables_rule_digests(s->nl, s->family, names, u->n_ch, &rd->digests);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to read the rules of IPv%u nftables table kube-proxy, writing all "
-                                  "of them", s->family);
-                rd->on = false;
-                if (list_table(s, chains, NULL, st) < 0)
-                        log_warning("Failed to list the chains of IPv%u nftables table kube-proxy", s->family);
-        }
         st->list_seconds += now_s() - t0;
+        if (r == 0)
+                return 0;
+        log_warning_errno(r, "Failed to read the rules of IPv%u nftables table kube-proxy, writing all of them",
+                          s->family);
+        rd->on = false;
+        r = list_table(s, chains, NULL, st);
+        if (r < 0)
+                log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
+        return r;
 }
 
 int nftsync_full(struct nftsync *s, const struct model *m, const struct render_params *p,
@@ -829,8 +833,8 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
         r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
         if (r < 0)
                 goto out;
-        if (rd.on)
-                read_chains(s, &u, &rd, &chains, st);
+        if (rd.on && (r = read_chains(s, &u, &rd, &chains, st)) < 0)
+                goto out;
         emit_in_place(&u, rd.on ? &rd.digests : &chains, &sets, rd.on ? &rd.digests : NULL, &t, st);
         for (size_t i = 0; i < u.n_st; i++)
                 nftmsg_set_flush(&fin.del_el, u.st[i].name);    /* every element is added again */
@@ -845,8 +849,8 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
                         goto out;
                 if (u.n_ch + u.n_st + u.n_el == 0)
                         continue;
-                if (rd.on)
-                        read_chains(s, &u, &rd, &chains, st);
+                if (rd.on && (r = read_chains(s, &u, &rd, &chains, st)) < 0)
+                        goto out;
                 emit_in_place(&u, rd.on ? &rd.digests : &chains, &sets, rd.on ? &rd.digests : NULL, &t, st);
                 struct rec *rec = record_of(svcs[i]->key, &u);
                 claim_elements(s, rec, &u, &fin, NULL, st);
