@@ -24,6 +24,13 @@
  * Map keys belong to the first service that claims them; a second claimant
  * (two services with one external IP and port) is skipped with a warning,
  * and gets the key when its owner lets go of it.
+ *
+ * A full sync (a restart, or after someone else changed the table) has no
+ * records to go by: it reads each service's chains back from the kernel
+ * (apply/nftables.h: digests of their rules in a form the bytes kproxy
+ * sends share) and leaves alone those that already hold what it would
+ * write. The hourly one trusts the records when nobody else changed the
+ * table, and diffs every service against them instead.
  */
 #include "proxy/nftsync.h"
 

@@ -4,13 +4,15 @@
  * nftables mode's sync: keeps one family's "kube-proxy" table equal to the
  * model, sending the kernel only what changed.
  *
- * A full sync rewrites every chain and element in place (chains are
- * flushed and refilled, never deleted while in use), in bounded
- * transactions, and removes whatever else the table holds; a rebuild does
- * the same after deleting the table, in one transaction. A resync is a
- * full sync that trusts its records and sends only what differs. A partial sync
+ * A full sync has no records to trust: it reads back what each service's
+ * chains hold and writes in place, in bounded transactions, only the
+ * chains that differ (flushed and refilled, never deleted while in use),
+ * every map element, and the removal of whatever else the table holds; a
+ * rebuild writes everything after deleting the table, in one transaction.
+ * A resync is a full sync that trusts its records (nobody else changed
+ * the table) and sends only what differs from them. A partial sync
  * re-renders the changed services only and sends one transaction with
- * their changed chains, sets and map elements. Both keep a compact record
+ * their changed chains, sets and map elements. All keep a compact record
  * of what each service put in the kernel (chain names and digests, set
  * names, element keys) to tell the changes apart.
  */

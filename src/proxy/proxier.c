@@ -388,10 +388,11 @@ static void set_existing(struct family_state *f, struct buf *active) {
         }
 }
 
-/* nftables mode: a full sync rewrites the table in place (or, after a
- * failed one, rebuilds it) unless the table is known to be as kproxy left
- * it (the hourly one, a node change): then it re-renders everything and
- * sends what differs. A partial sync sends the changed services. */
+/* nftables mode: a full sync reads back what the table holds and writes in
+ * place what differs (after a failed one, it rebuilds the table), unless
+ * the table is known to be as kproxy left it (the hourly one, a Node
+ * change): then it re-renders everything and sends what differs from its
+ * records. A partial sync sends the changed services. */
 static int sync_family_nft(struct proxier *p, struct family_state *f, bool full, const struct render_params *rp) {
         struct nftsync_stats st;
         bool rebuild = full && f->nft_rebuild;
@@ -432,15 +433,14 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
         }
         f->nft_rebuild = false;
         f->nft_known = !f->nft_listen;  /* not when others committed during it */
-        char listed[64];
-        snprintf(listed, sizeof listed, ", %.0f ms listing the table", st.list_seconds * 1000);
+        char reading[64];
+        snprintf(reading, sizeof reading, ", %.0f ms reading the table", st.list_seconds * 1000);
         log_v(2, "Reloading service nftables data: IPv%u, %zu services, %zu chains written, %zu kept, %zu deleted, "
               "%zu elements added, %zu deleted, %zu messages in %zu transactions%s, %.0f ms in the kernel%s",
               f->family, model_n_services(p->model), st.chains_written, st.chains_kept, st.chains_deleted,
-              st.elements_added,
-              st.elements_deleted, st.messages, st.transactions,
+              st.elements_added, st.elements_deleted, st.messages, st.transactions,
               rebuild ? " (rebuilt)" : resync ? " (checked against what the last sync left)" : "",
-              st.kernel_seconds * 1000, full ? listed : "");
+              st.kernel_seconds * 1000, full ? reading : "");
         return 0;
 }
 
