@@ -470,6 +470,7 @@ static void finish_list_page(struct kube_watch *w) {
         }
         json_decref(list);
         set_str(&w->cont, NULL);
+        buf_done(&w->body);     /* a page's room (about 1 MB); watch events need little */
 
         /* Whatever was known but not listed is gone. */
         const char *k;
