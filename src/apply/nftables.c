@@ -581,7 +581,11 @@ static int reply_error(const struct nlmsghdr *nlh) {
         return e->error;
 }
 
-#define PROBE_ROUND 256
+/* A round's answers wait in the socket's queue until the send returns: a
+ * few hundred bytes each (the kernel trims them), so 128 stay far below
+ * the queue's size, raised to PROBE_RCVBUF where allowed. */
+#define PROBE_ROUND 128
+#define PROBE_RCVBUF (4 * 1024 * 1024)
 #define PROBE_RECV_BUF 8192     /* also the size of the kernel's dump messages */
 
 /* Which of names[0..n) exist: their lookups in one send; exists[i] set. */
@@ -667,9 +671,12 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const 
         /* Its own socket: its small reads keep the kernel's dump messages
          * small (it sizes them by the largest read so far). */
         if (!n->probe) {
+                int size = PROBE_RCVBUF;
                 n->probe = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
                 if (!n->probe)
                         return -errno;
+                if (setsockopt(mnl_socket_get_fd(n->probe), SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
+                        (void) setsockopt(mnl_socket_get_fd(n->probe), SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
                 if (mnl_socket_bind(n->probe, 0, MNL_SOCKET_AUTOPID) < 0 || (r = socket_setup(n->probe)) < 0) {
                         r = r ? r : -errno;
                         mnl_socket_close(n->probe);

@@ -353,9 +353,12 @@ static int conflict(const char *ns, struct nftsync *sync, const struct render_pa
 }
 
 /* nftables_rule_digests() over chains of every size: chains with the same
- * rules have the same digest wherever they fall in the rounds of lookups,
- * also large ones whose rules take many messages; an empty chain has the
- * empty digest, a missing one none. */
+ * rules have the same digest wherever they fall in the rounds of lookups
+ * (1000 chains with names as long as real ones: the answers of a round
+ * wait in the socket's queue), also large ones whose rules take many
+ * messages; an empty chain has the empty digest, a missing one none. */
+#define N_SMALL 1000
+
 static int digests(const char *ns) {
         char file[64], cmd[160];
         snprintf(file, sizeof file, "/tmp/nftsync-walk-%d.nft", (int) getpid());
@@ -369,10 +372,15 @@ static int digests(const char *ns) {
                         fprintf(f, "add rule ip kube-proxy big%d ip daddr 10.1.%d.%d tcp dport %d drop comment \"r%d\"\n",
                                 big, r / 250, r % 250, 1000 + r, r);
         }
-        for (int i = 0; i < 400; i++) {
-                fprintf(f, "add chain ip kube-proxy c%d\n", i);
-                fprintf(f, "add rule ip kube-proxy c%d ip saddr 10.2.0.%d counter accept\n", i, i % 2);
-                fprintf(f, "add rule ip kube-proxy c%d meta mark set mark or 0x%x\n", i, 0x4000 << (i % 2));
+        /* Names as long as real endpoint chains', many per round of lookups. */
+        static char store[N_SMALL][128];
+        for (int i = 0; i < N_SMALL; i++)
+                snprintf(store[i], sizeof store[i], "c%d-endpoint-ABCDEFGH-a-long-namespace-name/a-long-service-name/tcp/"
+                         "https__10.244.%d.%d/8443", i, i / 250, i % 250);
+        for (int i = 0; i < N_SMALL; i++) {
+                fprintf(f, "add chain ip kube-proxy %s\n", store[i]);
+                fprintf(f, "add rule ip kube-proxy %s ip saddr 10.2.0.%d counter accept\n", store[i], i % 2);
+                fprintf(f, "add rule ip kube-proxy %s meta mark set mark or 0x%x\n", store[i], 0x4000 << (i % 2));
         }
         fclose(f);
         snprintf(cmd, sizeof cmd, "ip netns exec %s nft -f %s", ns, file);
@@ -382,12 +390,10 @@ static int digests(const char *ns) {
                 return 2;
 
         /* big0 opens the first round, big1 sits in it, big2 follows c1. */
-        const char *names[410];
-        char store[410][16];
+        static const char *names[N_SMALL + 10];
         size_t n = 0;
         names[n++] = "big0";
-        for (int i = 0; i < 400; i++) {
-                snprintf(store[i], sizeof store[i], "c%d", i);
+        for (int i = 0; i < N_SMALL; i++) {
                 names[n++] = store[i];
                 if (i == 60)
                         names[n++] = "big1";
@@ -402,8 +408,8 @@ static int digests(const char *ns) {
                 printf("digests: reading the chains failed\n");
                 return 1;
         }
-        const struct nftables_chain_digest *b0 = hmap_get(&out, "big0"), *c0 = hmap_get(&out, "c0"),
-                                           *c1 = hmap_get(&out, "c1"), *e = hmap_get(&out, "empty");
+        const struct nftables_chain_digest *b0 = hmap_get(&out, "big0"), *c0 = hmap_get(&out, store[0]),
+                                           *c1 = hmap_get(&out, store[1]), *e = hmap_get(&out, "empty");
         int bad = !b0 || !c0 || !c1 || !e || hmap_get(&out, "missing") || out.len != n - 1 ||
                   e->digest != NFTABLES_DIGEST_INIT || c0->digest == c1->digest || b0->digest == c0->digest;
         for (size_t i = 0; !bad && i < n - 2; i++) {
