@@ -344,8 +344,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len) {
  * as kproxy encodes it and as the kernel dumps it digest alike: attributes
  * of an expression in type order (the kernel dumps in its own order),
  * without flags or padding, and without what the kernel adds when dumping
- * (a lookup's zero flags). Which attributes nest is known per expression,
- * as the kernel's dumps do not flag nests. */
+ * (canon_default(), canon_nat()). Which attributes nest is known per
+ * expression, as the kernel's dumps do not flag nests. */
 #define CANON_MAX_ATTRS 16
 
 struct canon_attr {
@@ -536,7 +536,7 @@ static uint64_t canon_exprs(uint64_t h, const uint8_t *p, size_t len) {
         return fnv(h ^ 4, p, len);
 }
 
-uint64_t nftables_rule_digest(uint64_t h, const void *exprs, size_t exprs_len, const void *udata, size_t udata_len) {
+static uint64_t rule_digest(uint64_t h, const void *exprs, size_t exprs_len, const void *udata, size_t udata_len) {
         uint32_t n = 0x52554c45;       /* a rule starts */
         h = fnv(h, &n, sizeof n);
         h = canon_exprs(h, exprs, exprs_len);
@@ -545,7 +545,7 @@ uint64_t nftables_rule_digest(uint64_t h, const void *exprs, size_t exprs_len, c
         return udata ? fnv(h, udata, udata_len) : h;
 }
 
-static void fold_rule(struct nftables_chain_digest *d, const struct nlmsghdr *nlh) {
+uint64_t nftables_rule_msg_digest(uint64_t h, const struct nlmsghdr *nlh) {
         const struct nlattr *a, *exprs = NULL, *udata = NULL;
         mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
                 if (mnl_attr_get_type(a) == NFTA_RULE_EXPRESSIONS)
@@ -553,10 +553,8 @@ static void fold_rule(struct nftables_chain_digest *d, const struct nlmsghdr *nl
                 else if (mnl_attr_get_type(a) == NFTA_RULE_USERDATA)
                         udata = a;
         }
-        d->digest = nftables_rule_digest(d->digest, exprs ? mnl_attr_get_payload(exprs) : NULL,
-                                         exprs ? mnl_attr_get_payload_len(exprs) : 0,
-                                         udata ? mnl_attr_get_payload(udata) : NULL,
-                                         udata ? mnl_attr_get_payload_len(udata) : 0);
+        return rule_digest(h, exprs ? mnl_attr_get_payload(exprs) : NULL, exprs ? mnl_attr_get_payload_len(exprs) : 0,
+                           udata ? mnl_attr_get_payload(udata) : NULL, udata ? mnl_attr_get_payload_len(udata) : 0);
 }
 
 static struct nlmsghdr *probe_request(char *buf, uint16_t type, uint16_t flags, uint32_t seq, uint8_t family,
@@ -588,9 +586,55 @@ static int reply_error(const struct nlmsghdr *nlh) {
 #define PROBE_RCVBUF (4 * 1024 * 1024)
 #define PROBE_RECV_BUF 8192     /* also the size of the kernel's dump messages */
 
+/* Reads replies until fn, called for each message, says it has seen the
+ * last (1) or fails (-errno). */
+static int read_replies(struct mnl_socket *nl, char *rbuf, int (*fn)(const struct nlmsghdr *nlh, void *ctx),
+                        void *ctx) {
+        for (;;) {
+                ssize_t len = mnl_socket_recvfrom(nl, rbuf, PROBE_RECV_BUF);
+                if (len < 0)
+                        return -errno;
+                int left = (int) len;
+                for (const struct nlmsghdr *nlh = (const void *) rbuf; mnl_nlmsg_ok(nlh, left);
+                     nlh = mnl_nlmsg_next(nlh, &left)) {
+                        int r = fn(nlh, ctx);
+                        if (r != 0)
+                                return r < 0 ? r : 0;
+                }
+        }
+}
+
+struct lookups {
+        uint32_t seq0;
+        size_t n, pending;
+        bool *exists;
+};
+
+static int on_lookup(const struct nlmsghdr *nlh, void *ctx) {
+        struct lookups *l = ctx;
+        uint32_t i = nlh->nlmsg_seq - l->seq0;
+        if (i >= l->n)
+                return 0;
+        if (nlh->nlmsg_type == NLMSG_ERROR) {
+                int err = reply_error(nlh);
+                if (err == 0)
+                        return 0;
+                if (err != -ENOENT)
+                        return err;
+                l->exists[i] = false;
+        } else if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWCHAIN) {
+                l->exists[i] = true;
+        } else {
+                return 0;
+        }
+        return --l->pending == 0;
+}
+
 /* Which of names[0..n) exist: their lookups in one send; exists[i] set. */
 static int probe_chains(struct mnl_socket *nl, uint8_t family, uint32_t seq0, const char *const *names, size_t n,
                         bool *exists, char *rbuf) {
+        if (n == 0)
+                return 0;
         _cleanup_free_ char *buf = malloc(n * (64 + NFT_CHAIN_MAXNAMELEN));
         size_t off = 0;
         if (!buf)
@@ -600,31 +644,27 @@ static int probe_chains(struct mnl_socket *nl, uint8_t family, uint32_t seq0, co
                                      NFTA_CHAIN_NAME, names[i])->nlmsg_len;
         if (mnl_socket_sendto(nl, buf, off) < 0)
                 return -errno;
-        for (size_t pending = n; pending > 0;) {
-                ssize_t len = mnl_socket_recvfrom(nl, rbuf, PROBE_RECV_BUF);
-                if (len < 0)
-                        return -errno;
-                int left = (int) len;
-                for (const struct nlmsghdr *nlh = (const void *) rbuf; mnl_nlmsg_ok(nlh, left);
-                     nlh = mnl_nlmsg_next(nlh, &left)) {
-                        uint32_t i = nlh->nlmsg_seq - seq0;
-                        if (i >= n)
-                                continue;
-                        if (nlh->nlmsg_type == NLMSG_ERROR) {
-                                int err = reply_error(nlh);
-                                if (err == 0)
-                                        continue;
-                                if (err != -ENOENT)
-                                        return err;
-                                exists[i] = false;
-                        } else if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWCHAIN) {
-                                exists[i] = true;
-                        } else {
-                                continue;
-                        }
-                        pending--;
-                }
-        }
+        struct lookups l = {seq0, n, n, exists};
+        return read_replies(nl, rbuf, on_lookup, &l);
+}
+
+struct rules_dump {
+        uint32_t seq;
+        struct nftables_chain_digest *d;
+};
+
+static int on_rule(const struct nlmsghdr *nlh, void *ctx) {
+        struct rules_dump *rd = ctx;
+        if (nlh->nlmsg_seq != rd->seq)
+                return 0;
+        if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
+                return -EINTR;  /* the table changed meanwhile */
+        if (nlh->nlmsg_type == NLMSG_DONE)
+                return 1;
+        if (nlh->nlmsg_type == NLMSG_ERROR)
+                return reply_error(nlh);        /* 0: an acknowledgement */
+        if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWRULE)
+                rd->d->digest = nftables_rule_msg_digest(rd->d->digest, nlh);
         return 0;
 }
 
@@ -636,28 +676,8 @@ static int probe_rules(struct mnl_socket *nl, uint8_t family, uint32_t seq, cons
                                              NFTA_RULE_CHAIN, name);
         if (mnl_socket_sendto(nl, req, req->nlmsg_len) < 0)
                 return -errno;
-        for (;;) {
-                ssize_t len = mnl_socket_recvfrom(nl, rbuf, PROBE_RECV_BUF);
-                if (len < 0)
-                        return -errno;
-                int left = (int) len;
-                for (const struct nlmsghdr *nlh = (const void *) rbuf; mnl_nlmsg_ok(nlh, left);
-                     nlh = mnl_nlmsg_next(nlh, &left)) {
-                        if (nlh->nlmsg_seq != seq)
-                                continue;
-                        if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
-                                return -EINTR;  /* the table changed meanwhile */
-                        if (nlh->nlmsg_type == NLMSG_DONE)
-                                return 0;
-                        if (nlh->nlmsg_type == NLMSG_ERROR) {
-                                int err = reply_error(nlh);
-                                if (err)
-                                        return err;
-                        } else if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWRULE) {
-                                fold_rule(d, nlh);
-                        }
-                }
-        }
+        struct rules_dump rd = {seq, d};
+        return read_replies(nl, rbuf, on_rule, &rd);
 }
 
 int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const *names, size_t n_names,

@@ -40,7 +40,7 @@ struct nftables_set {
 int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, struct hmap *ret_sets);
 void nftables_names_done(struct hmap *names);
 /* What the named chains of the family's kube-proxy table hold, as digests
- * of their rules (nftables_rule_digest()), for telling which chains already
+ * of their rules (nftables_rule_msg_digest()), for telling which chains already
  * hold what a sync would write: chain name -> struct nftables_chain_digest,
  * for the chains that exist. The lookups go in rounds of many, then one
  * dump of rules per chain: a dump of the whole table would cost the kernel
@@ -55,14 +55,16 @@ struct nftables_chain_digest {
 };
 int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const *names, size_t n_names,
                           struct hmap *ret);
-/* The digest of one rule (its expressions and user data, both attribute
- * payloads as in NFTA_RULE_EXPRESSIONS and NFTA_RULE_USERDATA; udata may be
- * NULL), folded into h (start with NFTABLES_DIGEST_INIT). Nested attributes
- * count without their NLA_F_NESTED flag, which the kernel's dumps leave
- * out, so a rule as kproxy encodes it and as the kernel dumps it have one
- * digest when their attributes are the same. */
+/* The digest of one rule message (NFT_MSG_NEWRULE: its expressions and
+ * user data), as kproxy sends it or the kernel dumps it, folded into h
+ * (start with NFTABLES_DIGEST_INIT). Of a canonical form: nested
+ * attributes count without their NLA_F_NESTED flag, which the kernel's
+ * dumps leave out, an expression's attributes in type order, without what
+ * the kernel adds to a dump; so a rule as kproxy encodes it and as the
+ * kernel dumps it have one digest when they are the same rule. */
 #define NFTABLES_DIGEST_INIT 1469598103934665603ull
-uint64_t nftables_rule_digest(uint64_t h, const void *exprs, size_t exprs_len, const void *udata, size_t udata_len);
+struct nlmsghdr;
+uint64_t nftables_rule_msg_digest(uint64_t h, const struct nlmsghdr *nlh);
 
 /* Whether a chain of any nf_tables table of the family exists (iptables-nft's
  * "nat", "filter", "mangle" among them): 1, 0 (no such chain or table), or

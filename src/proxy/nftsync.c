@@ -643,17 +643,7 @@ static uint64_t rules_digest(const struct nftmsg *m, size_t off, size_t len) {
                 const struct nlmsghdr *nlh = (const struct nlmsghdr *) (m->b.data + off);
                 if ((nlh->nlmsg_type & 0xff) != NFT_MSG_NEWRULE)
                         return 0;
-                const struct nlattr *a, *exprs = NULL, *udata = NULL;
-                mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
-                        if (mnl_attr_get_type(a) == NFTA_RULE_EXPRESSIONS)
-                                exprs = a;
-                        else if (mnl_attr_get_type(a) == NFTA_RULE_USERDATA)
-                                udata = a;
-                }
-                h = nftables_rule_digest(h, exprs ? mnl_attr_get_payload(exprs) : NULL,
-                                         exprs ? mnl_attr_get_payload_len(exprs) : 0,
-                                         udata ? mnl_attr_get_payload(udata) : NULL,
-                                         udata ? mnl_attr_get_payload_len(udata) : 0);
+                h = nftables_rule_msg_digest(h, nlh);
                 off += MNL_ALIGN(nlh->nlmsg_len);
         }
         return h;
