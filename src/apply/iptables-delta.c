@@ -8,6 +8,7 @@
 
 #include "apply/iptables-lines.h"
 #include "util/buf.h"
+#include "util/fnv.h"
 #include "util/hmap.h"
 
 /* Chains shorter than this are written whole: cheap, and it spares the
@@ -100,7 +101,7 @@ static void section_read(const char **p, const char *end, const struct iptables_
 }
 
 static size_t slot_of(const struct iptables_line *l, size_t cap) {
-        return (size_t) iptables_digest(IPTABLES_DIGEST_INIT, l->p, l->len) & (cap - 1);
+        return (size_t) fnv64(FNV64_INIT, l->p, l->len) & (cap - 1);
 }
 
 static bool line_eq(const struct iptables_line *a, const struct iptables_line *b) {

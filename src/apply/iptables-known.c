@@ -8,6 +8,7 @@
 
 #include "apply/iptables-lines.h"
 #include "util/buf.h"
+#include "util/fnv.h"
 
 /* What kproxy wrote into a chain and what the kernel printed for it after. */
 struct entry {
@@ -35,15 +36,15 @@ struct iptables_known {
 };
 
 static uint64_t chain_id(const char *table, size_t table_len, const char *chain, size_t chain_len) {
-        uint64_t h = iptables_digest(IPTABLES_DIGEST_INIT, table, table_len);
-        h = iptables_digest(h, "", 1);
-        h = iptables_digest(h, chain, chain_len);
+        uint64_t h = fnv64(FNV64_INIT, table, table_len);
+        h = fnv64(h, "", 1);
+        h = fnv64(h, chain, chain_len);
         return h ? h : 1;
 }
 
 /* A rule line's contribution to its chain's digest, newline included. */
 static uint64_t line_digest(uint64_t h, const struct iptables_line *l) {
-        return iptables_digest(iptables_digest(h, l->p, l->len), "\n", 1);
+        return fnv64(fnv64(h, l->p, l->len), "\n", 1);
 }
 
 static int cmp_seen(const void *a, const void *b) {
@@ -95,14 +96,14 @@ void iptables_known_observe(struct iptables_known *k, const char *table, const c
                         continue;
                 if (l.len > 1 && l.p[0] == ':') {
                         n = iptables_line_chain(&l, 1, &name);
-                        push_obs(k, (struct seen) {.id = chain_id(table, tl, name, n), .digest = IPTABLES_DIGEST_INIT});
+                        push_obs(k, (struct seen) {.id = chain_id(table, tl, name, n), .digest = FNV64_INIT});
                 } else if (iptables_line_starts(&l, "-A ")) {
                         n = iptables_line_chain(&l, 3, &name);
                         uint64_t id = chain_id(table, tl, name, n);
                         if (!open || cur.id != id) {
                                 if (open)
                                         push_obs(k, cur);
-                                cur = (struct seen) {.id = id, .digest = IPTABLES_DIGEST_INIT, .groups = 1};
+                                cur = (struct seen) {.id = id, .digest = FNV64_INIT, .groups = 1};
                                 open = true;
                         }
                         cur.digest = line_digest(cur.digest, &l);
@@ -126,7 +127,7 @@ static void obs_fold(struct iptables_known *k) {
         qsort(k->obs, k->n_obs, sizeof *k->obs, cmp_seen);
         size_t w = 0;
         for (size_t i = 0; i < k->n_obs;) {
-                struct seen s = {.id = k->obs[i].id, .digest = IPTABLES_DIGEST_INIT};
+                struct seen s = {.id = k->obs[i].id, .digest = FNV64_INIT};
                 uint32_t groups = 0;
                 for (; i < k->n_obs && k->obs[i].id == s.id; i++)
                         if (k->obs[i].groups) {
@@ -165,7 +166,7 @@ static size_t section_chains(const char *body, const char *end, const struct ipt
                         }
                         nl = iptables_line_chain(&l, 1, &name);
                         v[n++] = (struct seen) {.id = chain_id(head->p + 1, head->len - 1, name, nl),
-                                                .digest = IPTABLES_DIGEST_INIT};
+                                                .digest = FNV64_INIT};
                 }
         }
         if (n)

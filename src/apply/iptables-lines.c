@@ -41,9 +41,3 @@ bool iptables_chain_owned(const char *name, size_t n) {
         }
         return false;
 }
-
-uint64_t iptables_digest(uint64_t h, const char *p, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ (unsigned char) p[i]) * 1099511628211ULL;
-        return h;
-}

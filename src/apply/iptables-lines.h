@@ -27,6 +27,3 @@ size_t iptables_line_chain(const struct iptables_line *l, size_t skip, const cha
  * KUBE-EXT-, KUBE-FW-, KUBE-SEP-): upstream's owned prefixes. */
 bool iptables_chain_owned(const char *name, size_t n);
 
-/* FNV-1a over bytes, from IPTABLES_DIGEST_INIT. */
-#define IPTABLES_DIGEST_INIT 1469598103934665603ULL
-uint64_t iptables_digest(uint64_t h, const char *p, size_t n);

@@ -31,6 +31,7 @@
 
 #include "render/nftmsg.h"
 #include "util/cleanup.h"
+#include "util/fnv.h"
 #include "util/hmap.h"
 #include "util/log.h"
 
@@ -331,15 +332,6 @@ int nftables_chain_present(struct nftables *n, uint8_t family, const char *table
 
 /* --- rule digests --- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t len) {
-        const uint8_t *b = p;
-        for (size_t i = 0; i < len; i++) {
-                h ^= b[i];
-                h *= 1099511628211ull;
-        }
-        return h;
-}
-
 /* Rule digests are of a canonical form of the expressions, so that a rule
  * as kproxy encodes it and as the kernel dumps it digest alike: attributes
  * of an expression in type order (the kernel dumps in its own order),
@@ -384,9 +376,9 @@ static void canon_sort(struct canon_attr *a, int n) {
 }
 
 static uint64_t canon_raw(uint64_t h, const struct canon_attr *a) {
-        h = fnv(h, &a->type, sizeof a->type);
-        h = fnv(h, &a->len, sizeof a->len);
-        return fnv(h, a->p, a->len);
+        h = fnv64(h, &a->type, sizeof a->type);
+        h = fnv64(h, &a->len, sizeof a->len);
+        return fnv64(h, a->p, a->len);
 }
 
 static uint64_t canon_expr(uint64_t h, const uint8_t *p, size_t len, int depth);
@@ -396,7 +388,7 @@ static uint64_t canon_data(uint64_t h, const uint8_t *p, size_t len) {
         struct canon_attr a[CANON_MAX_ATTRS], v[CANON_MAX_ATTRS];
         int n = canon_split(p, len, a, CANON_MAX_ATTRS);
         if (n < 0)
-                return fnv(h ^ 1, p, len);
+                return fnv64(h ^ 1, p, len);
         canon_sort(a, n);
         for (int i = 0; i < n; i++) {
                 int m = a[i].type == NFTA_DATA_VERDICT ? canon_split(a[i].p, a[i].len, v, CANON_MAX_ATTRS) : -1;
@@ -404,7 +396,7 @@ static uint64_t canon_data(uint64_t h, const uint8_t *p, size_t len) {
                         h = canon_raw(h, &a[i]);
                         continue;
                 }
-                h = fnv(h, &a[i].type, sizeof a[i].type);
+                h = fnv64(h, &a[i].type, sizeof a[i].type);
                 canon_sort(v, m);
                 for (int j = 0; j < m; j++)
                         h = canon_raw(h, &v[j]);
@@ -489,13 +481,13 @@ static uint64_t canon_expr(uint64_t h, const uint8_t *p, size_t len, int depth) 
                         data = &e[i];
         }
         if (n < 0 || !name || name->len == 0 || name->len >= sizeof nm || depth > 4)
-                return fnv(h ^ 2, p, len);
+                return fnv64(h ^ 2, p, len);
         memcpy(nm, name->p, name->len);
         nm[name->len] = '\0';
-        h = fnv(h, nm, strlen(nm) + 1);
+        h = fnv64(h, nm, strlen(nm) + 1);
         int m = data ? canon_split(data->p, data->len, a, CANON_MAX_ATTRS) : 0;
         if (m < 0)
-                return fnv(h ^ 3, data->p, data->len);
+                return fnv64(h ^ 3, data->p, data->len);
         uint32_t nat_flags;
         if (strcmp(nm, "nat") == 0)
                 m = canon_nat(a, m, &nat_flags);
@@ -505,11 +497,11 @@ static uint64_t canon_expr(uint64_t h, const uint8_t *p, size_t len, int depth) 
                         continue;
                 switch (canon_nest_kind(nm, a[i].type)) {
                 case 1:
-                        h = fnv(h, &a[i].type, sizeof a[i].type);
+                        h = fnv64(h, &a[i].type, sizeof a[i].type);
                         h = canon_data(h, a[i].p, a[i].len);
                         break;
                 case 2:
-                        h = fnv(h, &a[i].type, sizeof a[i].type);
+                        h = fnv64(h, &a[i].type, sizeof a[i].type);
                         h = canon_expr(h, a[i].p, a[i].len, depth + 1);
                         break;
                 default:
@@ -533,16 +525,16 @@ static uint64_t canon_exprs(uint64_t h, const uint8_t *p, size_t len) {
                 p += total;
                 len -= total;
         }
-        return fnv(h ^ 4, p, len);
+        return fnv64(h ^ 4, p, len);
 }
 
 static uint64_t rule_digest(uint64_t h, const void *exprs, size_t exprs_len, const void *udata, size_t udata_len) {
         uint32_t n = 0x52554c45;       /* a rule starts */
-        h = fnv(h, &n, sizeof n);
+        h = fnv64(h, &n, sizeof n);
         h = canon_exprs(h, exprs, exprs_len);
         n = udata ? (uint32_t) udata_len : UINT32_MAX;
-        h = fnv(h, &n, sizeof n);
-        return udata ? fnv(h, udata, udata_len) : h;
+        h = fnv64(h, &n, sizeof n);
+        return udata ? fnv64(h, udata, udata_len) : h;
 }
 
 uint64_t nftables_rule_msg_digest(uint64_t h, const struct nlmsghdr *nlh) {
@@ -555,20 +547,6 @@ uint64_t nftables_rule_msg_digest(uint64_t h, const struct nlmsghdr *nlh) {
         }
         return rule_digest(h, exprs ? mnl_attr_get_payload(exprs) : NULL, exprs ? mnl_attr_get_payload_len(exprs) : 0,
                            udata ? mnl_attr_get_payload(udata) : NULL, udata ? mnl_attr_get_payload_len(udata) : 0);
-}
-
-static struct nlmsghdr *probe_request(char *buf, uint16_t type, uint16_t flags, uint32_t seq, uint8_t family,
-                                      uint16_t table_attr, uint16_t name_attr, const char *name) {
-        struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-        nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | type;
-        nlh->nlmsg_flags = NLM_F_REQUEST | flags;
-        nlh->nlmsg_seq = seq;
-        struct nfgenmsg *g = mnl_nlmsg_put_extra_header(nlh, sizeof *g);
-        g->nfgen_family = family == 6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
-        g->version = NFNETLINK_V0;
-        mnl_attr_put_strz(nlh, table_attr, TABLE);
-        mnl_attr_put_strz(nlh, name_attr, name);
-        return nlh;
 }
 
 /* The error of an NLMSG_ERROR message (0: an acknowledgement). */
@@ -630,22 +608,27 @@ static int on_lookup(const struct nlmsghdr *nlh, void *ctx) {
         return --l->pending == 0;
 }
 
-/* Which of names[0..n) exist: their lookups in one send; exists[i] set. */
-static int probe_chains(struct mnl_socket *nl, uint8_t family, uint32_t seq0, const char *const *names, size_t n,
-                        bool *exists, char *rbuf) {
+/* Which of names[0..n) exist: their lookups (consecutive sequence
+ * numbers) in one send on n's probe socket; exists[i] set. */
+static int probe_chains(struct nftables *nft, uint8_t family, const char *const *names, size_t n, bool *exists,
+                        char *rbuf) {
         if (n == 0)
                 return 0;
         _cleanup_free_ char *buf = malloc(n * (64 + NFT_CHAIN_MAXNAMELEN));
         size_t off = 0;
         if (!buf)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                off += probe_request(buf + off, NFT_MSG_GETCHAIN, 0, seq0 + (uint32_t) i, family, NFTA_CHAIN_TABLE,
-                                     NFTA_CHAIN_NAME, names[i])->nlmsg_len;
-        if (mnl_socket_sendto(nl, buf, off) < 0)
+        uint32_t seq0 = nft->seq + 1;
+        for (size_t i = 0; i < n; i++) {
+                struct nlmsghdr *nlh = request(nft, buf + off, NFT_MSG_GETCHAIN, 0, family);
+                mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, TABLE);
+                mnl_attr_put_strz(nlh, NFTA_CHAIN_NAME, names[i]);
+                off += nlh->nlmsg_len;
+        }
+        if (mnl_socket_sendto(nft->probe, buf, off) < 0)
                 return -errno;
         struct lookups l = {seq0, n, n, exists};
-        return read_replies(nl, rbuf, on_lookup, &l);
+        return read_replies(nft->probe, rbuf, on_lookup, &l);
 }
 
 struct rules_dump {
@@ -668,16 +651,17 @@ static int on_rule(const struct nlmsghdr *nlh, void *ctx) {
         return 0;
 }
 
-/* The rules of one chain, folded into d. */
-static int probe_rules(struct mnl_socket *nl, uint8_t family, uint32_t seq, const char *name,
-                       struct nftables_chain_digest *d, char *rbuf) {
+/* The rules of one chain, folded into d (a dump on n's probe socket). */
+static int probe_rules(struct nftables *nft, uint8_t family, const char *name, struct nftables_chain_digest *d,
+                       char *rbuf) {
         char buf[128 + NFT_CHAIN_MAXNAMELEN];
-        struct nlmsghdr *req = probe_request(buf, NFT_MSG_GETRULE, NLM_F_DUMP, seq, family, NFTA_RULE_TABLE,
-                                             NFTA_RULE_CHAIN, name);
-        if (mnl_socket_sendto(nl, req, req->nlmsg_len) < 0)
+        struct nlmsghdr *req = request(nft, buf, NFT_MSG_GETRULE, NLM_F_DUMP, family);
+        mnl_attr_put_strz(req, NFTA_RULE_TABLE, TABLE);
+        mnl_attr_put_strz(req, NFTA_RULE_CHAIN, name);
+        if (mnl_socket_sendto(nft->probe, req, req->nlmsg_len) < 0)
                 return -errno;
-        struct rules_dump rd = {seq, d};
-        return read_replies(nl, rbuf, on_rule, &rd);
+        struct rules_dump rd = {req->nlmsg_seq, d};
+        return read_replies(nft->probe, rbuf, on_rule, &rd);
 }
 
 int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const *names, size_t n_names,
@@ -706,8 +690,7 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const 
         }
         for (size_t done = 0; r == 0 && done < n_names; done += PROBE_ROUND) {
                 size_t k = n_names - done < PROBE_ROUND ? n_names - done : PROBE_ROUND;
-                n->seq += PROBE_ROUND;
-                r = probe_chains(n->probe, family, n->seq, names + done, k, exists, rbuf);
+                r = probe_chains(n, family, names + done, k, exists, rbuf);
                 for (size_t i = 0; r == 0 && i < k; i++) {
                         if (!exists[i])
                                 continue;
@@ -720,7 +703,7 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const 
                         d->digest = NFTABLES_DIGEST_INIT;
                         strcpy(d->name, name);
                         free(hmap_put(ret, d->name, d));
-                        r = probe_rules(n->probe, family, ++n->seq, name, d, rbuf);
+                        r = probe_rules(n, family, name, d, rbuf);
                 }
         }
         if (r < 0) {

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/fnv.h"
+
 struct nftmsg;
 struct hmap;
 struct nftables;
@@ -62,7 +64,7 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const 
  * dumps leave out, an expression's attributes in type order, without what
  * the kernel adds to a dump; so a rule as kproxy encodes it and as the
  * kernel dumps it have one digest when they are the same rule. */
-#define NFTABLES_DIGEST_INIT 1469598103934665603ull
+#define NFTABLES_DIGEST_INIT FNV64_INIT
 struct nlmsghdr;
 uint64_t nftables_rule_msg_digest(uint64_t h, const struct nlmsghdr *nlh);
 

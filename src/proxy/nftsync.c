@@ -366,6 +366,20 @@ static size_t txn_size(const struct txn *t) {
         return t->head.n + t->body.n + t->del_el.n + t->add_el.n + t->tail.n;
 }
 
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* Transactions of a full sync or a resync: each is validated against the
+ * whole table (the kernel re-walks what the base chains reach), so over an
+ * existing table of n chains and sets they are cut into about eight, not
+ * into s->chunk-message pieces (about three messages per chain). */
+static size_t chunk_for(const struct nftsync *s, size_t n) {
+        return s->chunk && n * 3 / 8 > s->chunk ? n * 3 / 8 : s->chunk;
+}
+
 static int txn_commit(struct nftsync *s, struct txn *t, struct nftsync_stats *st) {
         struct nftmsg m;
         char err[1024];
@@ -382,11 +396,9 @@ static int txn_commit(struct nftsync *s, struct txn *t, struct nftsync_stats *st
         nftmsg_append(&m, &t->tail);
         nftmsg_batch_end(&m);
         s->seq = m.seq;
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = now_s();
         r = nftables_commit(s->nl, &m, err, sizeof err);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        st->kernel_seconds += (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
+        st->kernel_seconds += now_s() - t0;
         if (r < 0)
                 log_error("IPv%u nftables transaction of %zu messages failed: %s", s->family, m.n, err);
         st->transactions++;
@@ -698,11 +710,6 @@ static void emit_in_place(const struct unit *u, const struct hmap *chains, const
 }
 
 
-static double now_s(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
 
 static int list_table(struct nftsync *s, struct hmap *chains, struct hmap *sets, struct nftsync_stats *st) {
         double t0 = now_s();
@@ -806,14 +813,9 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
                         goto out_lists;
                 }
         }
-        /* In an existing table every transaction is validated against all
-         * of it (the kernel re-walks what the base chains reach), so a
-         * rewrite in place is cut into about eight, not into 25k-message
-         * pieces; a cold load reaches nothing before its last transaction
-         * and keeps the small bound. About three messages per chain. */
-        size_t chunk = s->chunk;
-        if (chunk && (size_t) use * 3 / 8 > chunk)
-                chunk = (size_t) use * 3 / 8;
+        /* A cold load reaches nothing before its last transaction and
+         * keeps the small bound (use is 0). */
+        size_t chunk = chunk_for(s, use);
         drop_records(s);
         txn_init(&t, s);
         txn_init(&fin, s);
@@ -927,10 +929,7 @@ int nftsync_resync(struct nftsync *s, const struct model *m, const struct render
                 log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
                 goto out_lists;
         }
-        /* Each transaction is validated against the whole table: few. */
-        size_t chunk = s->chunk;
-        if (chunk && n_chains * 3 / 8 > chunk)
-                chunk = n_chains * 3 / 8;
+        size_t chunk = chunk_for(s, n_chains);
         txn_init(&t, s);
         unit_init(&u, s->family, &t.head);
 

@@ -37,6 +37,7 @@
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/fnv.h"
 #include "util/hmap.h"
 #include "util/log.h"
 
@@ -91,14 +92,6 @@ struct proxier {
 
 static void schedule_sync(struct proxier *p, uint64_t delay_ms);
 
-static uint64_t fnv64(const char *s, size_t n) {
-        uint64_t h = 1469598103934665603ull;
-        for (size_t i = 0; i < n; i++) {
-                h ^= (unsigned char) s[i];
-                h *= 1099511628211ull;
-        }
-        return h;
-}
 
 static bool svc_has_udp(const struct svc *s) {
         for (size_t i = 0; s && i < s->n_ports; i++)
@@ -479,7 +472,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         r = render_iptables(p->model, rp, &s, &out);
         if (r < 0)
                 goto out;
-        uint64_t h = fnv64(out.data, out.len);
+        uint64_t h = fnv64(FNV64_INIT, out.data, out.len);
         if (!full && f->have_hash && h == f->last_hash) {
                 log_v(4, "IPv%u rules unchanged, skipping the restore", f->family);
         } else {

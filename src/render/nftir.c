@@ -12,6 +12,7 @@
 
 #include "model/endpoints.h"
 #include "util/buf.h"
+#include "util/fnv.h"
 
 static const char *fam_name(uint8_t family) {
         return family == 6 ? "ip6" : "ip";
@@ -233,22 +234,13 @@ void nftir_format_elem(uint8_t family, const struct nftir_elem *e, struct buf *o
 
 /* --- digests (FNV-1a over the meaning, never over pointers) --- */
 
-static uint64_t h_bytes(uint64_t h, const void *p, size_t n) {
-        const unsigned char *b = p;
-        for (size_t i = 0; i < n; i++) {
-                h ^= b[i];
-                h *= 1099511628211ull;
-        }
-        return h;
-}
-
 static uint64_t h_str(uint64_t h, const char *s) {
         /* The NUL too: "ab"+"c" and "a"+"bc" must differ. */
-        return s ? h_bytes(h, s, strlen(s) + 1) : h_bytes(h, "", 1);
+        return s ? fnv64(h, s, strlen(s) + 1) : fnv64(h, "", 1);
 }
 
 static uint64_t h_u32(uint64_t h, uint32_t v) {
-        return h_bytes(h, &v, sizeof v);
+        return fnv64(h, &v, sizeof v);
 }
 
 static uint64_t h_name(uint64_t h, const struct nftir_name *n) {
@@ -257,13 +249,13 @@ static uint64_t h_name(uint64_t h, const struct nftir_name *n) {
 }
 
 static uint64_t h_cidr(uint64_t h, const struct inet_cidr *c) {
-        h = h_bytes(h, &c->addr.family, 1);
-        h = h_bytes(h, c->addr.bytes, sizeof c->addr.bytes);
-        return h_bytes(h, &c->prefix, 1);
+        h = fnv64(h, &c->addr.family, 1);
+        h = fnv64(h, c->addr.bytes, sizeof c->addr.bytes);
+        return fnv64(h, &c->prefix, 1);
 }
 
 uint64_t nftir_chain_hash(const struct nftir_chain *c) {
-        uint64_t h = 1469598103934665603ull;
+        uint64_t h = FNV64_INIT;
         h = h_str(h, c->type);
         h = h_str(h, c->hook);
         h = h_u32(h, (uint32_t) c->prio);
@@ -277,8 +269,8 @@ uint64_t nftir_chain_hash(const struct nftir_chain *c) {
                         const struct nftir_stmt *s = &r->s[j];
                         uint8_t flags = (uint8_t) (s->saddr | s->neg << 1 | s->with_addr << 2);
                         h = h_u32(h, (uint32_t) s->kind);
-                        h = h_bytes(h, &flags, 1);
-                        h = h_bytes(h, &s->proto, 1);
+                        h = fnv64(h, &flags, 1);
+                        h = fnv64(h, &s->proto, 1);
                         h = h_u32(h, s->port);
                         h = h_u32(h, s->n);
                         h = h_cidr(h, &s->cidr);
@@ -287,14 +279,14 @@ uint64_t nftir_chain_hash(const struct nftir_chain *c) {
                         for (size_t k = 0; k < s->n_cidrs; k++)
                                 h = h_cidr(h, &s->cidrs[k]);
                         for (size_t k = 0; k < s->n_addrs; k++)
-                                h = h_bytes(h, s->addrs[k].bytes, sizeof s->addrs[k].bytes);
+                                h = fnv64(h, s->addrs[k].bytes, sizeof s->addrs[k].bytes);
                 }
         }
         return h;
 }
 
 uint64_t nftir_elem_value_hash(const struct nftir_elem *e) {
-        uint64_t h = 1469598103934665603ull;
+        uint64_t h = FNV64_INIT;
         h = h_u32(h, (uint32_t) e->verdict);
         h = h_name(h, &e->chain);
         return h_str(h, e->comment);
