@@ -29,13 +29,24 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "render/nftir.h"
 #include "render/nftmsg.h"
 #include "util/cleanup.h"
 #include "util/fnv.h"
 #include "util/hmap.h"
 #include "util/log.h"
 
-#define TABLE "kube-proxy"
+
+/* Index of one of kproxy's tables (render/nftir.h), or -1. */
+int nftables_table_index(const char *name) {
+        if (strcmp(name, "kube-proxy") == 0)
+                return 0;
+        if (strncmp(name, "kube-proxy-", 11) != 0 || name[11] < '1' || name[11] > '9')
+                return -1;
+        char *end;
+        unsigned long i = strtoul(name + 11, &end, 10);
+        return *end || i > NFTIR_TABLES_MAX ? -1 : (int) i;
+}
 #define RECV_BUF (64 * 1024)
 #define MONITOR_RCVBUF (32 * 1024 * 1024)
 
@@ -222,6 +233,7 @@ int nftables_commit(struct nftables *n, const struct nftmsg *m, char *err, size_
 struct dump_ctx {
         uint16_t name_attr;
         uint16_t table_attr;
+        const char *table;
         struct hmap *out;
         bool sets;
 };
@@ -244,7 +256,7 @@ static int dump_cb(const struct nlmsghdr *nlh, void *data) {
                 else if (c->sets && t == NFTA_SET_TIMEOUT && mnl_attr_validate(a, MNL_TYPE_U64) == 0)
                         timeout = be64toh(mnl_attr_get_u64(a));
         }
-        if (!table || !name || strcmp(table, TABLE) != 0 || (flags & NFT_SET_ANONYMOUS))
+        if (!table || !name || strcmp(table, c->table) != 0 || (flags & NFT_SET_ANONYMOUS))
                 return MNL_CB_OK;
         if (c->sets) {
                 struct nftables_set *set = malloc(sizeof *set + strlen(name) + 1);
@@ -295,29 +307,30 @@ static int talk(struct nftables *n, struct nlmsghdr *nlh, mnl_cb_t cb, void *dat
         }
 }
 
-int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, struct hmap *ret_sets) {
+int nftables_list(struct nftables *n, uint8_t family, const char *table, struct hmap *ret_chains,
+                  struct hmap *ret_sets) {
         char buf[MNL_SOCKET_BUFFER_SIZE];
         struct nlmsghdr *nlh;
         int r;
 
         nlh = request(n, buf, NFT_MSG_GETTABLE, NLM_F_ACK, family);
-        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, table);
         r = talk(n, nlh, NULL, NULL);
         if (r < 0)
                 return r;
 
         if (ret_chains) {
-                struct dump_ctx chains = {NFTA_CHAIN_NAME, NFTA_CHAIN_TABLE, ret_chains, false};
+                struct dump_ctx chains = {NFTA_CHAIN_NAME, NFTA_CHAIN_TABLE, table, ret_chains, false};
                 nlh = request(n, buf, NFT_MSG_GETCHAIN, NLM_F_DUMP, family);
-                mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, TABLE);
+                mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, table);
                 r = talk(n, nlh, dump_cb, &chains);
                 if (r < 0 || !ret_sets)
                         return r;
         }
 
-        struct dump_ctx sets = {NFTA_SET_NAME, NFTA_SET_TABLE, ret_sets, true};
+        struct dump_ctx sets = {NFTA_SET_NAME, NFTA_SET_TABLE, table, ret_sets, true};
         nlh = request(n, buf, NFT_MSG_GETSET, NLM_F_DUMP, family);
-        mnl_attr_put_strz(nlh, NFTA_SET_TABLE, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_SET_TABLE, table);
         return talk(n, nlh, dump_cb, &sets);
 }
 
@@ -610,8 +623,8 @@ static int on_lookup(const struct nlmsghdr *nlh, void *ctx) {
 
 /* Which of names[0..n) exist: their lookups (consecutive sequence
  * numbers) in one send on n's probe socket; exists[i] set. */
-static int probe_chains(struct nftables *nft, uint8_t family, const char *const *names, size_t n, bool *exists,
-                        char *rbuf) {
+static int probe_chains(struct nftables *nft, uint8_t family, const char *table, const char *const *names, size_t n,
+                        bool *exists, char *rbuf) {
         if (n == 0)
                 return 0;
         _cleanup_free_ char *buf = malloc(n * (64 + NFT_CHAIN_MAXNAMELEN));
@@ -621,7 +634,7 @@ static int probe_chains(struct nftables *nft, uint8_t family, const char *const 
         uint32_t seq0 = nft->seq + 1;
         for (size_t i = 0; i < n; i++) {
                 struct nlmsghdr *nlh = request(nft, buf + off, NFT_MSG_GETCHAIN, 0, family);
-                mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, TABLE);
+                mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, table);
                 mnl_attr_put_strz(nlh, NFTA_CHAIN_NAME, names[i]);
                 off += nlh->nlmsg_len;
         }
@@ -652,11 +665,11 @@ static int on_rule(const struct nlmsghdr *nlh, void *ctx) {
 }
 
 /* The rules of one chain, folded into d (a dump on n's probe socket). */
-static int probe_rules(struct nftables *nft, uint8_t family, const char *name, struct nftables_chain_digest *d,
-                       char *rbuf) {
+static int probe_rules(struct nftables *nft, uint8_t family, const char *table, const char *name,
+                       struct nftables_chain_digest *d, char *rbuf) {
         char buf[128 + NFT_CHAIN_MAXNAMELEN];
         struct nlmsghdr *req = request(nft, buf, NFT_MSG_GETRULE, NLM_F_DUMP, family);
-        mnl_attr_put_strz(req, NFTA_RULE_TABLE, TABLE);
+        mnl_attr_put_strz(req, NFTA_RULE_TABLE, table);
         mnl_attr_put_strz(req, NFTA_RULE_CHAIN, name);
         if (mnl_socket_sendto(nft->probe, req, req->nlmsg_len) < 0)
                 return -errno;
@@ -664,8 +677,8 @@ static int probe_rules(struct nftables *nft, uint8_t family, const char *name, s
         return read_replies(nft->probe, rbuf, on_rule, &rd);
 }
 
-int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const *names, size_t n_names,
-                          struct hmap *ret) {
+int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table, const char *const *names,
+                          size_t n_names, struct hmap *ret) {
         _cleanup_free_ char *rbuf = malloc(PROBE_RECV_BUF);
         bool exists[PROBE_ROUND];
         int r = 0;
@@ -690,7 +703,7 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const 
         }
         for (size_t done = 0; r == 0 && done < n_names; done += PROBE_ROUND) {
                 size_t k = n_names - done < PROBE_ROUND ? n_names - done : PROBE_ROUND;
-                r = probe_chains(n, family, names + done, k, exists, rbuf);
+                r = probe_chains(n, family, table, names + done, k, exists, rbuf);
                 for (size_t i = 0; r == 0 && i < k; i++) {
                         if (!exists[i])
                                 continue;
@@ -703,7 +716,7 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const 
                         d->digest = NFTABLES_DIGEST_INIT;
                         strcpy(d->name, name);
                         free(hmap_put(ret, d->name, d));
-                        r = probe_rules(n, family, name, d, rbuf);
+                        r = probe_rules(n, family, table, name, d, rbuf);
                 }
         }
         if (r < 0) {
@@ -790,12 +803,12 @@ static void monitor_msg(struct nftables_monitor *m, const struct nlmsghdr *nlh) 
                          (t == 3 && (type == NFT_MSG_NEWCHAIN || type == NFT_MSG_DELCHAIN)))
                         obj = mnl_attr_get_str(a);
         }
-        if (!table || strcmp(table, TABLE) != 0)
+        if (!table || nftables_table_index(table) < 0)
                 return;
         /* Affinity sets fill and expire by themselves. */
         if ((type == NFT_MSG_NEWSETELEM || type == NFT_MSG_DELSETELEM) && obj && strncmp(obj, "affinity-", 9) == 0)
                 return;
-        snprintf(what, sizeof what, "%s %s (netlink port %u)", msg_type_name(type), obj ? obj : TABLE,
+        snprintf(what, sizeof what, "%s %s (netlink port %u)", msg_type_name(type), obj ? obj : table,
                  nlh->nlmsg_pid);
         m->fn(m->userdata, NFTABLES_EVENT_FOREIGN, g->nfgen_family == NFPROTO_IPV6 ? 6 : 4, what);
 }
@@ -848,28 +861,58 @@ int nftables_genid(struct nftables *n, uint32_t *ret) {
 
 /* --- cleanup --- */
 
-int nftables_cleanup(void) {
-        struct nftables *n = NULL;
-        int r = nftables_open(&n), ret = 0;
-        char err[512];
+static int table_name_cb(const struct nlmsghdr *nlh, void *data) {
+        bool *present = data;
+        const struct nlattr *a;
+        mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
+                if (mnl_attr_get_type(a) == NFTA_TABLE_NAME && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0) {
+                        int i = nftables_table_index(mnl_attr_get_str(a));
+                        if (i >= 0)
+                                present[i] = true;
+                }
+        return MNL_CB_OK;
+}
 
+int nftables_drop_tables(struct nftables *n, uint8_t family, unsigned from) {
+        char buf[MNL_SOCKET_BUFFER_SIZE], err[512];
+        bool present[NFTIR_TABLES_MAX + 1] = {false};
+        int r, ret = 0;
+
+        r = talk(n, request(n, buf, NFT_MSG_GETTABLE, NLM_F_DUMP, family), table_name_cb, present);
         if (r < 0)
-                return log_error_errno(r, "Failed to open nf_tables netlink");
-        for (uint8_t family = 4; family <= 6; family += 2) {
+                return log_error_errno(r, "Failed to list the IPv%u nftables tables", family);
+        for (unsigned i = from; i <= NFTIR_TABLES_MAX; i++) {
+                char name[NFTIR_TABLE_NAME_MAX];
                 struct nftmsg m;
+                if (!present[i])
+                        continue;
                 nftmsg_init(&m, family, n->seq);
+                m.table = (uint16_t) i;
                 nftmsg_batch_begin(&m);
                 nftmsg_table_del(&m);
                 nftmsg_batch_end(&m);
                 r = nftables_commit(n, &m, err, sizeof err);
                 n->seq = m.seq;
                 nftmsg_done(&m);
+                nftir_table_name(i, name);
                 if (r == 0)
-                        log_info("Deleted nftables table %s kube-proxy", family == 6 ? "ip6" : "ip");
+                        log_info("Deleted nftables table %s %s", family == 6 ? "ip6" : "ip", name);
                 else if (r != -ENOENT)
-                        ret = log_error_errno(r, "Failed to delete nftables table %s kube-proxy: %s",
-                                              family == 6 ? "ip6" : "ip", err);
+                        ret = log_error_errno(r, "Failed to delete nftables table %s %s: %s",
+                                              family == 6 ? "ip6" : "ip", name, err);
         }
+        return ret;
+}
+
+int nftables_cleanup(void) {
+        struct nftables *n = NULL;
+        int r = nftables_open(&n), ret = 0;
+
+        if (r < 0)
+                return log_error_errno(r, "Failed to open nf_tables netlink");
+        for (uint8_t family = 4; family <= 6; family += 2)
+                if ((r = nftables_drop_tables(n, family, 0)) < 0)
+                        ret = r;
         nftables_close(n);
         return ret;
 }
@@ -882,11 +925,11 @@ static int table_use_cb(const struct nlmsghdr *nlh, void *data) {
         return MNL_CB_OK;
 }
 
-int nftables_table_use(struct nftables *n, uint8_t family, uint32_t *ret) {
+int nftables_table_use(struct nftables *n, uint8_t family, const char *table, uint32_t *ret) {
         char buf[MNL_SOCKET_BUFFER_SIZE];
         int64_t use = -1;
         struct nlmsghdr *nlh = request(n, buf, NFT_MSG_GETTABLE, NLM_F_ACK, family);
-        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, table);
         int r = talk(n, nlh, table_use_cb, &use);
         if (r < 0)
                 return r;
@@ -904,7 +947,7 @@ bool nftables_table_present(uint8_t family) {
         if (nftables_open(&n) < 0)
                 return false;
         struct nlmsghdr *nlh = request(n, buf, NFT_MSG_GETTABLE, NLM_F_ACK, family);
-        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, "kube-proxy");
         present = talk(n, nlh, NULL, NULL) == 0;
         nftables_close(n);
         return present;

@@ -3,7 +3,7 @@
 /*
  * nftables mode's side effects, over nf_tables netlink: committing a batch
  * (render/nftmsg.c builds it) as one transaction, listing what the
- * "kube-proxy" table holds, watching it for changes made by anyone else,
+ * tables hold ("kube-proxy" and its shards), watching them for changes made by anyone else,
  * and removal (`--cleanup` removes the tables of both modes; each mode's
  * daemon removes the other's at start, as upstream).
  */
@@ -29,7 +29,7 @@ uint32_t nftables_portid(const struct nftables *n);
  * any, are written to err, a buffer of errlen bytes). */
 int nftables_commit(struct nftables *n, const struct nftmsg *m, char *err, size_t errlen);
 
-/* What the family's kube-proxy table holds: its chains (name -> the same
+/* What a table of the family holds: its chains (name -> the same
  * string) and its named sets (name -> struct nftables_set); either map may
  * be NULL, not to list those. Both maps own their values: release them
  * with nftables_names_done(). Returns 0, -ENOENT when there is no table,
@@ -39,9 +39,10 @@ struct nftables_set {
         uint64_t timeout_ms;    /* 0: none */
         char name[];
 };
-int nftables_list(struct nftables *n, uint8_t family, struct hmap *ret_chains, struct hmap *ret_sets);
+int nftables_list(struct nftables *n, uint8_t family, const char *table, struct hmap *ret_chains,
+                  struct hmap *ret_sets);
 void nftables_names_done(struct hmap *names);
-/* What the named chains of the family's kube-proxy table hold, as digests
+/* What the named chains of a table of the family hold, as digests
  * of their rules (nftables_rule_msg_digest()), for telling which chains already
  * hold what a sync would write: chain name -> struct nftables_chain_digest,
  * for the chains that exist. The lookups go in rounds of many, then one
@@ -55,8 +56,8 @@ struct nftables_chain_digest {
         uint64_t digest;
         char name[];
 };
-int nftables_rule_digests(struct nftables *n, uint8_t family, const char *const *names, size_t n_names,
-                          struct hmap *ret);
+int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table, const char *const *names,
+                          size_t n_names, struct hmap *ret);
 /* The digest of one rule message (NFT_MSG_NEWRULE: its expressions and
  * user data), as kproxy sends it or the kernel dumps it, folded into h
  * (start with NFTABLES_DIGEST_INIT). Of a canonical form: nested
@@ -97,14 +98,20 @@ int nftables_monitor_listen(struct nftables_monitor *m, bool on);
 /* The ruleset generation: every committed transaction, anyone's, adds one. */
 int nftables_genid(struct nftables *n, uint32_t *ret);
 
-/* Deletes the "kube-proxy" table of the ip and ip6 families if present.
- * Returns 0 (also when there was nothing to delete), or -errno when an
- * existing table could not be deleted (logged). */
+/* Deletes kproxy's tables of the ip and ip6 families ("kube-proxy" and its
+ * shards, render/nftir.h) if present. Returns 0 (also when there was
+ * nothing to delete), or -errno when an existing table could not be
+ * deleted (logged). */
 int nftables_cleanup(void);
-/* How many chains and named sets the family's kube-proxy table holds (the
+/* Deletes the family's kproxy tables of index from and above (logged).
+ * Returns 0 or -errno. */
+int nftables_drop_tables(struct nftables *n, uint8_t family, unsigned from);
+/* The index of one of kproxy's tables by its name, or -1. */
+int nftables_table_index(const char *name);
+/* How many chains and named sets a table of the family holds (the
  * kernel's count of its objects, asked in one request; 6.18 does not count
  * the anonymous sets of rules).
  * Returns 0, -ENOENT without the table, or another -errno. */
-int nftables_table_use(struct nftables *n, uint8_t family, uint32_t *ret);
+int nftables_table_use(struct nftables *n, uint8_t family, const char *table, uint32_t *ret);
 /* Whether the family's kube-proxy table exists. */
 bool nftables_table_present(uint8_t family);

@@ -514,6 +514,11 @@ static const struct config_flag flag_table[] = {
           .type = "int32", .def = "10249",
           .help = "Metrics port for a --metrics-bind-address given without one.",
           .deprecated = "use --metrics-bind-address instead" },
+        { .name = "nftables-shards", .set = flag_set_int32, CMD(nftables_shards), .min = 0, .max = 64,
+          .type = "int32", .def = "0",
+          .help = "kproxy's own: spread the services' nat chains over this many extra nftables tables "
+                  "(kube-proxy-1 ...), so that a change costs the kernel's check of one of them, not of "
+                  "all; 0 keeps upstream's single table. nftables mode only; kept with --config too." },
         { .name = "nodeport-addresses", .set = flag_set_nodeport_addresses, .type = "strings",
           .help = "CIDRs of the node IPs that take NodePort traffic, or just \"primary\" for the Node's "
                   "primary IPs. Unset: every local IP (nftables mode: primary)." },
@@ -629,7 +634,7 @@ void config_print_help(const char *usage, const struct config_extra_flag *extra,
         if (!*usage || usage[strlen(usage) - 1] != '\n')
                 putchar('\n');
         printf("\nWhen --config is given, the file replaces every flag but --config, --write-config-to,\n"
-               "--cleanup, --init-only, --master, --hostname-override and the logging flags\n"
+               "--cleanup, --init-only, --master, --hostname-override, --nftables-shards and the logging flags\n"
                "(-v, --vmodule, --logging-format, --log-flush-frequency).\n\n"
                "Flags:\n");
         for (int pass = 0; pass < 2; pass++) {

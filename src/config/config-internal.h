@@ -44,6 +44,8 @@ struct config_cmdline {
         uint64_t ipvs_min_sync_period_ms;
         int32_t healthz_port;
         int32_t metrics_port;
+        /* kproxy's own, kept with --config too (not a configuration field). */
+        int32_t nftables_shards;
 };
 
 /* ---- config.c ---- */

@@ -363,5 +363,6 @@ int config_finish(struct kproxy_config *c) {
         r = config_resolve_hostname(c);
         if (r < 0)
                 return r;
+        c->nftables_shards = c->cmdline->nftables_shards;
         return config_validate(c);
 }

@@ -97,6 +97,10 @@ struct kproxy_config {
         uint64_t log_flush_frequency_ms; /* logging.flushFrequency, default 5s */
         char *log_vmodule;              /* logging.vmodule as "pattern=N,...", or NULL */
 
+        /* kproxy's own: services' nat side in this many extra nftables
+         * tables (render/nftir.h); 0, the default: upstream's one table */
+        int32_t nftables_shards;
+
         /* Command-line only */
         char *config_file;              /* --config */
         char *write_config_to;          /* --write-config-to */

@@ -89,8 +89,10 @@ struct waiter {
         char id[];
 };
 
-struct nftsync {
+struct tsync {
         uint8_t family;
+        uint16_t table;                 /* render/nftir.h's index */
+        char tname[NFTIR_TABLE_NAME_MAX];
         struct nftables *nl;
         struct hmap recs;               /* service key -> struct rec */
         struct hmap owners;             /* element id -> struct rec that owns it */
@@ -122,6 +124,7 @@ struct unit_elem {
 };
 
 struct unit {
+        uint16_t table;                 /* the objects kept; the others' are dropped */
         struct nftmsg sets, chains, rules, elems;
         struct unit_chain *ch;
         size_t n_ch, cap_ch;
@@ -170,7 +173,7 @@ static void grow(void **p, size_t *cap, size_t n, size_t size) {
         *p = q;
 }
 
-static void drop_records(struct nftsync *s) {
+static void drop_records(struct tsync *s) {
         const char *k;
         void *v;
         for (size_t i = 0; hmap_next(&s->recs, &i, &k, &v);)
@@ -184,18 +187,21 @@ static void drop_records(struct nftsync *s) {
         hmap_done(&s->waiting);
 }
 
-int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret) {
-        struct nftsync *s = calloc(1, sizeof *s);
+static int tsync_new(uint8_t family, unsigned table, struct nftables *nl, struct tsync **ret) {
+        struct tsync *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
         s->family = family;
+        s->table = (uint16_t) table;
+        char name[NFTIR_TABLE_NAME_MAX];
+        snprintf(s->tname, sizeof s->tname, "%s", nftir_table_name(table, name));
         s->nl = nl;
         s->chunk = DEFAULT_CHUNK;
         *ret = s;
         return 0;
 }
 
-struct nftsync *nftsync_free(struct nftsync *s) {
+static struct tsync *tsync_free(struct tsync *s) {
         if (!s)
                 return NULL;
         drop_records(s);
@@ -203,23 +209,24 @@ struct nftsync *nftsync_free(struct nftsync *s) {
         return NULL;
 }
 
-void nftsync_set_after_commit(struct nftsync *s, void (*fn)(void *userdata), void *userdata) {
+static void tsync_set_after_commit(struct tsync *s, void (*fn)(void *userdata), void *userdata) {
         s->after_commit = fn;
         s->after_commit_ud = userdata;
 }
 
-void nftsync_set_chunk(struct nftsync *s, size_t messages) {
+static void tsync_set_chunk(struct tsync *s, size_t messages) {
         s->chunk = messages;
 }
 
 /* --- units: the collecting sink --- */
 
-static void unit_init(struct unit *u, uint8_t family, struct nftmsg *ids) {
+static void unit_init(struct unit *u, const struct tsync *s, struct nftmsg *ids) {
         memset(u, 0, sizeof *u);
-        nftmsg_init(&u->sets, family, 0);
-        nftmsg_init(&u->chains, family, 0);
-        nftmsg_init(&u->rules, family, 0);
-        nftmsg_init(&u->elems, family, 0);
+        u->table = s->table;
+        nftmsg_init(&u->sets, s->family, 0);
+        nftmsg_init(&u->chains, s->family, 0);
+        nftmsg_init(&u->rules, s->family, 0);
+        nftmsg_init(&u->elems, s->family, 0);
         /* Set ids are numbered in the transaction's count. */
         nftmsg_share_set_ids(&u->sets, ids);
         nftmsg_share_set_ids(&u->rules, ids);
@@ -248,13 +255,16 @@ static void unit_done(struct unit *u) {
         nftmsg_done(&u->elems);
 }
 
-static void u_table(void *ud) {
+static void u_table(void *ud, unsigned idx) {
         (void) ud;      /* the transaction adds the table itself */
+        (void) idx;
 }
 
 static void u_set(void *ud, const struct nftir_set *set) {
         struct unit *u = ud;
         char name[512];
+        if (set->table != u->table)
+                return;
         grow((void **) &u->st, &u->cap_st, u->n_st, sizeof *u->st);
         struct unit_set *x = &u->st[u->n_st++];
         x->name = xstrdup(nftir_name_join(&set->name, name, sizeof name));
@@ -267,6 +277,8 @@ static void u_set(void *ud, const struct nftir_set *set) {
 static void u_chain(void *ud, const struct nftir_chain *c) {
         struct unit *u = ud;
         char name[512];
+        if (c->table != u->table)
+                return;
         grow((void **) &u->ch, &u->cap_ch, u->n_ch, sizeof *u->ch);
         struct unit_chain *x = &u->ch[u->n_ch++];
         x->name = xstrdup(nftir_name_join(&c->name, name, sizeof name));
@@ -282,6 +294,8 @@ static void u_chain(void *ud, const struct nftir_chain *c) {
 static void u_elem(void *ud, const struct nftir_elem *e) {
         struct unit *u = ud;
         uint8_t key[NFTMSG_KEY_MAX];
+        if (e->table != u->table)
+                return;
         size_t n = nftmsg_elem_key(u->elems.family, e, key);
         grow((void **) &u->el, &u->cap_el, u->n_el, sizeof *u->el);
         struct unit_elem *x = &u->el[u->n_el++];
@@ -337,12 +351,13 @@ struct txn {
         struct nftmsg del_el, add_el, tail;
 };
 
-static void txn_init(struct txn *t, struct nftsync *s) {
+static void txn_init(struct txn *t, struct tsync *s) {
         nftmsg_init(&t->head, s->family, 0);
         nftmsg_init(&t->body, s->family, 0);
         nftmsg_init(&t->del_el, s->family, 0);
         nftmsg_init(&t->add_el, s->family, 0);
         nftmsg_init(&t->tail, s->family, 0);
+        t->head.table = t->body.table = t->del_el.table = t->add_el.table = t->tail.table = s->table;
         nftmsg_share_set_ids(&t->body, &t->head);
 }
 
@@ -376,11 +391,11 @@ static double now_s(void) {
  * whole table (the kernel re-walks what the base chains reach), so over an
  * existing table of n chains and sets they are cut into about eight, not
  * into s->chunk-message pieces (about three messages per chain). */
-static size_t chunk_for(const struct nftsync *s, size_t n) {
+static size_t chunk_for(const struct tsync *s, size_t n) {
         return s->chunk && n * 3 / 8 > s->chunk ? n * 3 / 8 : s->chunk;
 }
 
-static int txn_commit(struct nftsync *s, struct txn *t, struct nftsync_stats *st) {
+static int txn_commit(struct tsync *s, struct txn *t, struct nftsync_stats *st) {
         struct nftmsg m;
         char err[1024];
         int r = 0;
@@ -400,7 +415,8 @@ static int txn_commit(struct nftsync *s, struct txn *t, struct nftsync_stats *st
         r = nftables_commit(s->nl, &m, err, sizeof err);
         st->kernel_seconds += now_s() - t0;
         if (r < 0)
-                log_error("IPv%u nftables transaction of %zu messages failed: %s", s->family, m.n, err);
+                log_error("IPv%u nftables transaction of %zu messages (table %s) failed: %s", s->family, m.n, s->tname,
+                          err);
         st->transactions++;
         st->messages += m.n;
         nftmsg_done(&m);
@@ -412,7 +428,7 @@ static int txn_commit(struct nftsync *s, struct txn *t, struct nftsync_stats *st
 
 /* --- element ownership --- */
 
-static void wait_for_key(struct nftsync *s, const char *id, const char *svc) {
+static void wait_for_key(struct tsync *s, const char *id, const char *svc) {
         if (hmap_get(&s->waiting, id))
                 return;
         struct waiter *w = malloc(sizeof *w + strlen(id) + 1);
@@ -426,7 +442,7 @@ static void wait_for_key(struct nftsync *s, const char *id, const char *svc) {
 /* Claims u's elements for r. old: r's previous elements (already let go
  * of in s->owners), NULL on a full sync; an element whose value changed is
  * deleted and added, a new one added (t's del_el and add_el). */
-static void claim_elements(struct nftsync *s, struct rec *r, const struct unit *u, struct txn *t,
+static void claim_elements(struct tsync *s, struct rec *r, const struct unit *u, struct txn *t,
                            const struct hmap *old, struct nftsync_stats *st) {
         struct hmap seen = HMAP_INIT;
         for (size_t i = 0; i < u->n_el; i++) {
@@ -487,7 +503,7 @@ static struct rec *record_of(const char *key, const struct unit *u) {
  * NULL) into t, and returns the new record (NULL when the service puts
  * nothing in the kernel). Element keys old lets go of are appended to
  * released. */
-static struct rec *diff_service(struct nftsync *s, const char *key, struct rec *old, const struct unit *u,
+static struct rec *diff_service(struct tsync *s, const char *key, struct rec *old, const struct unit *u,
                                 struct txn *t, struct buf *released, struct nftsync_stats *st) {
         struct hmap old_chains = HMAP_INIT, old_sets = HMAP_INIT, old_elems = HMAP_INIT, new_chains = HMAP_INIT,
                     new_sets = HMAP_INIT;
@@ -575,23 +591,27 @@ static struct rec *diff_service(struct nftsync *s, const char *key, struct rec *
         return r;
 }
 
-static void put_record(struct nftsync *s, struct rec *r) {
+static void put_record(struct tsync *s, struct rec *r) {
         if (r)
                 hmap_put(&s->recs, r->key, r);
 }
 
-/* Renders one service into u (emptied first). */
-static int render_unit(const struct model *m, const struct render_params *p, const char *key, struct unit *u) {
+/* Renders one service's objects in s's table into u (emptied first). A
+ * shard's table holds none of the other shards' services. */
+static int render_unit(const struct tsync *s, const struct model *m, const struct render_params *p,
+                       const char *key, struct unit *u) {
         const struct svc *svc = model_service_get(m, key);
         struct nftir_sink sink = unit_sink(u);
         unit_reset(u);
-        return svc ? render_nft_service(m, svc, p, &sink) : 0;
+        if (!svc || (s->table > 0 && render_nft_shard(key, p->nft_shards) != s->table))
+                return 0;
+        return render_nft_service(m, svc, p, &sink);
 }
 
 /* Diffs the service key (rendered from m into u) against its record. */
-static int resync_service(struct nftsync *s, const struct model *m, const struct render_params *p, const char *key,
+static int resync_service(struct tsync *s, const struct model *m, const struct render_params *p, const char *key,
                           struct unit *u, struct txn *t, struct buf *released, struct nftsync_stats *st) {
-        int r = render_unit(m, p, key, u);
+        int r = render_unit(s, m, p, key, u);
         if (r < 0)
                 return r;
         struct rec *old = hmap_remove(&s->recs, key);
@@ -602,7 +622,7 @@ static int resync_service(struct nftsync *s, const struct model *m, const struct
 
 /* Map keys let go of (released: ids, one per line) go to the services
  * that were refused them. */
-static int give_released(struct nftsync *s, const struct model *m, const struct render_params *p, struct unit *u,
+static int give_released(struct tsync *s, const struct model *m, const struct render_params *p, struct unit *u,
                          struct txn *t, struct buf *released, struct nftsync_stats *st) {
         int r = 0;
         for (size_t off = 0; r == 0 && off < released->len;) {
@@ -620,8 +640,8 @@ static int give_released(struct nftsync *s, const struct model *m, const struct 
         return r;
 }
 
-int nftsync_partial(struct nftsync *s, const struct model *m, const struct render_params *p,
-                    const struct hmap *changed, struct nftsync_stats *st) {
+static int tsync_partial(struct tsync *s, const struct model *m, const struct render_params *p,
+                         const struct hmap *changed, struct nftsync_stats *st) {
         struct txn t;
         struct unit u;
         struct buf released = BUF_INIT;
@@ -631,7 +651,7 @@ int nftsync_partial(struct nftsync *s, const struct model *m, const struct rende
 
         memset(st, 0, sizeof *st);
         txn_init(&t, s);
-        unit_init(&u, s->family, &t.head);
+        unit_init(&u, s, &t.head);
         for (size_t it = 0; r == 0 && hmap_next(changed, &it, &key, &v);)
                 r = resync_service(s, m, p, key, &u, &t, &released, st);
         if (r == 0)
@@ -711,9 +731,9 @@ static void emit_in_place(const struct unit *u, const struct hmap *chains, const
 
 
 
-static int list_table(struct nftsync *s, struct hmap *chains, struct hmap *sets, struct nftsync_stats *st) {
+static int list_table(struct tsync *s, struct hmap *chains, struct hmap *sets, struct nftsync_stats *st) {
         double t0 = now_s();
-        int r = nftables_list(s->nl, s->family, chains, sets);
+        int r = nftables_list(s->nl, s->family, s->tname, chains, sets);
         st->list_seconds += now_s() - t0;
         st->listed_chains |= chains != NULL;
         return r;
@@ -724,7 +744,7 @@ static int list_table(struct nftsync *s, struct hmap *chains, struct hmap *sets,
 
 /* What the table holds (chains, sets: from nftables_list()) and no record
  * wants, stale or someone else's: flushed in t's body, deleted in its tail. */
-static void remove_unwanted(struct nftsync *s, const struct hmap *chains, const struct hmap *sets, struct txn *t,
+static void remove_unwanted(struct tsync *s, const struct hmap *chains, const struct hmap *sets, struct txn *t,
                             struct nftsync_stats *st) {
         struct hmap desired = HMAP_INIT;
         const char *k;
@@ -739,14 +759,14 @@ static void remove_unwanted(struct nftsync *s, const struct hmap *chains, const 
         for (size_t it = 0; hmap_next(chains, &it, &k, &v);) {
                 if (hmap_get(&desired, k))
                         continue;
-                log_v(2, "IPv%u nftables chain %s is not kproxy's, removing it", s->family, k);
+                log_v(2, "IPv%u nftables chain %s %s is not kproxy's, removing it", s->family, s->tname, k);
                 nftmsg_chain_flush(&t->body, k);
                 nftmsg_chain_del(&t->tail, k);
                 st->chains_deleted++;
         }
         for (size_t it = 0; hmap_next(sets, &it, &k, &v);)
                 if (!hmap_get(&desired, k)) {
-                        log_v(2, "IPv%u nftables set %s is not kproxy's, removing it", s->family, k);
+                        log_v(2, "IPv%u nftables set %s %s is not kproxy's, removing it", s->family, s->tname, k);
                         nftmsg_set_del(&t->tail, k);
                 }
         hmap_done(&desired);
@@ -763,28 +783,28 @@ struct reading {
  * chains instead and stops reading (the chains are then all written).
  * Returns 0, or -errno when neither worked: which chains exist is then
  * unknown, and writing rules into an existing one would add to them. */
-static int read_chains(struct nftsync *s, const struct unit *u, struct reading *rd, struct hmap *chains,
+static int read_chains(struct tsync *s, const struct unit *u, struct reading *rd, struct hmap *chains,
                        struct nftsync_stats *st) {
         const char *names[u->n_ch + 1];
         double t0 = now_s();
         for (size_t i = 0; i < u->n_ch; i++)
                 names[i] = u->ch[i].name;
-        int r = nftables_rule_digests(s->nl, s->family, names, u->n_ch, &rd->digests);
+        int r = nftables_rule_digests(s->nl, s->family, s->tname, names, u->n_ch, &rd->digests);
         st->list_seconds += now_s() - t0;
         if (r == 0)
                 return 0;
-        log_warning_errno(r, "Failed to read the rules of IPv%u nftables table kube-proxy, writing all of them",
-                          s->family);
+        log_warning_errno(r, "Failed to read the rules of IPv%u nftables table %s, writing all of them",
+                          s->family, s->tname);
         rd->on = false;
         r = list_table(s, chains, NULL, st);
         if (r < 0)
-                log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
+                log_error_errno(r, "Failed to list IPv%u nftables table %s", s->family, s->tname);
         return r;
 }
 
-int nftsync_full(struct nftsync *s, const struct model *m, const struct render_params *p,
-                 const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
-                 struct nftsync_stats *st) {
+static int tsync_full(struct tsync *s, const struct model *m, const struct render_params *p,
+                      const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
+                      struct nftsync_stats *st) {
         struct hmap chains = HMAP_INIT, sets = HMAP_INIT;
         struct reading rd = {false, HMAP_INIT};
         struct txn t, fin;
@@ -801,7 +821,7 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
          * kernel counts more chains and sets than that finds. */
         if (!rebuild) {
                 double t0 = now_s();
-                r = nftables_table_use(s->nl, s->family, &use);
+                r = nftables_table_use(s->nl, s->family, s->tname, &use);
                 st->list_seconds += now_s() - t0;
                 if (r == 0)
                         r = list_table(s, NULL, &sets, st);
@@ -809,7 +829,7 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
                 if (r == -ENOENT)
                         r = 0;          /* a cold start */
                 if (r < 0) {
-                        log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
+                        log_error_errno(r, "Failed to list IPv%u nftables table %s", s->family, s->tname);
                         goto out_lists;
                 }
         }
@@ -819,7 +839,7 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
         drop_records(s);
         txn_init(&t, s);
         txn_init(&fin, s);
-        unit_init(&u, s->family, &t.head);
+        unit_init(&u, s, &t.head);
 
         /* "add" first, so that "delete" never fails on a missing table. */
         nftmsg_table(&t.head);
@@ -843,7 +863,7 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
 
         svcs = model_services_sorted(m, &n_svcs);
         for (size_t i = 0; i < n_svcs; i++) {
-                r = render_unit(m, p, svcs[i]->key, &u);
+                r = render_unit(s, m, p, svcs[i]->key, &u);
                 if (r < 0)
                         goto out;
                 if (u.n_ch + u.n_st + u.n_el == 0)
@@ -864,11 +884,11 @@ int nftsync_full(struct nftsync *s, const struct model *m, const struct render_p
         /* Chains no service has: only when the kernel counts more chains
          * and named sets than the services' chains found and the sets. */
         if (rd.on && rd.digests.len + sets.len != use) {
-                log_v(2, "IPv%u nftables table kube-proxy holds %u chains and sets, %zu are kproxy's: listing it",
-                      s->family, use, rd.digests.len + sets.len);
+                log_v(2, "IPv%u nftables table %s holds %u chains and sets, %zu are kproxy's: listing it",
+                      s->family, s->tname, use, rd.digests.len + sets.len);
                 r = list_table(s, &chains, NULL, st);
                 if (r < 0) {
-                        log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
+                        log_error_errno(r, "Failed to list IPv%u nftables table %s", s->family, s->tname);
                         goto out;
                 }
         }
@@ -893,8 +913,8 @@ out_lists:
         return r;
 }
 
-int nftsync_resync(struct nftsync *s, const struct model *m, const struct render_params *p,
-                   const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftsync_stats *st) {
+static int tsync_resync(struct tsync *s, const struct model *m, const struct render_params *p,
+                        const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftsync_stats *st) {
         struct hmap chains = HMAP_INIT, sets = HMAP_INIT;
         struct buf released = BUF_INIT;
         struct txn t;
@@ -918,20 +938,20 @@ int nftsync_resync(struct nftsync *s, const struct model *m, const struct render
                 want += rec->n_chains + rec->n_sets;
                 n_chains += rec->n_chains;
         }
-        r = nftables_table_use(s->nl, s->family, &use);
+        r = nftables_table_use(s->nl, s->family, s->tname, &use);
         if (r < 0 || use != want) {
                 if (r == 0)
-                        log_v(2, "IPv%u nftables table kube-proxy holds %u chains and sets, its records %zu: "
-                              "listing it", s->family, use, want);
+                        log_v(2, "IPv%u nftables table %s holds %u chains and sets, its records %zu: "
+                              "listing it", s->family, s->tname, use, want);
                 r = list_table(s, &chains, &sets, st);
         }
         if (r < 0) {
-                log_error_errno(r, "Failed to list IPv%u nftables table kube-proxy", s->family);
+                log_error_errno(r, "Failed to list IPv%u nftables table %s", s->family, s->tname);
                 goto out_lists;
         }
         size_t chunk = chunk_for(s, n_chains);
         txn_init(&t, s);
-        unit_init(&u, s->family, &t.head);
+        unit_init(&u, s, &t.head);
 
         /* What no record has goes first, on its own: a service may want a
          * stray's name for a new chain. */
@@ -976,4 +996,113 @@ out_lists:
         nftables_names_done(&chains);
         nftables_names_done(&sets);
         return r;
+}
+
+/* --- the family's tables --- */
+
+struct nftsync {
+        uint8_t family;
+        struct nftables *nl;
+        size_t n;
+        struct tsync *t[NFTIR_TABLES_MAX + 1];  /* by table index: 0, then the shards */
+};
+
+int nftsync_new(uint8_t family, unsigned shards, struct nftables *nl, struct nftsync **ret) {
+        struct nftsync *g = calloc(1, sizeof *g);
+        if (!g)
+                return -ENOMEM;
+        g->family = family;
+        g->nl = nl;
+        g->n = 1 + (shards < NFTIR_TABLES_MAX ? shards : NFTIR_TABLES_MAX);
+        for (size_t i = 0; i < g->n; i++)
+                if (tsync_new(family, (unsigned) i, nl, &g->t[i]) < 0) {
+                        nftsync_free(g);
+                        return -ENOMEM;
+                }
+        *ret = g;
+        return 0;
+}
+
+struct nftsync *nftsync_free(struct nftsync *g) {
+        if (!g)
+                return NULL;
+        for (size_t i = 0; i < g->n; i++)
+                tsync_free(g->t[i]);
+        free(g);
+        return NULL;
+}
+
+void nftsync_set_after_commit(struct nftsync *g, void (*fn)(void *userdata), void *userdata) {
+        for (size_t i = 0; i < g->n; i++)
+                tsync_set_after_commit(g->t[i], fn, userdata);
+}
+
+void nftsync_set_chunk(struct nftsync *g, size_t messages) {
+        for (size_t i = 0; i < g->n; i++)
+                tsync_set_chunk(g->t[i], messages);
+}
+
+static void stats_add(struct nftsync_stats *a, const struct nftsync_stats *b) {
+        a->transactions += b->transactions;
+        a->messages += b->messages;
+        a->chains_written += b->chains_written;
+        a->chains_kept += b->chains_kept;
+        a->chains_deleted += b->chains_deleted;
+        a->elements_added += b->elements_added;
+        a->elements_deleted += b->elements_deleted;
+        a->conflicts += b->conflicts;
+        a->kernel_seconds += b->kernel_seconds;
+        a->list_seconds += b->list_seconds;
+        a->listed_chains |= b->listed_chains;
+}
+
+enum kind { FULL, REBUILD, RESYNC, PARTIAL };
+
+/* Every table in turn, the shards first: a restart that brings them in
+ * has them ready before the main table lets go of the services' nat side. */
+static int each_table(struct nftsync *g, enum kind k, const struct model *m, const struct render_params *p,
+                      const struct inet_cidr *service_cidrs, size_t n_service_cidrs, const struct hmap *changed,
+                      struct nftsync_stats *st) {
+        int r = 0;
+        memset(st, 0, sizeof *st);
+        for (size_t i = 1; i <= g->n && r == 0; i++) {
+                struct tsync *s = g->t[i % g->n];
+                struct nftsync_stats one;
+                switch (k) {
+                case FULL:
+                case REBUILD:
+                        r = tsync_full(s, m, p, service_cidrs, n_service_cidrs, k == REBUILD, &one);
+                        break;
+                case RESYNC:
+                        r = tsync_resync(s, m, p, service_cidrs, n_service_cidrs, &one);
+                        break;
+                case PARTIAL:
+                        r = tsync_partial(s, m, p, changed, &one);
+                        break;
+                }
+                stats_add(st, &one);
+        }
+        /* The shards of a larger shard count before (all of them, now 0). */
+        if (r == 0 && (k == FULL || k == REBUILD)) {
+                double t0 = now_s();
+                r = nftables_drop_tables(g->nl, g->family, (unsigned) g->n);
+                st->list_seconds += now_s() - t0;
+        }
+        return r;
+}
+
+int nftsync_full(struct nftsync *g, const struct model *m, const struct render_params *p,
+                 const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
+                 struct nftsync_stats *st) {
+        return each_table(g, rebuild ? REBUILD : FULL, m, p, service_cidrs, n_service_cidrs, NULL, st);
+}
+
+int nftsync_resync(struct nftsync *g, const struct model *m, const struct render_params *p,
+                   const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftsync_stats *st) {
+        return each_table(g, RESYNC, m, p, service_cidrs, n_service_cidrs, NULL, st);
+}
+
+int nftsync_partial(struct nftsync *g, const struct model *m, const struct render_params *p,
+                    const struct hmap *changed, struct nftsync_stats *st) {
+        return each_table(g, PARTIAL, m, p, NULL, 0, changed, st);
 }

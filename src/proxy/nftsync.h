@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /*
- * nftables mode's sync: keeps one family's "kube-proxy" table equal to the
- * model, sending the kernel only what changed.
+ * nftables mode's sync: keeps a family's tables ("kube-proxy" and its
+ * shards, render/nftir.h) equal to the model, sending the kernel only what
+ * changed.
  *
  * A full sync has no records to trust: it reads back what each service's
  * chains hold and writes in place, in bounded transactions, only the
@@ -41,8 +42,13 @@ struct nftsync_stats {
         bool listed_chains;             /* the names of all its chains were listed (seconds when large) */
 };
 
-/* nl is borrowed. Returns 0 or -ENOMEM. */
-int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret);
+/* The sync of a family's tables: "kube-proxy" and, with shards > 0 (as
+ * render_params.nft_shards, which must match), kube-proxy-1 .. -shards
+ * (render/nftir.h). Each table is synced on its own, shards first, with
+ * its own records: the main table's hold every service's filter side, a
+ * shard's the nat side of its own services. nl is borrowed. Returns 0 or
+ * -ENOMEM. */
+int nftsync_new(uint8_t family, unsigned shards, struct nftables *nl, struct nftsync **ret);
 struct nftsync *nftsync_free(struct nftsync *s);
 
 /* Called after each committed transaction (the daemon reads the change

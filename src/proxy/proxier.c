@@ -839,7 +839,7 @@ static void on_nft_event(void *userdata, enum nftables_event ev, uint8_t family,
         if (ev == NFTABLES_EVENT_LOST)
                 log_warning("nftables change notifications were lost, resyncing everything");
         else
-                log_warning("IPv%u nftables table kube-proxy was changed by another process (%s), resyncing "
+                log_warning("IPv%u nftables tables of kproxy were changed by another process (%s), resyncing "
                             "everything", family, what);
         p->need_full = true;
         if (p->initialized && p->n_syncs > 0)
@@ -863,7 +863,9 @@ static int nft_setup(struct proxier *p) {
         if (r < 0)
                 return log_error_errno(r, "Failed to open nf_tables netlink");
         for (size_t i = 0; i < p->n_fam; i++) {
-                r = nftsync_new(p->fam[i].family, p->nl, &p->fam[i].nft);
+                r = nftsync_new(p->fam[i].family,
+                                (unsigned) (p->cfg->nftables_shards > 0 ? p->cfg->nftables_shards : 0), p->nl,
+                                &p->fam[i].nft);
                 if (r < 0)
                         return r;
                 nftsync_set_after_commit(p->fam[i].nft, drain_monitor, p);

@@ -34,6 +34,7 @@
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/fnv.h"
 #include "util/hmap.h"
 
 #define BODY_MAX 241            /* 240 characters and NUL: upstream's budget */
@@ -45,6 +46,8 @@ struct nrender {
         char iif[sizeof ((struct render_params *) 0)->detector_arg];
         struct nftir_rule *rules;       /* the chain being built */
         size_t n_rules, cap_rules;
+        uint16_t table;                 /* of the objects written now */
+        uint16_t nat;                   /* a service's: its nat side's table */
 };
 
 /* upstream's hashAndTruncate(): "<8 base32 chars of SHA-256>-<base>", cut
@@ -102,6 +105,7 @@ static void addr_stmt(struct nftir_rule *r, bool saddr, bool neg, const struct i
 static void chain_end(struct nrender *t, const char *prefix, const char *body, const char *comment) {
         struct nftir_chain c = {
                 .name = nm(prefix, body),
+                .table = t->table,
                 .comment = comment,
                 .rules = t->rules,
                 .n_rules = t->n_rules,
@@ -133,138 +137,166 @@ static void detector_init(struct nrender *t) {
 }
 
 static void set(struct nrender *t, const char *name, enum nftir_set_type type, const char *comment) {
-        struct nftir_set s = {.name = nm(name, NULL), .type = type, .comment = comment};
+        struct nftir_set s = {.name = nm(name, NULL), .table = t->table, .type = type, .comment = comment};
         t->sink->set(t->sink->ud, &s);
 }
 
-int render_nft_fixed(const struct render_params *p, const struct inet_cidr *cidrs, size_t n_cidrs,
-                     const struct nftir_sink *sink) {
-        struct nrender t = {.p = p, .sink = sink};
+unsigned render_nft_shard(const char *key, unsigned shards) {
+        if (shards == 0)
+                return 0;
+        return 1 + (unsigned) (fnv64(FNV64_INIT, key, strlen(key)) % shards);
+}
+
+/* One table's fixed objects: with main, the filter side and masquerading;
+ * with nat, the services' dispatch (upstream's single table has both). */
+static void fixed_table(struct nrender *t, bool main, bool nat, const struct inet_cidr *cidrs, size_t n_cidrs) {
+        const struct render_params *p = t->p;
+        const struct nftir_sink *sink = t->sink;
         static const struct {
                 const char *name, *type, *hook;
                 int prio;
                 const char *jumps[2];   /* "ct state new jump X" (filter) or "jump X" (nat) */
+                bool nat;               /* a services' dispatch chain */
         } base[] = {
-                {"filter-prerouting-pre-dnat", "filter", "prerouting", -110, {"firewall-check"}},
-                {"filter-output-pre-dnat", "filter", "output", -110, {"firewall-check"}},
-                {"filter-forward", "filter", "forward", 0, {"service-endpoints-check", "cluster-ips-check"}},
-                {"filter-input", "filter", "input", 0, {"nodeport-endpoints-check", "service-endpoints-check"}},
-                {"filter-output", "filter", "output", 0, {"service-endpoints-check", "cluster-ips-check"}},
-                {"nat-prerouting", "nat", "prerouting", -100, {"services"}},
-                {"nat-output", "nat", "output", -100, {"services"}},
-                {"nat-postrouting", "nat", "postrouting", 100, {"masquerading"}},
+                {"filter-prerouting-pre-dnat", "filter", "prerouting", -110, {"firewall-check"}, false},
+                {"filter-output-pre-dnat", "filter", "output", -110, {"firewall-check"}, false},
+                {"filter-forward", "filter", "forward", 0, {"service-endpoints-check", "cluster-ips-check"}, false},
+                {"filter-input", "filter", "input", 0, {"nodeport-endpoints-check", "service-endpoints-check"}, false},
+                {"filter-output", "filter", "output", 0, {"service-endpoints-check", "cluster-ips-check"}, false},
+                {"nat-prerouting", "nat", "prerouting", -100, {"services"}, true},
+                {"nat-output", "nat", "output", -100, {"services"}, true},
+                {"nat-postrouting", "nat", "postrouting", 100, {"masquerading"}, false},
         };
         struct inet_addr loop;
         struct nftir_rule *r;
 
-        sink->table(sink->ud);
-        set(&t, "cluster-ips", NFTIR_SET_ADDR, "Active ClusterIPs");
+        sink->table(sink->ud, t->table);
+        if (main)
+                set(t, "cluster-ips", NFTIR_SET_ADDR, "Active ClusterIPs");
         if (!p->nodeports_match_all)
-                set(&t, "nodeport-ips", NFTIR_SET_ADDR, "IPs that accept NodePort traffic");
-        set(&t, "firewall-ips", NFTIR_MAP_ADDR_PROTO_PORT, "destinations that are subject to LoadBalancerSourceRanges");
-        set(&t, "no-endpoint-nodeports", NFTIR_MAP_PROTO_PORT,
-            "vmap to drop or reject packets to service nodeports with no endpoints");
-        set(&t, "no-endpoint-services", NFTIR_MAP_ADDR_PROTO_PORT,
-            "vmap to drop or reject packets to services with no endpoints");
-        set(&t, "service-ips", NFTIR_MAP_ADDR_PROTO_PORT, "ClusterIP, ExternalIP and LoadBalancer IP traffic");
-        set(&t, "service-nodeports", NFTIR_MAP_PROTO_PORT, "NodePort traffic");
+                set(t, "nodeport-ips", NFTIR_SET_ADDR, "IPs that accept NodePort traffic");
+        if (main) {
+                set(t, "firewall-ips", NFTIR_MAP_ADDR_PROTO_PORT,
+                    "destinations that are subject to LoadBalancerSourceRanges");
+                set(t, "no-endpoint-nodeports", NFTIR_MAP_PROTO_PORT,
+                    "vmap to drop or reject packets to service nodeports with no endpoints");
+                set(t, "no-endpoint-services", NFTIR_MAP_ADDR_PROTO_PORT,
+                    "vmap to drop or reject packets to services with no endpoints");
+        }
+        if (nat) {
+                set(t, "service-ips", NFTIR_MAP_ADDR_PROTO_PORT, "ClusterIP, ExternalIP and LoadBalancer IP traffic");
+                set(t, "service-nodeports", NFTIR_MAP_PROTO_PORT, "NodePort traffic");
+        }
 
         /* Helper chains first: the base chains' rules jump to them. */
-        chain_begin(&t);
-        r = rule_new(&t);
-        stmt(r, NFTIR_ADDR_SET)->name = nm("cluster-ips", NULL);
-        stmt(r, NFTIR_REJECT);
-        r->comment = "Reject traffic to invalid ports of ClusterIPs";
-        {
+        if (main) {
+                chain_begin(t);
+                r = rule_new(t);
+                stmt(r, NFTIR_ADDR_SET)->name = nm("cluster-ips", NULL);
+                stmt(r, NFTIR_REJECT);
+                r->comment = "Reject traffic to invalid ports of ClusterIPs";
                 struct inet_cidr own[8];
                 size_t n = 0;
                 for (size_t i = 0; i < n_cidrs && n < ELEMENTSOF(own); i++)
                         if (cidrs[i].addr.family == p->family)
                                 own[n++] = cidrs[i];
                 if (n > 0) {
-                        r = rule_new(&t);
+                        r = rule_new(t);
                         struct nftir_stmt *s = stmt(r, NFTIR_ADDR_LIST);
                         s->cidrs = own;
                         s->n_cidrs = n;
                         stmt(r, NFTIR_DROP);
                         r->comment = "Drop traffic to unallocated ClusterIPs";
                 }
-                chain_end(&t, "cluster-ips-check", NULL, NULL);
+                chain_end(t, "cluster-ips-check", NULL, NULL);
+
+                chain_begin(t);
+                r = rule_new(t);
+                stmt(r, NFTIR_VMAP)->with_addr = true;
+                r->s[0].name = nm("firewall-ips", NULL);
+                chain_end(t, "firewall-check", NULL, NULL);
         }
 
-        chain_begin(&t);
-        r = rule_new(&t);
-        stmt(r, NFTIR_VMAP)->with_addr = true;
-        r->s[0].name = nm("firewall-ips", NULL);
-        chain_end(&t, "firewall-check", NULL, NULL);
+        if (nat) {
+                chain_begin(t);
+                stmt(rule_new(t), NFTIR_MARK_OR)->n = p->mark_value;
+                chain_end(t, "mark-for-masquerade", NULL, NULL);
+        }
 
-        chain_begin(&t);
-        stmt(rule_new(&t), NFTIR_MARK_OR)->n = p->mark_value;
-        chain_end(&t, "mark-for-masquerade", NULL, NULL);
-
-        chain_begin(&t);
-        r = rule_new(&t);
-        stmt(r, NFTIR_MARK_CLEAR)->n = p->mark_value;
-        stmt(r, NFTIR_RETURN);
-        stmt(rule_new(&t), NFTIR_MARK_XOR)->n = p->mark_value;
-        stmt(rule_new(&t), NFTIR_MASQ);
-        chain_end(&t, "masquerading", NULL, NULL);
+        if (main) {
+                chain_begin(t);
+                r = rule_new(t);
+                stmt(r, NFTIR_MARK_CLEAR)->n = p->mark_value;
+                stmt(r, NFTIR_RETURN);
+                stmt(rule_new(t), NFTIR_MARK_XOR)->n = p->mark_value;
+                stmt(rule_new(t), NFTIR_MASQ);
+                chain_end(t, "masquerading", NULL, NULL);
+        }
 
         /* §3.4 NodePorts; localhost NodePorts do not exist in this mode. */
         inet_addr_parse(p->family == 6 ? "::1" : "127.0.0.0", &loop);
         struct nftir_stmt not_loop = {.kind = NFTIR_ADDR, .neg = true, .cidr = {loop, p->family == 6 ? 128 : 8}};
         struct nftir_stmt in_nodeport_ips = {.kind = NFTIR_ADDR_SET, .name = nm("nodeport-ips", NULL)};
 
-        chain_begin(&t);
-        r = rule_new(&t);
-        if (p->nodeports_match_all)
-                r->s[r->n++] = not_loop;
-        else
-                r->s[r->n++] = in_nodeport_ips;
-        stmt(r, NFTIR_VMAP)->name = nm("no-endpoint-nodeports", NULL);
-        chain_end(&t, "nodeport-endpoints-check", NULL, NULL);
-
-        chain_begin(&t);
-        r = rule_new(&t);
-        stmt(r, NFTIR_VMAP)->with_addr = true;
-        r->s[0].name = nm("service-ips", NULL);
-        r = rule_new(&t);
-        if (p->nodeports_match_all) {
-                stmt(r, NFTIR_FIB_LOCAL);
-                r->s[r->n++] = not_loop;
-        } else {
-                r->s[r->n++] = in_nodeport_ips;
+        if (main) {
+                chain_begin(t);
+                r = rule_new(t);
+                if (p->nodeports_match_all)
+                        r->s[r->n++] = not_loop;
+                else
+                        r->s[r->n++] = in_nodeport_ips;
+                stmt(r, NFTIR_VMAP)->name = nm("no-endpoint-nodeports", NULL);
+                chain_end(t, "nodeport-endpoints-check", NULL, NULL);
         }
-        stmt(r, NFTIR_VMAP)->name = nm("service-nodeports", NULL);
-        chain_end(&t, "services", NULL, NULL);
 
-        chain_begin(&t);
-        r = rule_new(&t);
-        stmt(r, NFTIR_VMAP)->with_addr = true;
-        r->s[0].name = nm("no-endpoint-services", NULL);
-        chain_end(&t, "service-endpoints-check", NULL, NULL);
+        if (nat) {
+                chain_begin(t);
+                r = rule_new(t);
+                stmt(r, NFTIR_VMAP)->with_addr = true;
+                r->s[0].name = nm("service-ips", NULL);
+                r = rule_new(t);
+                if (p->nodeports_match_all) {
+                        stmt(r, NFTIR_FIB_LOCAL);
+                        r->s[r->n++] = not_loop;
+                } else {
+                        r->s[r->n++] = in_nodeport_ips;
+                }
+                stmt(r, NFTIR_VMAP)->name = nm("service-nodeports", NULL);
+                chain_end(t, "services", NULL, NULL);
+        }
 
-        chain_begin(&t);
-        stmt(rule_new(&t), NFTIR_REJECT);
-        chain_end(&t, "reject-chain", NULL, "helper for @no-endpoint-services / @no-endpoint-nodeports");
+        if (main) {
+                chain_begin(t);
+                r = rule_new(t);
+                stmt(r, NFTIR_VMAP)->with_addr = true;
+                r->s[0].name = nm("no-endpoint-services", NULL);
+                chain_end(t, "service-endpoints-check", NULL, NULL);
+
+                chain_begin(t);
+                stmt(rule_new(t), NFTIR_REJECT);
+                chain_end(t, "reject-chain", NULL, "helper for @no-endpoint-services / @no-endpoint-nodeports");
+        }
 
         /* §3.1 base chains and their jumps, in upstream's order. */
         for (size_t i = 0; i < ELEMENTSOF(base); i++) {
+                if (base[i].nat ? !nat : !main)
+                        continue;
                 bool filter = strcmp(base[i].type, "filter") == 0;
-                chain_begin(&t);
+                chain_begin(t);
                 for (size_t j = 0; j < ELEMENTSOF(base[i].jumps) && base[i].jumps[j]; j++) {
-                        r = rule_new(&t);
+                        r = rule_new(t);
                         if (filter)
                                 stmt(r, NFTIR_CT_NEW);
                         verdict(r, NFTIR_JUMP, base[i].jumps[j], NULL);
                 }
                 struct nftir_chain c = {
                         .name = nm(base[i].name, NULL),
+                        .table = t->table,
                         .type = base[i].type,
                         .hook = base[i].hook,
                         .prio = base[i].prio,
-                        .rules = t.rules,
-                        .n_rules = t.n_rules,
+                        .rules = t->rules,
+                        .n_rules = t->n_rules,
                 };
                 sink->chain(sink->ud, &c);
         }
@@ -272,9 +304,23 @@ int render_nft_fixed(const struct render_params *p, const struct inet_cidr *cidr
         for (size_t i = 0; !p->nodeports_match_all && i < p->n_nodeport_ips; i++) {
                 if (inet_addr_is_loopback(&p->nodeport_ips[i]))
                         continue;
-                struct nftir_elem e = {.set = "nodeport-ips", .with_addr = true, .addr = p->nodeport_ips[i]};
+                struct nftir_elem e = {.set = "nodeport-ips", .table = t->table, .with_addr = true,
+                                       .addr = p->nodeport_ips[i]};
                 sink->elem(sink->ud, &e);
         }
+}
+
+int render_nft_fixed(const struct render_params *p, const struct inet_cidr *cidrs, size_t n_cidrs,
+                     const struct nftir_sink *sink) {
+        struct nrender t = {.p = p, .sink = sink};
+        /* The shards' first: a sync that brings them in (a restart with a
+         * new shard count) has them ready before the main table lets go. */
+        for (unsigned i = 1; i <= p->nft_shards; i++) {
+                t.table = (uint16_t) i;
+                fixed_table(&t, false, true, cidrs, n_cidrs);
+        }
+        t.table = 0;
+        fixed_table(&t, true, p->nft_shards == 0, cidrs, n_cidrs);
         free(t.rules);
         return 0;
 }
@@ -329,8 +375,10 @@ static void lb_chain(struct nrender *t, const char *prefix, const char *body, co
 /* A map element "KEY : goto CHAIN" or "KEY comment SPN : drop|goto reject-chain". */
 static void elem(struct nrender *t, const char *set, const struct inet_addr *addr, uint8_t proto, uint16_t port,
                  enum nftir_stmt_kind v, const char *prefix, const char *body, const char *comment) {
+        bool nat = strcmp(set, "service-ips") == 0 || strcmp(set, "service-nodeports") == 0;
         struct nftir_elem e = {
                 .set = set,
+                .table = nat ? t->nat : 0,
                 .with_addr = addr != NULL,
                 .proto = proto,
                 .port = port,
@@ -433,7 +481,7 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                 const struct endpoint *ep = e->reachable[i];
                 const char *b = ep_bodies[ep - e->all];
                 if (s->affinity_client_ip) {
-                        struct nftir_set as = {.name = nm("affinity-", b), .type = NFTIR_SET_ADDR,
+                        struct nftir_set as = {.name = nm("affinity-", b), .table = t->nat, .type = NFTIR_SET_ADDR,
                                                .timeout = s->affinity_timeout};
                         t->sink->set(t->sink->ud, &as);
                 }
@@ -514,7 +562,9 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                 l->addrs = lbs;
                 l->n_addrs = nl;
                 stmt(r, NFTIR_DROP);
+                t->table = 0;           /* the filter side's */
                 chain_end(t, "firewall-", body, NULL);
+                t->table = t->nat;
                 free(ranges);
                 free(lbs);
         }
@@ -525,6 +575,7 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
 int render_nft_service(const struct model *m, const struct svc *s, const struct render_params *p,
                        const struct nftir_sink *sink) {
         struct nrender t = {.p = p, .sink = sink};
+        t.table = t.nat = (uint16_t) render_nft_shard(s->key, p->nft_shards);
         struct endpoint_filter f = {.node_name = p->node_name, .zone = p->node_zone,
                                     .prefer_same_node = p->prefer_same_node};
         const struct inet_addr *cip = NULL;
@@ -562,9 +613,9 @@ struct dedupe {
         struct hmap seen;
 };
 
-static void dd_table(void *ud) {
+static void dd_table(void *ud, unsigned idx) {
         struct dedupe *d = ud;
-        d->inner->table(d->inner->ud);
+        d->inner->table(d->inner->ud, idx);
 }
 
 static void dd_set(void *ud, const struct nftir_set *s) {
@@ -582,7 +633,8 @@ static void dd_elem(void *ud, const struct nftir_elem *e) {
         uint8_t key[NFTMSG_KEY_MAX];
         size_t n = nftmsg_elem_key(d->family, e, key);
         char id[64 + 2 * NFTMSG_KEY_MAX];
-        int len = snprintf(id, sizeof id, "%s/", e->set);
+        /* Per table, as the daemon's syncs of the tables decide. */
+        int len = snprintf(id, sizeof id, "%u/%s/", e->table, e->set);
         for (size_t i = 0; i < n; i++)
                 len += snprintf(id + len, sizeof id - (size_t) len, "%02x", key[i]);
         if (hmap_get(&d->seen, id))
@@ -620,9 +672,9 @@ struct text_sink {
         struct buf objs, chains, rules, elems;
 };
 
-static void text_table(void *ud) {
+static void text_table(void *ud, unsigned idx) {
         struct text_sink *x = ud;
-        nftir_format_table(x->family, &x->objs);
+        nftir_format_table(x->family, idx, &x->objs);
 }
 
 static void text_set(void *ud, const struct nftir_set *s) {
@@ -634,7 +686,7 @@ static void text_chain(void *ud, const struct nftir_chain *c) {
         struct text_sink *x = ud;
         nftir_format_chain(x->family, c, &x->chains);
         for (size_t i = 0; i < c->n_rules; i++)
-                nftir_format_rule(x->family, &c->name, &c->rules[i], &x->rules);
+                nftir_format_rule(x->family, c, &c->rules[i], &x->rules);
 }
 
 static void text_elem(void *ud, const struct nftir_elem *e) {
@@ -667,8 +719,10 @@ struct msg_sink {
         struct nftmsg objs, chains, rules, elems;
 };
 
-static void msg_table(void *ud) {
-        nftmsg_table(&((struct msg_sink *) ud)->objs);
+static void msg_table(void *ud, unsigned idx) {
+        struct msg_sink *x = ud;
+        x->objs.table = (uint16_t) idx;
+        nftmsg_table(&x->objs);
 }
 
 static void msg_set(void *ud, const struct nftir_set *s) {

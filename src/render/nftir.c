@@ -47,20 +47,26 @@ static void put_name(struct buf *b, const struct nftir_name *n) {
                 buf_puts(b, n->body);
 }
 
-static void head(struct buf *b, const char *what, uint8_t family) {
-        buf_puts(b, "add ");
-        buf_puts(b, what);
-        buf_putc(b, ' ');
-        buf_puts(b, fam_name(family));
-        buf_puts(b, " kube-proxy ");
+const char *nftir_table_name(unsigned idx, char out[NFTIR_TABLE_NAME_MAX]) {
+        if (idx == 0)
+                return "kube-proxy";
+        snprintf(out, NFTIR_TABLE_NAME_MAX, "kube-proxy-%u", idx);
+        return out;
 }
 
-void nftir_format_table(uint8_t family, struct buf *out) {
-        buf_printf(out, "add table %s kube-proxy { comment \"rules for kube-proxy\" ; }\n", fam_name(family));
+static void head(struct buf *b, const char *what, uint8_t family, unsigned table) {
+        char t[NFTIR_TABLE_NAME_MAX];
+        buf_printf(b, "add %s %s %s ", what, fam_name(family), nftir_table_name(table, t));
+}
+
+void nftir_format_table(uint8_t family, unsigned table, struct buf *out) {
+        char t[NFTIR_TABLE_NAME_MAX];
+        buf_printf(out, "add table %s %s { comment \"rules for kube-proxy\" ; }\n", fam_name(family),
+                   nftir_table_name(table, t));
 }
 
 void nftir_format_set(uint8_t family, const struct nftir_set *s, struct buf *out) {
-        head(out, s->type == NFTIR_SET_ADDR ? "set" : "map", family);
+        head(out, s->type == NFTIR_SET_ADDR ? "set" : "map", family, s->table);
         put_name(out, &s->name);
         buf_puts(out, " { type ");
         switch (s->type) {
@@ -82,7 +88,7 @@ void nftir_format_set(uint8_t family, const struct nftir_set *s, struct buf *out
 }
 
 void nftir_format_chain(uint8_t family, const struct nftir_chain *c, struct buf *out) {
-        head(out, "chain", family);
+        head(out, "chain", family, c->table);
         put_name(out, &c->name);
         if (c->type)
                 buf_printf(out, " { type %s hook %s priority %d ; }", c->type, c->hook, c->prio);
@@ -194,9 +200,9 @@ static void put_stmt(struct buf *b, uint8_t family, const struct nftir_stmt *s) 
         }
 }
 
-void nftir_format_rule(uint8_t family, const struct nftir_name *chain, const struct nftir_rule *r, struct buf *out) {
-        head(out, "rule", family);
-        put_name(out, chain);
+void nftir_format_rule(uint8_t family, const struct nftir_chain *chain, const struct nftir_rule *r, struct buf *out) {
+        head(out, "rule", family, chain->table);
+        put_name(out, &chain->name);
         for (size_t i = 0; i < r->n; i++) {
                 buf_putc(out, ' ');
                 put_stmt(out, family, &r->s[i]);
@@ -209,7 +215,7 @@ void nftir_format_rule(uint8_t family, const struct nftir_name *chain, const str
 void nftir_format_elem(uint8_t family, const struct nftir_elem *e, struct buf *out) {
         char a[INET_ADDR_STRLEN];
 
-        head(out, "element", family);
+        head(out, "element", family, e->table);
         buf_puts(out, e->set);
         buf_puts(out, " { ");
         if (e->with_addr) {

@@ -77,6 +77,7 @@ struct nftir_rule {
 
 struct nftir_chain {
         struct nftir_name name;
+        uint16_t table;                 /* nftir_table_name()'s index */
         const char *type, *hook;        /* base chains: "nat", "prerouting"; NULL otherwise */
         int prio;
         const char *comment;
@@ -92,6 +93,7 @@ enum nftir_set_type {
 
 struct nftir_set {
         struct nftir_name name;
+        uint16_t table;
         enum nftir_set_type type;
         const char *comment;
         uint32_t timeout;               /* seconds; non-zero: flags dynamic,timeout (affinity) */
@@ -99,6 +101,7 @@ struct nftir_set {
 
 struct nftir_elem {
         const char *set;
+        uint16_t table;                 /* the set's */
         bool with_addr;                 /* key starts with addr */
         struct inet_addr addr;
         uint8_t proto;                  /* 0: a plain address set */
@@ -108,9 +111,21 @@ struct nftir_elem {
         const char *comment;
 };
 
-/* What the renderer writes to. family is 4 or 6 for the whole table. */
+/* kproxy's tables: 0 is upstream's "kube-proxy", which holds everything
+ * unless services are sharded (render_params.nft_shards = N): then the nat
+ * side of the services (their service-, local-, external- and endpoint-
+ * chains, affinity sets and service-ips / service-nodeports elements, with
+ * their own nat base chains) is spread over "kube-proxy-1" .. "kube-proxy-N",
+ * and "kube-proxy" keeps the filter side and masquerading. The kernel
+ * validates a table's whole jump graph on every commit that adds a jump,
+ * per table: a change then costs the validation of one shard. */
+#define NFTIR_TABLE_NAME_MAX 24
+#define NFTIR_TABLES_MAX 64             /* shards */
+const char *nftir_table_name(unsigned idx, char out[NFTIR_TABLE_NAME_MAX]);
+
+/* What the renderer writes to. family is 4 or 6 for every table. */
 struct nftir_sink {
-        void (*table)(void *ud);
+        void (*table)(void *ud, unsigned idx);
         void (*set)(void *ud, const struct nftir_set *s);
         void (*chain)(void *ud, const struct nftir_chain *c);
         void (*elem)(void *ud, const struct nftir_elem *e);
@@ -118,11 +133,11 @@ struct nftir_sink {
 };
 
 /* The nft script lines of one object, appended to out ("add ... \n"). */
-void nftir_format_table(uint8_t family, struct buf *out);
+void nftir_format_table(uint8_t family, unsigned table, struct buf *out);
 void nftir_format_set(uint8_t family, const struct nftir_set *s, struct buf *out);
 /* "add chain ..." only; the rules are nftir_format_rule()'s. */
 void nftir_format_chain(uint8_t family, const struct nftir_chain *c, struct buf *out);
-void nftir_format_rule(uint8_t family, const struct nftir_name *chain, const struct nftir_rule *r, struct buf *out);
+void nftir_format_rule(uint8_t family, const struct nftir_chain *chain, const struct nftir_rule *r, struct buf *out);
 void nftir_format_elem(uint8_t family, const struct nftir_elem *e, struct buf *out);
 
 /* 64-bit digests of what a chain holds (its rules; not its name) and of

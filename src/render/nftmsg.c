@@ -53,7 +53,11 @@
 #define EXPR_CONCAT 13
 #define BYTEORDER_BIG_ENDIAN 2
 
-#define TABLE "kube-proxy"
+/* The name of table idx, for the message being built (one at a time). */
+static const char *tname(unsigned idx) {
+        static char b[NFTIR_TABLE_NAME_MAX];
+        return nftir_table_name(idx, b);
+}
 #define MSG_ROOM 4096           /* bound on one message but element lists */
 
 void nftmsg_init(struct nftmsg *m, uint8_t family, uint32_t seq) {
@@ -160,7 +164,7 @@ static void put_name(struct nlmsghdr *nlh, uint16_t type, const struct nftir_nam
 void nftmsg_table(struct nftmsg *m) {
         struct udata u = {0};
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWTABLE, NLM_F_CREATE, 0);
-        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, tname(m->table));
         mnl_attr_put_u32(nlh, NFTA_TABLE_FLAGS, 0);
         ud_str(&u, UDATA_COMMENT, "rules for kube-proxy");
         mnl_attr_put(nlh, NFTA_TABLE_USERDATA, u.len, u.b);
@@ -169,7 +173,7 @@ void nftmsg_table(struct nftmsg *m) {
 
 void nftmsg_table_del(struct nftmsg *m) {
         struct nlmsghdr *nlh = msg(m, NFT_MSG_DELTABLE, 0, 0);
-        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, tname(m->table));
         msg_end(m, nlh);
 }
 
@@ -178,7 +182,7 @@ void nftmsg_set(struct nftmsg *m, const struct nftir_set *s) {
         uint32_t addr_type = m->family == 6 ? TYPE_IP6ADDR : TYPE_IPADDR;
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWSET, NLM_F_CREATE, 0);
 
-        mnl_attr_put_strz(nlh, NFTA_SET_TABLE, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_SET_TABLE, tname(s->table));
         put_name(nlh, NFTA_SET_NAME, &s->name);
         switch (s->type) {
         case NFTIR_SET_ADDR:
@@ -220,7 +224,7 @@ void nftmsg_set(struct nftmsg *m, const struct nftir_set *s) {
 
 static void obj_by_name(struct nftmsg *m, uint16_t type, uint16_t table_attr, uint16_t name_attr, const char *name) {
         struct nlmsghdr *nlh = msg(m, type, 0, 0);
-        mnl_attr_put_strz(nlh, table_attr, TABLE);
+        mnl_attr_put_strz(nlh, table_attr, tname(m->table));
         mnl_attr_put_strz(nlh, name_attr, name);
         msg_end(m, nlh);
 }
@@ -256,7 +260,7 @@ static uint32_t hook_num(const char *hook) {
 
 void nftmsg_chain(struct nftmsg *m, const struct nftir_chain *c) {
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWCHAIN, NLM_F_CREATE, 0);
-        mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, tname(c->table));
         put_name(nlh, NFTA_CHAIN_NAME, &c->name);
         if (c->type) {
                 mnl_attr_put_strz(nlh, NFTA_CHAIN_TYPE, c->type);
@@ -436,7 +440,7 @@ static void put_interval_elem(struct nlmsghdr *nlh, const uint8_t *key, unsigned
  * and merged, each as its start and (flagged) its end + 1, and the space
  * below the first range closed by an end element at 0. Returns the set's
  * id (its name is the kernel's choice). */
-static uint32_t anon_set(struct nftmsg *m, const struct nftir_stmt *s) {
+static uint32_t anon_set(struct nftmsg *m, uint16_t table, const struct nftir_stmt *s) {
         unsigned alen = addr_len(m);
         size_t n = s->n_cidrs + s->n_addrs, k = 0;
         _cleanup_free_ struct range *r = calloc(n ? n : 1, sizeof *r);
@@ -475,7 +479,7 @@ static uint32_t anon_set(struct nftmsg *m, const struct nftir_stmt *s) {
         uint32_t id = ++*m->set_id;
         struct udata u = {0};
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWSET, NLM_F_CREATE, 0);
-        mnl_attr_put_strz(nlh, NFTA_SET_TABLE, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_SET_TABLE, tname(table));
         mnl_attr_put_strz(nlh, NFTA_SET_NAME, "__set%d");
         mnl_attr_put_u32(nlh, NFTA_SET_FLAGS, htonl(NFT_SET_ANONYMOUS | NFT_SET_CONSTANT | NFT_SET_INTERVAL));
         mnl_attr_put_u32(nlh, NFTA_SET_KEY_TYPE, htonl(m->family == 6 ? TYPE_IP6ADDR : TYPE_IPADDR));
@@ -490,7 +494,7 @@ static uint32_t anon_set(struct nftmsg *m, const struct nftir_stmt *s) {
         msg_end(m, nlh);
 
         nlh = msg(m, NFT_MSG_NEWSETELEM, NLM_F_CREATE, n_elems * 48);
-        mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, tname(table));
         mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, "__set%d");
         mnl_attr_put_u32(nlh, NFTA_SET_ELEM_LIST_SET_ID, htonl(id));
         struct nlattr *list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
@@ -658,7 +662,7 @@ static void e_stmt(struct nftmsg *m, struct nlmsghdr *nlh, const struct nftir_st
         }
 }
 
-static void rule(struct nftmsg *m, const char *chain, const struct nftir_rule *r) {
+static void rule(struct nftmsg *m, uint16_t table, const char *chain, const struct nftir_rule *r) {
         uint32_t set_ids[NFTIR_RULE_MAX_STMTS] = {0};
         struct nftir_stmt single[NFTIR_RULE_MAX_STMTS];
         const struct nftir_stmt *s = r->s;
@@ -677,12 +681,12 @@ static void rule(struct nftmsg *m, const char *chain, const struct nftir_rule *r
                                 single[i].cidr = (struct inet_cidr) {r->s[i].addrs[0], (uint8_t) (addr_len(m) * 8)};
                         s = single;
                 } else {
-                        set_ids[i] = anon_set(m, &r->s[i]);
+                        set_ids[i] = anon_set(m, table, &r->s[i]);
                 }
         }
 
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, 0);
-        mnl_attr_put_strz(nlh, NFTA_RULE_TABLE, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_RULE_TABLE, tname(table));
         mnl_attr_put_strz(nlh, NFTA_RULE_CHAIN, chain);
         struct nlattr *list = mnl_attr_nest_start(nlh, NFTA_RULE_EXPRESSIONS);
         for (size_t i = 0; i < r->n; i++)
@@ -700,7 +704,7 @@ void nftmsg_rules(struct nftmsg *m, const struct nftir_chain *c) {
         char name[512];
         nftir_name_join(&c->name, name, sizeof name);
         for (size_t i = 0; i < c->n_rules; i++)
-                rule(m, name, &c->rules[i]);
+                rule(m, c->table, name, &c->rules[i]);
 }
 
 /* --- elements --- */
@@ -725,7 +729,7 @@ size_t nftmsg_elem_key(uint8_t family, const struct nftir_elem *e, uint8_t key[N
 static void elem_msg(struct nftmsg *m, uint16_t type, const char *set, const uint8_t *key, size_t key_len,
                      const struct nftir_elem *e) {
         struct nlmsghdr *nlh = msg(m, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0, 0);
-        mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, TABLE);
+        mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, tname(e ? e->table : m->table));
         mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, set);
         struct nlattr *list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
         struct nlattr *el = mnl_attr_nest_start(nlh, NFTA_LIST_ELEM);
@@ -771,13 +775,16 @@ void nftmsg_append_range(struct nftmsg *m, const struct nftmsg *src, size_t off,
 
 #define MERGED_MAX (32 * 1024)
 
-/* The set name and the first list element of a one-element message. */
-static int elem_parts(const struct nlmsghdr *nlh, const char **ret_set, const struct nlattr **ret_elem) {
+/* The table and set names and the first list element of a one-element message. */
+static int elem_parts(const struct nlmsghdr *nlh, const char **ret_table, const char **ret_set,
+                      const struct nlattr **ret_elem) {
         const struct nlattr *a, *e;
-        *ret_set = NULL;
+        *ret_table = *ret_set = NULL;
         *ret_elem = NULL;
         mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
-                if (mnl_attr_get_type(a) == NFTA_SET_ELEM_LIST_SET)
+                if (mnl_attr_get_type(a) == NFTA_SET_ELEM_LIST_TABLE)
+                        *ret_table = mnl_attr_get_str(a);
+                else if (mnl_attr_get_type(a) == NFTA_SET_ELEM_LIST_SET)
                         *ret_set = mnl_attr_get_str(a);
                 else if (mnl_attr_get_type(a) == NFTA_SET_ELEM_LIST_ELEMENTS)
                         mnl_attr_for_each_nested(e, a) {
@@ -785,36 +792,40 @@ static int elem_parts(const struct nlmsghdr *nlh, const char **ret_set, const st
                                 break;
                         }
         }
-        return *ret_set && *ret_elem ? 0 : -EINVAL;
+        return *ret_table && *ret_set && *ret_elem ? 0 : -EINVAL;
 }
 
 void nftmsg_append_elems_merged(struct nftmsg *m, const struct nftmsg *src) {
-        const char *sets[16];
+        /* A handful of maps per table; a set beyond these is not merged. */
+        const char *tables[2 * NFTIR_TABLES_MAX + 8], *sets[2 * NFTIR_TABLES_MAX + 8];
         size_t n_sets = 0;
 
-        /* The sets, in order of first use (kproxy fills a handful). */
+        /* The sets, in order of first use. */
         for (size_t off = 0; off < src->b.len;) {
                 const struct nlmsghdr *nlh = (const struct nlmsghdr *) (src->b.data + off);
-                const char *set;
+                const char *table, *set;
                 const struct nlattr *e;
                 off += NLMSG_ALIGN(nlh->nlmsg_len);
-                if (elem_parts(nlh, &set, &e) < 0)
+                if (elem_parts(nlh, &table, &set, &e) < 0)
                         continue;
                 size_t i = 0;
-                while (i < n_sets && strcmp(sets[i], set) != 0)
+                while (i < n_sets && (strcmp(sets[i], set) != 0 || strcmp(tables[i], table) != 0))
                         i++;
-                if (i == n_sets && n_sets < ELEMENTSOF(sets))
+                if (i == n_sets && n_sets < ELEMENTSOF(sets)) {
+                        tables[n_sets] = table;
                         sets[n_sets++] = set;
+                }
         }
         for (size_t i = 0; i < n_sets; i++) {
                 struct nlmsghdr *nlh = NULL;
                 struct nlattr *list = NULL;
                 for (size_t off = 0; off < src->b.len;) {
                         const struct nlmsghdr *one = (const struct nlmsghdr *) (src->b.data + off);
-                        const char *set;
+                        const char *table, *set;
                         const struct nlattr *e;
                         off += NLMSG_ALIGN(one->nlmsg_len);
-                        if (elem_parts(one, &set, &e) < 0 || strcmp(set, sets[i]) != 0)
+                        if (elem_parts(one, &table, &set, &e) < 0 || strcmp(set, sets[i]) != 0 ||
+                            strcmp(table, tables[i]) != 0)
                                 continue;
                         if (nlh && nlh->nlmsg_len + e->nla_len > MERGED_MAX) {
                                 mnl_attr_nest_end(nlh, list);
@@ -823,7 +834,7 @@ void nftmsg_append_elems_merged(struct nftmsg *m, const struct nftmsg *src) {
                         }
                         if (!nlh) {
                                 nlh = msg(m, NFT_MSG_NEWSETELEM, NLM_F_CREATE, MERGED_MAX + 1024);
-                                mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, TABLE);
+                                mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, tables[i]);
                                 mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, sets[i]);
                                 list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
                         }

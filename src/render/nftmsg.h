@@ -2,7 +2,7 @@
 #pragma once
 /*
  * The netlink back-end of the nftables description: nf_tables messages for
- * table "kube-proxy", appended to a buffer that becomes one batch
+ * kproxy's tables (render/nftir.h), appended to a buffer that becomes one batch
  * (transaction). Pure: builds bytes, never sends them (apply/nftables.c
  * does). The expressions are the ones nft 1.0.6 generates for the same
  * script text, so `nft list` shows the daemon's table exactly as it shows
@@ -26,6 +26,7 @@ struct nftir_elem;
 struct nftmsg {
         struct buf b;
         uint8_t family;         /* 4 or 6 */
+        uint16_t table;         /* of the table's own and the by-name messages; objects carry theirs */
         uint32_t seq;           /* of the last message */
         uint32_t *set_id;       /* last id given to a set: ids must be unique in a
                                  * batch, so buffers appended into one share a count */

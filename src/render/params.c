@@ -198,6 +198,8 @@ int render_params_init(struct render_params *p, uint8_t family, const struct kpr
                 .tcp_be_liberal = h->tcp_be_liberal,
                 .prefer_same_node = config_feature_enabled(c, "PreferSameTrafficDistribution"),
                 .large_cluster_endpoints = LARGE_CLUSTER_ENDPOINTS,
+                .nft_shards = c->mode == PROXY_MODE_NFTABLES && c->nftables_shards > 0 ? (unsigned) c->nftables_shards
+                                                                                        : 0,
         };
         if (sync->masquerade_bit < 0 || sync->masquerade_bit > 31)
                 return -EINVAL;

@@ -43,6 +43,7 @@ struct render_params {
         bool tcp_be_liberal;
         bool prefer_same_node;          /* feature gate PreferSameTrafficDistribution */
         size_t large_cluster_endpoints; /* comments dropped above this many endpoints (1000) */
+        unsigned nft_shards;            /* nftables: tables for services' nat side (render/nftir.h); 0: none */
 };
 
 /* Derives one family's parameters from the configuration, this node's Node
@@ -90,6 +91,10 @@ int render_nft_fixed(const struct render_params *p, const struct inet_cidr *serv
                      const struct nftir_sink *sink);
 int render_nft_service(const struct model *m, const struct svc *s, const struct render_params *p,
                        const struct nftir_sink *sink);
+/* The table that holds the nat side of service key with shards tables
+ * (nftir_table_name()'s index): 0 without shards, else 1 .. shards, from
+ * a hash of the key alone. */
+unsigned render_nft_shard(const char *key, unsigned shards);
 
 /* The nft script of a first full sync for p->family, appended to out: only
  * "add" commands, for an empty kernel, objects before their users. */

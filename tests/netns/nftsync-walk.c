@@ -7,6 +7,8 @@
  * that is not told what changed, and sometimes finds a stray chain; every
  * fifth, kproxy restarts (a sync without records over the table the last
  * one left), before the step's changes or, every tenth, after them.
+ * With WALK_SHARDS=N in the environment, the services' nat side is spread
+ * over N more tables (--nftables-shards) and every table is compared.
  *
  *   nftsync-walk SEED STEPS NETNS_A NETNS_B
  *   nftsync-walk conflict 0 NETNS_A NETNS_B
@@ -37,6 +39,7 @@
 #include "kube/decode.h"
 #include "model/model.h"
 #include "proxy/nftsync.h"
+#include "render/nftir.h"
 #include "render/nftmsg.h"
 #include "render/render.h"
 #include "util/buf.h"
@@ -182,19 +185,36 @@ static void sort_blocks(struct buf *t) {
         *t = out;
 }
 
+/* Services' nat side in this many more tables (WALK_SHARDS, default 0). */
+static unsigned shards;
+
+/* "kube-proxy", or the first shard when there are shards: the table that
+ * holds the services chain and nat-output. */
+static const char *nat_table(void) {
+        return shards ? "kube-proxy-1" : "kube-proxy";
+}
+
+/* Every table of ns, each sorted on its own, in table order. */
 static int table_text(const char *ns, struct buf *out) {
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "ip netns exec %s nft list table ip kube-proxy 2>&1", ns);
-        FILE *f = popen(cmd, "r");
-        char line[4096];
-        if (!f)
-                return -errno;
+        struct buf one = BUF_INIT;
         buf_clear(out);
-        while (fgets(line, sizeof line, f))
-                buf_puts(out, line);
-        if (pclose(f) != 0)
-                return -EIO;
-        sort_blocks(out);
+        for (unsigned t = 0; t <= shards; t++) {
+                char cmd[256], name[NFTIR_TABLE_NAME_MAX], line[4096];
+                snprintf(cmd, sizeof cmd, "ip netns exec %s nft list table ip %s 2>&1", ns, nftir_table_name(t, name));
+                FILE *f = popen(cmd, "r");
+                if (!f)
+                        return -errno;
+                buf_clear(&one);
+                while (fgets(line, sizeof line, f))
+                        buf_puts(&one, line);
+                if (pclose(f) != 0) {
+                        buf_done(&one);
+                        return -EIO;
+                }
+                sort_blocks(&one);
+                buf_put(out, one.data, one.len);
+        }
+        buf_done(&one);
         return 0;
 }
 
@@ -205,7 +225,7 @@ static int chains_with_anonymous_sets(const char *ns) {
         char cmd[256], line[4096];
         int n = 0;
         bool in_chain = false, counted = false;
-        snprintf(cmd, sizeof cmd, "ip netns exec %s nft list table ip kube-proxy 2>&1", ns);
+        snprintf(cmd, sizeof cmd, "ip netns exec %s nft list ruleset ip 2>&1", ns);
         FILE *f = popen(cmd, "r");
         if (!f)
                 return -1;
@@ -227,7 +247,7 @@ static int chains_with_anonymous_sets(const char *ns) {
 static int restart(struct nftsync **sync, struct nftables *nl, const struct model *m, const struct render_params *p,
                    struct nftsync_stats *st) {
         nftsync_free(*sync);
-        if (nftsync_new(4, nl, sync) < 0)
+        if (nftsync_new(4, shards, nl, sync) < 0)
                 return -1;
         nftsync_set_chunk(*sync, 40);
         return nftsync_full(*sync, m, p, NULL, 0, false, st);
@@ -249,8 +269,11 @@ static int fresh_load(int ns_b, int ns_a, const struct model *m, const struct re
                 return r;
         nftmsg_init(&msg, 4, 1);
         nftmsg_batch_begin(&msg);
-        nftmsg_table(&msg);
-        nftmsg_table_del(&msg);
+        for (unsigned t = 0; t <= shards; t++) {
+                msg.table = (uint16_t) t;
+                nftmsg_table(&msg);
+                nftmsg_table_del(&msg);
+        }
         r = render_nftables_netlink(m, p, NULL, 0, &msg);
         nftmsg_batch_end(&msg);
         if (r == 0)
@@ -404,7 +427,7 @@ static int digests(const char *ns) {
         names[n++] = "missing";
         struct nftables *nl = NULL;
         struct hmap out = HMAP_INIT;
-        if (nftables_open(&nl) < 0 || nftables_rule_digests(nl, 4, names, n, &out) < 0) {
+        if (nftables_open(&nl) < 0 || nftables_rule_digests(nl, 4, "kube-proxy", names, n, &out) < 0) {
                 printf("digests: reading the chains failed\n");
                 return 1;
         }
@@ -450,11 +473,14 @@ int main(int argc, char **argv) {
                 return 2;
         }
         log_set_verbosity(-1);
+        if (getenv("WALK_SHARDS"))
+                shards = (unsigned) atoi(getenv("WALK_SHARDS"));
         if (strcmp(argv[1], "digests") == 0)
                 return digests(argv[3]);
         config_init(&cfg);
         cfg.mode = PROXY_MODE_NFTABLES;
         cfg.cluster_cidr = strdup("10.244.0.0/16");
+        cfg.nftables_shards = (int32_t) shards;
         struct inet_cidr hostaddr;
         inet_cidr_parse("192.168.0.2/24", &hostaddr);
         host.addrs = &hostaddr;
@@ -463,7 +489,7 @@ int main(int argc, char **argv) {
                 return 2;
 
         if (strcmp(argv[1], "conflict") == 0) {
-                if (nftables_open(&nl) < 0 || nftsync_new(4, nl, &sync) < 0)
+                if (nftables_open(&nl) < 0 || nftsync_new(4, shards, nl, &sync) < 0)
                         return 2;
                 int bad = conflict(argv[3], sync, &p);
                 nftsync_free(sync);
@@ -477,7 +503,7 @@ int main(int argc, char **argv) {
                 upsert(m, make_service(i));
                 upsert(m, make_slice(i));
         }
-        if (nftables_open(&nl) < 0 || nftsync_new(4, nl, &sync) < 0)
+        if (nftables_open(&nl) < 0 || nftsync_new(4, shards, nl, &sync) < 0)
                 return 2;
         nftsync_set_chunk(sync, 40);    /* several transactions even for a small table */
         if (nftsync_full(sync, m, &p, NULL, 0, false, &st) < 0) {
@@ -534,8 +560,8 @@ int main(int argc, char **argv) {
                          * was down), and someone else changed two chains. */
                         bool resync = step % 4 == 0;
                         if (step % 8 == 0) {
-                                snprintf(path, sizeof path, "ip netns exec %s nft add chain ip kube-proxy stray-%d",
-                                         argv[3], step);
+                                snprintf(path, sizeof path, "ip netns exec %s nft add chain ip %s stray-%d",
+                                         argv[3], step % 16 == 0 ? nat_table() : "kube-proxy", step);
                                 if (system(path) != 0) {
                                         fprintf(stderr, "walk: step %d: cannot add a stray chain\n", step);
                                         return 2;
@@ -543,8 +569,8 @@ int main(int argc, char **argv) {
                         }
                         if (step % 10 == 0) {
                                 snprintf(path, sizeof path,
-                                         "ip netns exec %s nft 'flush chain ip kube-proxy services; insert rule ip "
-                                         "kube-proxy nat-output ip daddr 10.96.0.10 drop'", argv[3]);
+                                         "ip netns exec %s nft 'flush chain ip %s services; insert rule ip "
+                                         "%s nat-output ip daddr 10.96.0.10 drop'", argv[3], nat_table(), nat_table());
                                 if (system(path) != 0) {
                                         fprintf(stderr, "walk: step %d: cannot change chains\n", step);
                                         return 2;

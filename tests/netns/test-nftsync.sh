@@ -52,6 +52,20 @@ for seed in 1 2 3 4 5 6; do
     fi
     ip netns exec "$A" nft delete table ip kube-proxy 2>/dev/null
 done
+# The same with the services' nat side spread over three more tables.
+for seed in 7 8 9; do
+    if WALK_SHARDS=3 "$tmp/nftsync-walk" "$seed" 40 "$A" "$B" >"$tmp/out" 2>&1; then
+        echo "ok   seed $seed, 3 shards: $(grep -c same "$tmp/out") steps, all four tables the same"
+        passed=$((passed + 1))
+    else
+        echo "FAIL seed $seed, 3 shards:"
+        tail -60 "$tmp/out"
+        failed=$((failed + 1))
+    fi
+    for t in kube-proxy kube-proxy-1 kube-proxy-2 kube-proxy-3; do
+        ip netns exec "$A" nft delete table ip $t 2>/dev/null
+    done
+done
 # Two services claiming one external IP and port.
 if "$tmp/nftsync-walk" conflict 0 "$A" "$B" >"$tmp/out" 2>&1; then
     echo "ok   a contended map key stays with its first owner, then passes to the other"
