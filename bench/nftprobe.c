@@ -27,7 +27,10 @@
  *   jump C T           a rule of chain C jumps or goes to chain T   !jump C T  none does
  *   jumps C P K        the rules of chain C jump/go to exactly K distinct chains whose
  *                      names start with P (e.g. endpoint-, KUBE-SEP-)
- *   count S K          set or map S has at least K elements (dumps the set)
+ *   count S K          set or map S has at least K elements (dumps the set); with
+ *                      tables T1,T2,... (see "in"), of all of them together
+ *   in T[,T...]        the conditions after it are about table T (default: -T's);
+ *                      a list only for count (kproxy's --nftables-shards)
  * One-shot queries (print and exit):
  *   show-chain C       the chains that C's rules jump or go to, one a line
  *   show-elem M KEY    the element's verdict
@@ -66,6 +69,7 @@ struct cond {
         int keylen;
         long k;               /* jumps: K, count: K */
         const char *prefix;   /* jumps: count only targets starting with it */
+        const char *table;    /* "in": one table, or for count a comma-separated list */
 };
 
 static struct mnl_socket *nl;
@@ -345,8 +349,25 @@ static long count_elems(const char *set) {
 
 /* --- conditions --- */
 
+static long count_in_tables(const char *set, const char *tables) {
+        char list[1024];
+        long sum = 0;
+        snprintf(list, sizeof list, "%s", tables);
+        for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                table = t;
+                long n = count_elems(set);
+                if (n < 0)
+                        return -1;
+                sum += n;
+        }
+        table = tables;
+        return sum;
+}
+
 static bool holds(const struct cond *c) {
         bool v = false;
+        const char *saved = table;
+        table = c->table ? c->table : table;
         switch (c->kind) {
         case C_CHAIN:
                 v = chain_exists(c->a) > 0;
@@ -372,11 +393,12 @@ static bool holds(const struct cond *c) {
                 break;
         }
         case C_COUNT:
-                v = count_elems(c->a) >= c->k;
+                v = (strchr(table, ',') ? count_in_tables(c->a, table) : count_elems(c->a)) >= c->k;
                 break;
         case C_THEN:
                 break;
         }
+        table = saved;
         return c->neg ? !v : v;
 }
 
@@ -467,8 +489,15 @@ int main(int argc, char **argv) {
 
         struct cond *conds = calloc((size_t) nargs + 1, sizeof *conds);
         int nc = 0;
+        const char *in = NULL;
         for (int i = 0; i < nargs;) {
+                if (!strcmp(a[i], "in") && i + 1 < nargs) {
+                        in = a[i + 1];
+                        i += 2;
+                        continue;
+                }
                 struct cond *c = &conds[nc++];
+                c->table = in;
                 const char *w = a[i++];
                 c->neg = w[0] == '!';
                 if (c->neg)

@@ -385,12 +385,33 @@ class Cluster:
         return [e["addresses"][0] for e in svc["slice"]["endpoints"]]
 
 
+SHARDS = 0     # --nft-shards: kproxy's --nftables-shards in nftables mode
+
+
+def shard_table(svc):
+    """The nftables table that holds svc's nat side (render_nft_shard(): FNV-1a 64 of "ns/name")."""
+    if not SHARDS:
+        return "kube-proxy"
+    h = 0xcbf29ce484222325
+    for b in ("%s/%s" % (svc["ns"], svc["name"])).encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+    return "kube-proxy-%d" % (1 + h % SHARDS)
+
+
+def nat_tables():
+    return ",".join("kube-proxy-%d" % i for i in range(1, SHARDS + 1)) if SHARDS else "kube-proxy"
+
+
+def shard_flags():
+    return ["--nftables-shards", str(SHARDS)] if SHARDS else []
+
+
 def expected_service_ips(run, cluster):
     """How many service-ips elements kproxy writes for this state, from `kproxy render`."""
     p = subprocess.run([run.kproxy_bin, "render", "--proxy-mode", "nftables", "--hostname-override", NODE,
-                        "--cluster-cidr", CLUSTER_CIDR, "--host-addresses", NODE_IP + "/24", cluster.state],
-                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True)
-    return p.stdout.count(b"add element ip kube-proxy service-ips ")
+                        "--cluster-cidr", CLUSTER_CIDR, "--host-addresses", NODE_IP + "/24"] + shard_flags() +
+                       [cluster.state], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True)
+    return len(re.findall(rb"^add element ip kube-proxy(?:-\d+)? service-ips ", p.stdout, re.M))
 
 
 # --- kproxy ----------------------------------------------------------------
@@ -417,7 +438,7 @@ class Kproxy:
                 "--hostname-override", NODE, "--cluster-cidr", CLUSTER_CIDR,
                 "--iptables-min-sync-period", min_sync,
                 "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249",
-                "-v=2"] + list(extra)
+                "-v=2"] + (shard_flags() if mode == "nftables" else []) + list(extra)
         with open(self.logfile, "a") as f:
             f.write("=== start %s\n" % " ".join(args))
         self.log_offset = os.path.getsize(self.logfile)
@@ -520,8 +541,8 @@ class Probe:
             self.proc.wait()
 
 
-def probe_once(run, mode, *words):
-    args = [run.probe_bin, "-n", run.ns("node")] + (["-T", "nat"] if mode == "iptables" else []) + list(words)
+def probe_once(run, mode, *words, table="kube-proxy"):
+    args = [run.probe_bin, "-n", run.ns("node"), "-T", "nat" if mode == "iptables" else table] + list(words)
     return subprocess.run(args, stdout=subprocess.PIPE, text=True).stdout
 
 
@@ -561,12 +582,13 @@ def verify_probe(run, cluster, mode):
     for a few services (small N only: listing is slow at scale)."""
     picks = [cluster.services[0], cluster.services[len(cluster.services) // 2], cluster.services[-1]]
     if mode == "nftables":
-        text = run.sh(["nft", "list", "table", "ip", "kube-proxy"], ns="node").stdout
+        text = run.sh(["nft", "list", "ruleset", "ip"], ns="node").stdout
         chains = {name: body for name, body in re.findall(r"^\tchain (\S+) \{\n(.*?)^\t\}$", text, re.M | re.S)}
-        m = re.search(r"^\tmap service-ips \{\n(.*?)^\t\}$", text, re.M | re.S)
-        elems = dict(re.findall(r"([0-9.]+) \. tcp \. (?:\d+) : goto ([^\s,}]+)", m.group(1) if m else ""))
-        count = int(probe_once(run, mode, "show-count", "service-ips").strip() or -1)
-        nelems = len(re.findall(r" : (?:goto|jump|drop|accept)", m.group(1) if m else ""))
+        maps = "".join(re.findall(r"^\tmap service-ips \{\n(.*?)^\t\}$", text, re.M | re.S))
+        elems = dict(re.findall(r"([0-9.]+) \. tcp \. (?:\d+) : goto ([^\s,}]+)", maps))
+        count = sum(int(probe_once(run, mode, "show-count", "service-ips", table=t).strip() or -1)
+                    for t in nat_tables().split(","))
+        nelems = len(re.findall(r" : (?:goto|jump|drop|accept)", maps))
         if count != nelems:
             raise BenchError("probe: service-ips has %d elements, nft lists %d" % (count, nelems))
     else:
@@ -581,11 +603,12 @@ def verify_probe(run, cluster, mode):
         for t in re.findall(r"(?:goto|jump) (\S+)", chains.get(nm.service(), "")):
             if t not in want:
                 want.append(t)
-        got = probe_once(run, mode, "show-chain", nm.service()).split()
+        got = probe_once(run, mode, "show-chain", nm.service(), table=shard_table(svc)).split()
         if sorted(got) != sorted(want) or not got:
             raise BenchError("probe: %s goes to %s, the listing says %s" % (nm.service(), got, want))
         if mode == "nftables":
-            got = probe_once(run, mode, "show-elem", "service-ips", "%s,tcp,80" % svc["ip"]).strip()
+            got = probe_once(run, mode, "show-elem", "service-ips", "%s,tcp,80" % svc["ip"],
+                             table=shard_table(svc)).strip()
             if got != "goto " + elems.get(svc["ip"], "?"):
                 raise BenchError("probe: service-ips %s is %r, nft lists goto %s" % (svc["ip"], got,
                                                                                   elems.get(svc["ip"])))
@@ -637,10 +660,10 @@ def first_load(run, cluster, api, mode, args):
     fn, ln = Names(mode, first["ns"], first["name"]), Names(mode, last["ns"], last["name"])
     last_eps = cluster.endpoints(last)
     if mode == "nftables":
-        g0 = ["elem", "service-ips", "%s,tcp,80" % first["ip"], fn.service()]
-        g1 = ["elem", "service-ips", "%s,tcp,80" % last["ip"], ln.service(),
+        g0 = ["in", shard_table(first), "elem", "service-ips", "%s,tcp,80" % first["ip"], fn.service()]
+        g1 = ["in", shard_table(last), "elem", "service-ips", "%s,tcp,80" % last["ip"], ln.service(),
               "jumps", ln.service(), ln.ep_prefix(), str(len(last_eps)), "chain", ln.endpoint(last_eps[-1])]
-        g2 = ["count", "service-ips", str(cluster.expected_elems)]
+        g2 = ["in", nat_tables(), "count", "service-ips", str(cluster.expected_elems)]
         conds = g0 + ["then"] + g1 + ["then"] + g2
     else:
         g0 = ["chain", fn.service()]
@@ -682,8 +705,8 @@ def change_one(run, cluster, api, kp, mode, svc, timeout):
     new = ip_str(cluster.next_ip)
     cluster.next_ip += 1
     nm = Names(mode, svc["ns"], svc["name"])
-    conds = ["chain", nm.endpoint(new), "jump", nm.service(), nm.endpoint(new),
-             "!jump", nm.service(), nm.endpoint(old)]
+    conds = (["in", shard_table(svc)] if mode == "nftables" else []) + [
+        "chain", nm.endpoint(new), "jump", nm.service(), nm.endpoint(new), "!jump", nm.service(), nm.endpoint(old)]
     if mode == "nftables":
         conds += ["elem", "service-ips", "%s,tcp,80" % svc["ip"], nm.service()]
     probe = Probe(run, mode, conds, timeout, ready=True)
@@ -927,8 +950,8 @@ def kernel_floor(run, cluster, mode):
     with open(out, "w") as f:
         subprocess.run([run.kproxy_bin, "render", "--proxy-mode", mode, "--hostname-override", NODE,
                         "--cluster-cidr", CLUSTER_CIDR, "--host-addresses", "127.0.0.1/8,%s/24" % NODE_IP,
-                        "--host-nfacct=false", "--host-random-fully=true", "--host-tcp-be-liberal=false",
-                        cluster.state], stdout=f, stderr=subprocess.DEVNULL, check=True, timeout=900)
+                        "--host-nfacct=false", "--host-random-fully=true", "--host-tcp-be-liberal=false"] +
+                       (shard_flags() if mode == "nftables" else []) + [cluster.state], stdout=f, stderr=subprocess.DEVNULL, check=True, timeout=900)
     run.add_ns("floor")
     try:
         if mode == "iptables":
@@ -1181,6 +1204,8 @@ def main():
     ap.add_argument("--ipt-max", type=int, default=20000,
                     help="iptables mode skips larger sizes (a restart there rewrites everything: minutes at 50k)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--nft-shards", type=int, default=0,
+                    help="nftables mode with kproxy's --nftables-shards N (the services' nat side in N tables)")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="'' to write no file")
     ap.add_argument("--json", help="also write every raw number to this file")
     ap.add_argument("--perf", metavar="DIR", help="perf record kproxy during the first load and the changes")
@@ -1194,6 +1219,8 @@ def main():
                          "named set per endpoint of those)")
     ap.add_argument("--tree", help="what the report names as the tree measured (default: git describe)")
     args = ap.parse_args()
+    global SHARDS
+    SHARDS = args.nft_shards
     if args.from_json:
         with open(args.from_json) as f:
             results = json.load(f)

@@ -263,13 +263,13 @@ class Lab:
 
     def leftovers(self, mode):
         """Whatever a mode left in the kernel: KUBE-* lines of iptables-save
-        (but KUBE-FIREWALL, which kubelet owns too) or the kube-proxy tables."""
+        (but KUBE-FIREWALL, which kubelet owns too) or the kube-proxy tables (and shards)."""
         if mode == "iptables":
             return [l for t in ("nat", "filter", "mangle")
                     for l in self.run(["iptables-save", "-t", t], ns="n1").stdout.splitlines()
                     if "KUBE-" in l and "KUBE-FIREWALL" not in l]
-        return [f for f in ("ip", "ip6")
-                if self.run(["nft", "list", "table", f, "kube-proxy"], ns="n1", check=False).returncode == 0]
+        return re.findall(r"^table (ip6? kube-proxy(?:-\d+)?)$", self.run(["nft", "list", "tables"], ns="n1").stdout,
+                          re.M)
 
     def healthz(self, path="healthz"):
         p = self.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:10256/" + path],

@@ -648,6 +648,76 @@ class E2ENftables(Suite, unittest.TestCase):
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {})
 
+    def test_15d_shards(self):
+        """--nftables-shards: the services' nat side in more tables, each
+        service's in one of them; traffic and changes as with one table;
+        a smaller count (or none) drops the tables it no longer uses."""
+        lab, ip = self.lab, self.ip
+        pods = ("a1", "a2", "a3", "a4")
+        objs = []
+        for i in range(8):
+            objs += [service("sh%d" % i, "10.96.0.%d" % (60 + i)),
+                     slice_("sh%d-1" % i, "sh%d" % i, [(ip[pods[i % 4]], "node-1")])]
+        lab.apply_objects("create", objs)
+
+        def tables():
+            out = lab.run(["nft", "list", "tables", "ip"], ns="n1").stdout
+            return sorted(re.findall(r"^table ip (kube-proxy\S*)$", out, re.M))
+
+        def serves(i, pod):
+            r = self.client("10.96.0.%d" % (60 + i), 80, 20)
+            return r["errors"] == {} and sorted(r["replies"]) == [pod]
+
+        def all_serve(what, want):
+            for i in range(8):
+                lab_wait(what + ": sh%d to %s" % (i, want(i)), lambda: serves(i, want(i)))
+
+        def lab_wait(what, cond, timeout=20):
+            t0 = time.monotonic()
+            while not cond():
+                if time.monotonic() - t0 > timeout:
+                    self.fail("timed out waiting for " + what + "\n" + lab.kproxy_output()[-3000:])
+                time.sleep(0.2)
+
+        first = lambda i: pods[i % 4]
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy("--nftables-shards", "4")
+        all_serve("4 shards", first)
+        self.assertEqual(tables(), ["kube-proxy"] + ["kube-proxy-%d" % i for i in range(1, 5)])
+        # Each service's chain is in exactly one shard; they use several.
+        where = {}
+        for t in range(1, 5):
+            listing = lab.run(["nft", "list", "table", "ip", "kube-proxy-%d" % t], ns="n1").stdout
+            for c in nft_chains(listing):
+                m = re.fullmatch(r"service-\w{8}-default/(sh\d)/tcp/p", c)
+                if m:
+                    self.assertNotIn(m.group(1), where)
+                    where[m.group(1)] = t
+        self.assertEqual(sorted(where), ["sh%d" % i for i in range(8)])
+        self.assertGreater(len(set(where.values())), 1, where)
+        main = lab.nft()
+        self.assertFalse([c for c in nft_chains(main) if re.match(r"(service|endpoint)-\w{8}-", c)])
+        self.assertIn("10.96.0.60", " ".join(nft_elements(main, "cluster-ips")))
+        # A change: sh0's pod replaced.
+        self.replace_slice(slice_("sh0-1", "sh0", [(ip["a3"], "node-1")]))
+        moved = lambda i: "a3" if i == 0 else first(i)
+        lab_wait("sh0 to a3", lambda: serves(0, "a3"))
+        # Fewer shards: the tables above 2 go, every service keeps working.
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy("--nftables-shards", "2")
+        lab_wait("two shards", lambda: tables() == ["kube-proxy", "kube-proxy-1", "kube-proxy-2"])
+        all_serve("2 shards", moved)
+        # --cleanup removes the shards too; then upstream's single table.
+        lab.stop_kproxy(signal.SIGTERM)
+        p = lab.run([lab.kproxy_bin, "--cleanup"], ns="n1", check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(tables(), [])
+        lab.start_kproxy()
+        lab_wait("one table", lambda: tables() == ["kube-proxy"])
+        all_serve("no shards", moved)
+        self.assertTrue([c for c in nft_chains(lab.nft()) if re.match(r"service-\w{8}-default/sh0/", c)])
+        lab.kubectl("delete", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+
     def test_12f_foreign_chain_is_removed(self):
         self.assert_repaired("a foreign chain", "add chain ip kube-proxy foreign",
                              "add rule ip kube-proxy foreign ip daddr 10.96.0.10 drop")
