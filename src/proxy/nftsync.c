@@ -415,7 +415,7 @@ static int txn_commit(struct tsync *s, struct txn *t, struct nftsync_stats *st) 
         r = nftables_commit(s->nl, &m, err, sizeof err);
         st->kernel_seconds += now_s() - t0;
         if (r < 0)
-                log_error("IPv%u nftables transaction of %zu messages (table %s) failed: %s", s->family, m.n, s->tname,
+                log_error("IPv%u nftables %s transaction of %zu messages failed: %s", s->family, s->tname, m.n,
                           err);
         st->transactions++;
         st->messages += m.n;
@@ -756,19 +756,30 @@ static void remove_unwanted(struct tsync *s, const struct hmap *chains, const st
                 for (size_t i = 0; i < rec->n_sets; i++)
                         hmap_put(&desired, rec->sets[i].name, (void *) rec);
         }
-        for (size_t it = 0; hmap_next(chains, &it, &k, &v);) {
-                if (hmap_get(&desired, k))
+        /* The nat side's maps go before the chains they point at: when the
+         * shard count changes, they leave a table with those chains. Others'
+         * sets go after the chains (what refers to what is unknown). */
+        for (int pass = 0; pass < 3; pass++) {
+                if (pass == 1) {
+                        for (size_t it = 0; hmap_next(chains, &it, &k, &v);) {
+                                if (hmap_get(&desired, k))
+                                        continue;
+                                log_v(2, "IPv%u nftables chain %s %s is not kproxy's, removing it", s->family,
+                                      s->tname, k);
+                                nftmsg_chain_flush(&t->body, k);
+                                nftmsg_chain_del(&t->tail, k);
+                                st->chains_deleted++;
+                        }
                         continue;
-                log_v(2, "IPv%u nftables chain %s %s is not kproxy's, removing it", s->family, s->tname, k);
-                nftmsg_chain_flush(&t->body, k);
-                nftmsg_chain_del(&t->tail, k);
-                st->chains_deleted++;
-        }
-        for (size_t it = 0; hmap_next(sets, &it, &k, &v);)
-                if (!hmap_get(&desired, k)) {
+                }
+                for (size_t it = 0; hmap_next(sets, &it, &k, &v);) {
+                        bool nat = strcmp(k, "service-ips") == 0 || strcmp(k, "service-nodeports") == 0;
+                        if (nat != (pass == 0) || hmap_get(&desired, k))
+                                continue;
                         log_v(2, "IPv%u nftables set %s %s is not kproxy's, removing it", s->family, s->tname, k);
                         nftmsg_set_del(&t->tail, k);
                 }
+        }
         hmap_done(&desired);
 }
 
