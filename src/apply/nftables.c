@@ -882,7 +882,7 @@ int nftables_drop_tables(struct nftables *n, uint8_t family, unsigned from) {
         if (r < 0)
                 return log_error_errno(r, "Failed to list the IPv%u nftables tables", family);
         for (unsigned i = from; i <= NFTIR_TABLES_MAX; i++) {
-                char name[NFTIR_TABLE_NAME_MAX];
+                char tbuf[NFTIR_TABLE_NAME_MAX];
                 struct nftmsg m;
                 if (!present[i])
                         continue;
@@ -894,7 +894,7 @@ int nftables_drop_tables(struct nftables *n, uint8_t family, unsigned from) {
                 r = nftables_commit(n, &m, err, sizeof err);
                 n->seq = m.seq;
                 nftmsg_done(&m);
-                nftir_table_name(i, name);
+                const char *name = nftir_table_name(i, tbuf);
                 if (r == 0)
                         log_info("Deleted nftables table %s %s", family == 6 ? "ip6" : "ip", name);
                 else if (r != -ENOENT)
