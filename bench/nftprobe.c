@@ -360,7 +360,6 @@ static long count_in_tables(const char *set, const char *tables) {
                         return -1;
                 sum += n;
         }
-        table = tables;
         return sum;
 }
 

@@ -36,17 +36,6 @@
 #include "util/hmap.h"
 #include "util/log.h"
 
-
-/* Index of one of kproxy's tables (render/nftir.h), or -1. */
-int nftables_table_index(const char *name) {
-        if (strcmp(name, "kube-proxy") == 0)
-                return 0;
-        if (strncmp(name, "kube-proxy-", 11) != 0 || name[11] < '1' || name[11] > '9')
-                return -1;
-        char *end;
-        unsigned long i = strtoul(name + 11, &end, 10);
-        return *end || i > NFTIR_TABLES_MAX ? -1 : (int) i;
-}
 #define RECV_BUF (64 * 1024)
 #define MONITOR_RCVBUF (32 * 1024 * 1024)
 
@@ -803,7 +792,7 @@ static void monitor_msg(struct nftables_monitor *m, const struct nlmsghdr *nlh) 
                          (t == 3 && (type == NFT_MSG_NEWCHAIN || type == NFT_MSG_DELCHAIN)))
                         obj = mnl_attr_get_str(a);
         }
-        if (!table || nftables_table_index(table) < 0)
+        if (!table || nftir_table_index(table) < 0)
                 return;
         /* Affinity sets fill and expire by themselves. */
         if ((type == NFT_MSG_NEWSETELEM || type == NFT_MSG_DELSETELEM) && obj && strncmp(obj, "affinity-", 9) == 0)
@@ -866,7 +855,7 @@ static int table_name_cb(const struct nlmsghdr *nlh, void *data) {
         const struct nlattr *a;
         mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
                 if (mnl_attr_get_type(a) == NFTA_TABLE_NAME && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0) {
-                        int i = nftables_table_index(mnl_attr_get_str(a));
+                        int i = nftir_table_index(mnl_attr_get_str(a));
                         if (i >= 0)
                                 present[i] = true;
                 }
@@ -947,7 +936,8 @@ bool nftables_table_present(uint8_t family) {
         if (nftables_open(&n) < 0)
                 return false;
         struct nlmsghdr *nlh = request(n, buf, NFT_MSG_GETTABLE, NLM_F_ACK, family);
-        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, "kube-proxy");
+        char name[NFTIR_TABLE_NAME_MAX];
+        mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, nftir_table_name(0, name));
         present = talk(n, nlh, NULL, NULL) == 0;
         nftables_close(n);
         return present;

@@ -106,8 +106,6 @@ int nftables_cleanup(void);
 /* Deletes the family's kproxy tables of index from and above (logged).
  * Returns 0 or -errno. */
 int nftables_drop_tables(struct nftables *n, uint8_t family, unsigned from);
-/* The index of one of kproxy's tables by its name, or -1. */
-int nftables_table_index(const char *name);
 /* How many chains and named sets a table of the family holds (the
  * kernel's count of its objects, asked in one request; 6.18 does not count
  * the anonymous sets of rules).

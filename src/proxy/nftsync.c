@@ -742,6 +742,20 @@ static int list_table(struct tsync *s, struct hmap *chains, struct hmap *sets, s
 /* The fixed part's record, under a key no service has. */
 #define FIXED_KEY ""
 
+/* The sets of sets (from nftables_list()) that no record in desired
+ * wants, of the nat side or the others: deleted in t's tail. */
+static void remove_sets(const struct tsync *s, const struct hmap *sets, const struct hmap *desired, bool nat,
+                        struct txn *t) {
+        const char *k;
+        void *v;
+        for (size_t it = 0; hmap_next(sets, &it, &k, &v);) {
+                if (nftir_nat_map(k) != nat || hmap_get(desired, k))
+                        continue;
+                log_v(2, "IPv%u nftables set %s %s is not kproxy's, removing it", s->family, s->tname, k);
+                nftmsg_set_del(&t->tail, k);
+        }
+}
+
 /* What the table holds (chains, sets: from nftables_list()) and no record
  * wants, stale or someone else's: flushed in t's body, deleted in its tail. */
 static void remove_unwanted(struct tsync *s, const struct hmap *chains, const struct hmap *sets, struct txn *t,
@@ -759,27 +773,16 @@ static void remove_unwanted(struct tsync *s, const struct hmap *chains, const st
         /* The nat side's maps go before the chains they point at: when the
          * shard count changes, they leave a table with those chains. Others'
          * sets go after the chains (what refers to what is unknown). */
-        for (int pass = 0; pass < 3; pass++) {
-                if (pass == 1) {
-                        for (size_t it = 0; hmap_next(chains, &it, &k, &v);) {
-                                if (hmap_get(&desired, k))
-                                        continue;
-                                log_v(2, "IPv%u nftables chain %s %s is not kproxy's, removing it", s->family,
-                                      s->tname, k);
-                                nftmsg_chain_flush(&t->body, k);
-                                nftmsg_chain_del(&t->tail, k);
-                                st->chains_deleted++;
-                        }
+        remove_sets(s, sets, &desired, true, t);
+        for (size_t it = 0; hmap_next(chains, &it, &k, &v);) {
+                if (hmap_get(&desired, k))
                         continue;
-                }
-                for (size_t it = 0; hmap_next(sets, &it, &k, &v);) {
-                        bool nat = strcmp(k, "service-ips") == 0 || strcmp(k, "service-nodeports") == 0;
-                        if (nat != (pass == 0) || hmap_get(&desired, k))
-                                continue;
-                        log_v(2, "IPv%u nftables set %s %s is not kproxy's, removing it", s->family, s->tname, k);
-                        nftmsg_set_del(&t->tail, k);
-                }
+                log_v(2, "IPv%u nftables chain %s %s is not kproxy's, removing it", s->family, s->tname, k);
+                nftmsg_chain_flush(&t->body, k);
+                nftmsg_chain_del(&t->tail, k);
+                st->chains_deleted++;
         }
+        remove_sets(s, sets, &desired, false, t);
         hmap_done(&desired);
 }
 
@@ -1014,22 +1017,20 @@ out_lists:
 struct nftsync {
         uint8_t family;
         struct nftables *nl;
-        size_t n;
+        void (*after_commit)(void *);
+        void *after_commit_ud;
+        size_t chunk;
+        size_t n;                               /* 1 + the shard count of the render parameters */
         struct tsync *t[NFTIR_TABLES_MAX + 1];  /* by table index: 0, then the shards */
 };
 
-int nftsync_new(uint8_t family, unsigned shards, struct nftables *nl, struct nftsync **ret) {
+int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret) {
         struct nftsync *g = calloc(1, sizeof *g);
         if (!g)
                 return -ENOMEM;
         g->family = family;
         g->nl = nl;
-        g->n = 1 + (shards < NFTIR_TABLES_MAX ? shards : NFTIR_TABLES_MAX);
-        for (size_t i = 0; i < g->n; i++)
-                if (tsync_new(family, (unsigned) i, nl, &g->t[i]) < 0) {
-                        nftsync_free(g);
-                        return -ENOMEM;
-                }
+        g->chunk = DEFAULT_CHUNK;
         *ret = g;
         return 0;
 }
@@ -1044,13 +1045,34 @@ struct nftsync *nftsync_free(struct nftsync *g) {
 }
 
 void nftsync_set_after_commit(struct nftsync *g, void (*fn)(void *userdata), void *userdata) {
+        g->after_commit = fn;
+        g->after_commit_ud = userdata;
         for (size_t i = 0; i < g->n; i++)
                 tsync_set_after_commit(g->t[i], fn, userdata);
 }
 
 void nftsync_set_chunk(struct nftsync *g, size_t messages) {
+        g->chunk = messages;
         for (size_t i = 0; i < g->n; i++)
                 tsync_set_chunk(g->t[i], messages);
+}
+
+/* The tables p asks for: the first sync makes their syncs (the shard
+ * count comes from the configuration and does not change). */
+static int tables_for(struct nftsync *g, const struct render_params *p) {
+        size_t want = 1 + (p->nft_shards < NFTIR_TABLES_MAX ? p->nft_shards : NFTIR_TABLES_MAX);
+        if (g->n > 0 && g->n != want) {
+                log_error("IPv%u nftables: the shard count changed from %zu to %u while running", g->family,
+                          g->n - 1, p->nft_shards);
+                return -EINVAL;
+        }
+        for (; g->n < want; g->n++) {
+                if (tsync_new(g->family, (unsigned) g->n, g->nl, &g->t[g->n]) < 0)
+                        return -ENOMEM;
+                tsync_set_after_commit(g->t[g->n], g->after_commit, g->after_commit_ud);
+                tsync_set_chunk(g->t[g->n], g->chunk);
+        }
+        return 0;
 }
 
 static void stats_add(struct nftsync_stats *a, const struct nftsync_stats *b) {
@@ -1070,12 +1092,25 @@ static void stats_add(struct nftsync_stats *a, const struct nftsync_stats *b) {
 enum kind { FULL, REBUILD, RESYNC, PARTIAL };
 
 /* Every table in turn, the shards first: a restart that brings them in
- * has them ready before the main table lets go of the services' nat side. */
+ * has them ready before the main table lets go of the services' nat side.
+ * A partial sync leaves out the shards none of the changed services is in. */
 static int each_table(struct nftsync *g, enum kind k, const struct model *m, const struct render_params *p,
                       const struct inet_cidr *service_cidrs, size_t n_service_cidrs, const struct hmap *changed,
                       struct nftsync_stats *st) {
-        int r = 0;
+        bool touched[NFTIR_TABLES_MAX + 1] = {false};
+        int r = tables_for(g, p);
         memset(st, 0, sizeof *st);
+        if (r < 0)
+                return r;
+        if (k == PARTIAL) {
+                const char *key;
+                void *v;
+                touched[0] = true;
+                for (size_t it = 0; hmap_next(changed, &it, &key, &v);) {
+                        unsigned t = render_nft_shard(key, p->nft_shards);
+                        touched[t < g->n ? t : 0] = true;
+                }
+        }
         for (size_t i = 1; i <= g->n && r == 0; i++) {
                 struct tsync *s = g->t[i % g->n];
                 struct nftsync_stats one;
@@ -1088,6 +1123,8 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
                         r = tsync_resync(s, m, p, service_cidrs, n_service_cidrs, &one);
                         break;
                 case PARTIAL:
+                        if (!touched[s->table])
+                                continue;
                         r = tsync_partial(s, m, p, changed, &one);
                         break;
                 }

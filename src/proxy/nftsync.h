@@ -42,13 +42,12 @@ struct nftsync_stats {
         bool listed_chains;             /* the names of all its chains were listed (seconds when large) */
 };
 
-/* The sync of a family's tables: "kube-proxy" and, with shards > 0 (as
- * render_params.nft_shards, which must match), kube-proxy-1 .. -shards
- * (render/nftir.h). Each table is synced on its own, shards first, with
- * its own records: the main table's hold every service's filter side, a
- * shard's the nat side of its own services. nl is borrowed. Returns 0 or
- * -ENOMEM. */
-int nftsync_new(uint8_t family, unsigned shards, struct nftables *nl, struct nftsync **ret);
+/* The sync of a family's tables: "kube-proxy" and, with
+ * render_params.nft_shards = N > 0, kube-proxy-1 .. -N (render/nftir.h).
+ * Each table is synced on its own, shards first, with its own records:
+ * the main table's hold every service's filter side, a shard's the nat
+ * side of its own services. nl is borrowed. Returns 0 or -ENOMEM. */
+int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret);
 struct nftsync *nftsync_free(struct nftsync *s);
 
 /* Called after each committed transaction (the daemon reads the change

@@ -863,9 +863,7 @@ static int nft_setup(struct proxier *p) {
         if (r < 0)
                 return log_error_errno(r, "Failed to open nf_tables netlink");
         for (size_t i = 0; i < p->n_fam; i++) {
-                r = nftsync_new(p->fam[i].family,
-                                (unsigned) (p->cfg->nftables_shards > 0 ? p->cfg->nftables_shards : 0), p->nl,
-                                &p->fam[i].nft);
+                r = nftsync_new(p->fam[i].family, p->nl, &p->fam[i].nft);
                 if (r < 0)
                         return r;
                 nftsync_set_after_commit(p->fam[i].nft, drain_monitor, p);

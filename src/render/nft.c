@@ -375,10 +375,9 @@ static void lb_chain(struct nrender *t, const char *prefix, const char *body, co
 /* A map element "KEY : goto CHAIN" or "KEY comment SPN : drop|goto reject-chain". */
 static void elem(struct nrender *t, const char *set, const struct inet_addr *addr, uint8_t proto, uint16_t port,
                  enum nftir_stmt_kind v, const char *prefix, const char *body, const char *comment) {
-        bool nat = strcmp(set, "service-ips") == 0 || strcmp(set, "service-nodeports") == 0;
         struct nftir_elem e = {
                 .set = set,
-                .table = nat ? t->nat : 0,
+                .table = nftir_nat_map(set) ? t->nat : 0,
                 .with_addr = addr != NULL,
                 .proto = proto,
                 .port = port,

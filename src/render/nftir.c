@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/endpoints.h"
@@ -52,6 +53,20 @@ const char *nftir_table_name(unsigned idx, char out[NFTIR_TABLE_NAME_MAX]) {
                 return "kube-proxy";
         snprintf(out, NFTIR_TABLE_NAME_MAX, "kube-proxy-%u", idx);
         return out;
+}
+
+int nftir_table_index(const char *name) {
+        if (strcmp(name, "kube-proxy") == 0)
+                return 0;
+        if (strncmp(name, "kube-proxy-", 11) != 0 || name[11] < '1' || name[11] > '9')
+                return -1;
+        char *end;
+        unsigned long i = strtoul(name + 11, &end, 10);
+        return *end || i > NFTIR_TABLES_MAX ? -1 : (int) i;
+}
+
+bool nftir_nat_map(const char *name) {
+        return strcmp(name, "service-ips") == 0 || strcmp(name, "service-nodeports") == 0;
 }
 
 static void head(struct buf *b, const char *what, uint8_t family, unsigned table) {

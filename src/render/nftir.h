@@ -122,6 +122,10 @@ struct nftir_elem {
 #define NFTIR_TABLE_NAME_MAX 24
 #define NFTIR_TABLES_MAX 64             /* shards */
 const char *nftir_table_name(unsigned idx, char out[NFTIR_TABLE_NAME_MAX]);
+/* The index of one of kproxy's tables by its name, or -1. */
+int nftir_table_index(const char *name);
+/* Whether a map is of the nat side (a shard's, when there are shards). */
+bool nftir_nat_map(const char *name);
 
 /* What the renderer writes to. family is 4 or 6 for every table. */
 struct nftir_sink {
