@@ -951,7 +951,8 @@ def kernel_floor(run, cluster, mode):
         subprocess.run([run.kproxy_bin, "render", "--proxy-mode", mode, "--hostname-override", NODE,
                         "--cluster-cidr", CLUSTER_CIDR, "--host-addresses", "127.0.0.1/8,%s/24" % NODE_IP,
                         "--host-nfacct=false", "--host-random-fully=true", "--host-tcp-be-liberal=false"] +
-                       (shard_flags() if mode == "nftables" else []) + [cluster.state], stdout=f, stderr=subprocess.DEVNULL, check=True, timeout=900)
+                       (shard_flags() if mode == "nftables" else []) + [cluster.state],
+                       stdout=f, stderr=subprocess.DEVNULL, check=True, timeout=900)
     run.add_ns("floor")
     try:
         if mode == "iptables":

@@ -670,14 +670,7 @@ class E2ENftables(Suite, unittest.TestCase):
 
         def all_serve(what, want):
             for i in range(8):
-                lab_wait(what + ": sh%d to %s" % (i, want(i)), lambda: serves(i, want(i)))
-
-        def lab_wait(what, cond, timeout=20):
-            t0 = time.monotonic()
-            while not cond():
-                if time.monotonic() - t0 > timeout:
-                    self.fail("timed out waiting for " + what + "\n" + lab.kproxy_output()[-3000:])
-                time.sleep(0.2)
+                wait_for(what + ": sh%d to %s" % (i, want(i)), lambda: serves(i, want(i)), timeout=20)
 
         first = lambda i: pods[i % 4]
         lab.stop_kproxy(signal.SIGTERM)
@@ -701,11 +694,11 @@ class E2ENftables(Suite, unittest.TestCase):
         # A change: sh0's pod replaced.
         self.replace_slice(slice_("sh0-1", "sh0", [(ip["a3"], "node-1")]))
         moved = lambda i: "a3" if i == 0 else first(i)
-        lab_wait("sh0 to a3", lambda: serves(0, "a3"))
+        wait_for("sh0 to a3", lambda: serves(0, "a3"), timeout=20)
         # Fewer shards: the tables above 2 go, every service keeps working.
         lab.stop_kproxy(signal.SIGTERM)
         lab.start_kproxy("--nftables-shards", "2")
-        lab_wait("two shards", lambda: tables() == ["kube-proxy", "kube-proxy-1", "kube-proxy-2"])
+        wait_for("two shards", lambda: tables() == ["kube-proxy", "kube-proxy-1", "kube-proxy-2"], timeout=20)
         all_serve("2 shards", moved)
         # --cleanup removes the shards too; then upstream's single table.
         lab.stop_kproxy(signal.SIGTERM)
@@ -713,7 +706,7 @@ class E2ENftables(Suite, unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(tables(), [])
         lab.start_kproxy()
-        lab_wait("one table", lambda: tables() == ["kube-proxy"])
+        wait_for("one table", lambda: tables() == ["kube-proxy"], timeout=20)
         all_serve("no shards", moved)
         self.assertTrue([c for c in nft_chains(lab.nft()) if re.match(r"service-\w{8}-default/sh0/", c)])
         lab.kubectl("delete", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
