@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FNV64_INIT 1469598103934665603ull
+#define FNV64_INIT 14695981039346656037ull     /* the offset basis, 0xcbf29ce484222325 */
 
 /* h with the n bytes at p folded in (start from FNV64_INIT). */
 static inline uint64_t fnv64(uint64_t h, const void *p, size_t n) {
