@@ -46,7 +46,10 @@ struct nftsync_stats {
  * render_params.nft_shards = N > 0, kube-proxy-1 .. -N (render/nftir.h).
  * Each table is synced on its own, shards first, with its own records:
  * the main table's hold every service's filter side, a shard's the nat
- * side of its own services. nl is borrowed. Returns 0 or -ENOMEM. */
+ * side of its own services. Their messages share the transactions: a
+ * partial sync is one transaction whichever tables it touches, a full
+ * sync as few as the size bound allows. nl is borrowed. Returns 0 or
+ * -ENOMEM. */
 int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret);
 struct nftsync *nftsync_free(struct nftsync *s);
 

@@ -524,8 +524,13 @@ int main(int argc, char **argv) {
                                         fprintf(stderr, "walk: step %d: full sync after a restart failed\n", step);
                                         return 1;
                                 }
-                                printf("step %d: restart, %zu chains written, %zu kept\n", step, st.chains_written,
-                                       st.chains_kept);
+                                printf("step %d: restart, %zu chains written, %zu kept, %zu messages in %zu "
+                                       "transactions\n", step, st.chains_written, st.chains_kept, st.messages,
+                                       st.transactions);
+                                if (st.transactions > st.messages / 40 + 1) {
+                                        printf("step %d: more transactions than the size bound needs\n", step);
+                                        return 1;
+                                }
                                 if (anon < 0 || st.chains_written != (size_t) anon || st.chains_kept == 0 ||
                                     st.listed_chains) {
                                         printf("step %d: a restart over an unchanged table wrote %zu chains and "
@@ -582,6 +587,19 @@ int main(int argc, char **argv) {
                         hmap_done(&changed);
                         if (r < 0) {
                                 fprintf(stderr, "walk: step %d: sync failed\n", step);
+                                return 1;
+                        }
+                        /* The tables share their transactions: a partial
+                         * sync is one, whichever tables it touches; a full
+                         * sync sends no transaction below the size bound
+                         * but its last. */
+                        if (step % 10 != 0 && !resync && st.transactions > 1) {
+                                printf("step %d: a partial sync took %zu transactions\n", step, st.transactions);
+                                return 1;
+                        }
+                        if (step % 10 == 0 && st.transactions > st.messages / 40 + 1) {
+                                printf("step %d: a full sync of %zu messages took %zu transactions\n", step,
+                                       st.messages, st.transactions);
                                 return 1;
                         }
                         if (step % 10 == 0 || resync)
