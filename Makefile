@@ -94,7 +94,7 @@ demo: deps
 	examples/demo.sh $(BUILD) $(PROXY_MODE)
 
 bench: deps bench-deps
-	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render bench-tools
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render build-bench/bench-nftsync bench-tools
 	bench/run.sh build-bench $(BENCH_SIZES)
 	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES)
 	bench/plot.py bench/results.json bench/plots
@@ -125,6 +125,8 @@ BENCH_SIZES ?= 1000 10000 50000
 BENCH_PROG_SIZES ?= $(if $(filter command line environment,$(origin BENCH_SIZES)),$(BENCH_SIZES),1000 20000 50000)
 export BENCH_MODES
 $(BUILD)/bench-render: $(BUILD)/bench/bench-render.o $(BUILD)/libkproxy-core.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/bench-nftsync: $(BUILD)/bench/bench-nftsync.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 BENCH_TOOLS := $(BUILD)/bench/nftprobe $(BUILD)/bench/dp_client $(BUILD)/bench/dp_server
 bench-tools: $(BENCH_TOOLS)

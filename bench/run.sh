@@ -7,7 +7,9 @@
 # validation, model) and the full iptables-restore input rendered 5 times
 # by build/bench-render, which reports both phases separately (best of 5
 # for the render, wall and CPU time of the one thread) and the peak RSS;
-# then the whole `kproxy render` command is timed once end to end.
+# then the whole `kproxy render` command is timed once end to end, and
+# build/bench-nftsync times nftables mode's sync in a scratch network
+# namespace (kpbs<pid>-N-shards, deleted after each run).
 # Results: stdout and bench/RESULTS.md.
 set -eu
 build=$1
@@ -22,10 +24,11 @@ import os, platform, subprocess, sys, time
 build, here, tmp = sys.argv[1:4]
 sizes = [int(s) for s in sys.argv[4:]]
 rows = []
+sync_rows = []
 for n in sizes:
     state = os.path.join(tmp, "state-%d.json" % n)
     with open(state, "w") as f:
-        subprocess.run([sys.executable, os.path.join(here, "gen_cluster.py"), str(n), "10", "node-0"],
+        subprocess.run([sys.executable, os.path.join(here, "gen_cluster.py"), "--unique-nodeports", str(n), "10", "node-0"],
                        stdout=f, check=True)
     mb = os.path.getsize(state) / 1e6
     out = subprocess.run([os.path.join(build, "bench-render"), state, "node-0", "10.128.0.0/9", "5"],
@@ -42,6 +45,24 @@ for n in sizes:
     rows.append(row)
     print("N=%6d  state %6.1f MB  load %6.3f s  render %6.3f s (cpu %6.3f s)  output %6.1f MB  "
           "peak RSS %7.1f MiB  `kproxy render` %6.3f s" % row, flush=True)
+    # nftables mode's sync in a scratch namespace: one table up to 20k (a
+    # cold load of 50k x 10 in one table takes minutes), 16 shards always.
+    for shards in ([0] if n <= 20000 else []) + [16]:
+        ns = "kpbs%d-%d-%d" % (os.getpid(), n, shards)
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+        try:
+            out = subprocess.run(["ip", "netns", "exec", ns, os.path.join(build, "bench-nftsync"), state, "node-0",
+                                  "10.128.0.0/9", str(shards), "5"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True, text=True).stdout
+        finally:
+            subprocess.run(["ip", "netns", "del", ns], check=True)
+        r = dict(kv.split("=") for kv in out.split())
+        sync_rows.append(r)
+        print("N=%6d  nftables, %2d shards: render %.3f s CPU; first full sync %.2f s (kproxy %.2f s, kernel %.2f s, "
+              "%s transactions); resync %.3f s CPU; one-endpoint partial sync %.1f ms" % (
+                  n, shards, float(r["render_cpu"]), float(r["cold_wall"]), float(r["cold_user"]),
+                  float(r["cold_sys"]), r["cold_transactions"], float(r["resync_cpu"]),
+                  float(r["partial_wall"]) * 1000), flush=True)
 
 cpu = ""
 try:
@@ -66,4 +87,19 @@ with open(os.path.join(here, "RESULTS.md"), "w") as f:
     for n, mb, load, rw, rc, omb, rss, total in rows:
         f.write("| %d | %.1f MB | %.3f s | %.3f s | %.3f s | %.1f MB | %.0f MiB | %.3f s |\n" %
                 (n, mb, load, rw, rc, omb, rss, total))
+    f.write("\n## nftables sync: kproxy's work and the kernel's\n\n")
+    f.write("`bench/bench-nftsync` in a scratch network namespace, the same clusters: *render* is the netlink "
+            "messages of a whole first full sync, no kernel (best of 5, CPU); *first full sync* is "
+            "`nftsync_full()` into the empty namespace, its user CPU (kproxy) and system CPU (the kernel's "
+            "side of the netlink calls); *resync* is the hourly full sync over the loaded, unchanged table "
+            "(render and diff of every service, one query per table; best of 5, CPU); *partial* is one "
+            "endpoint of one service changed (median of 5, wall, nearly all of it the kernel's commit).\n\n")
+    f.write("| services | shards | render (CPU) | messages | first full sync | kproxy (user) | kernel (system) "
+            "| transactions | resync (CPU) | partial sync |\n")
+    f.write("|---|---|---|---|---|---|---|---|---|---|\n")
+    for r in sync_rows:
+        f.write("| %s | %s | %.3f s | %s | %.2f s | %.2f s | %.2f s | %s | %.3f s | %.1f ms |\n" % (
+            r["services"], r["shards"], float(r["render_cpu"]), r["messages"], float(r["cold_wall"]),
+            float(r["cold_user"]), float(r["cold_sys"]), r["cold_transactions"], float(r["resync_cpu"]),
+            float(r["partial_wall"]) * 1000))
 PY

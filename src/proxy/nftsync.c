@@ -51,6 +51,7 @@
 #include "util/cleanup.h"
 #include "util/hmap.h"
 #include "util/log.h"
+#include "util/strb.h"
 
 #define DEFAULT_CHUNK 25000
 /* Element ids: "<set>/<key in hex>". */
@@ -118,6 +119,8 @@ struct nftsync {
         bool pend_tables[NFTIR_TABLES_MAX + 1]; /* whose messages are in it (for the log) */
         struct nftmsg ids;                      /* only its counter: set ids unique in a transaction */
         uint32_t seq;
+        const struct svc **svcs;                /* a full sync's: the model's services in key order */
+        size_t n_svcs;
 };
 
 /* One service (or the fixed part) rendered into scratch messages. */
@@ -307,9 +310,10 @@ static void u_elem(void *ud, const struct nftir_elem *e) {
         size_t n = nftmsg_elem_key(u->elems.family, e, key);
         grow((void **) &u->el, &u->cap_el, u->n_el, sizeof *u->el);
         struct unit_elem *x = &u->el[u->n_el++];
-        int len = snprintf(x->id, sizeof x->id, "%s/", e->set);
-        for (size_t i = 0; i < n && len + 2 < (int) sizeof x->id; i++)
-                len += snprintf(x->id + len, sizeof x->id - (size_t) len, "%02x", key[i]);
+        struct strb b = strb_init(x->id, sizeof x->id);
+        strb_puts(&b, e->set);
+        strb_putn(&b, "/", 1);
+        strb_puthex(&b, key, n);
         x->value = nftir_elem_value_hash(e);
         x->off = u->elems.b.len;
         nftmsg_elem(&u->elems, e);
@@ -645,7 +649,7 @@ static int render_unit(const struct tsync *s, const struct model *m, const struc
         unit_reset(u);
         if (!svc || (s->table > 0 && render_nft_shard(key, p->nft_shards) != s->table))
                 return 0;
-        return render_nft_service(m, svc, p, &sink);
+        return render_nft_service_table(m, svc, p, &sink, s->table);
 }
 
 /* Diffs the service key (rendered from m into u) against its record. */
@@ -915,8 +919,11 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         claim_elements(s, fixed, &u, &fin, NULL, st);
         put_record(s, fixed);
 
-        svcs = model_services_sorted(m, &n_svcs);
+        svcs = s->g->svcs;
+        n_svcs = s->g->n_svcs;
         for (size_t i = 0; i < n_svcs; i++) {
+                if (s->table > 0 && render_nft_shard(svcs[i]->key, p->nft_shards) != s->table)
+                        continue;       /* another shard's */
                 r = render_unit(s, m, p, svcs[i]->key, &u);
                 if (r < 0)
                         goto out;
@@ -956,7 +963,6 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         nftmsg_append(&t.tail, &fin.tail);
         r = txn_queue(s, &t, chunk, st);
 out:
-        free(svcs);
         unit_done(&u);
         txn_done(&t);
         txn_done(&fin);
@@ -1026,12 +1032,17 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
         rec_free(old);
 
         /* Every service of the model, then every recorded one it lost. */
-        svcs = model_services_sorted(m, &n_svcs);
+        svcs = s->g->svcs;
+        n_svcs = s->g->n_svcs;
         gone = xcalloc(s->recs.len + 1, sizeof *gone);
         for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);)
                 if (*k && !model_service_get(m, k))
                         gone[n_gone++] = xstrdup(k);
         for (size_t i = 0; r == 0 && i < n_svcs + n_gone; i++) {
+                /* Another shard's service has no record here (a service's
+                 * shard does not change while running). */
+                if (i < n_svcs && s->table > 0 && render_nft_shard(svcs[i]->key, p->nft_shards) != s->table)
+                        continue;
                 r = resync_service(s, m, p, i < n_svcs ? svcs[i]->key : gone[i - n_svcs], &u, &t, &released, st);
                 if (r == 0 && chunk && txn_size(&t) >= chunk)
                         r = txn_queue(s, &t, chunk, st);
@@ -1044,7 +1055,6 @@ out:
         for (size_t i = 0; i < n_gone; i++)
                 free(gone[i]);
         free(gone);
-        free(svcs);
         buf_done(&released);
         unit_done(&u);
         txn_done(&t);
@@ -1142,6 +1152,11 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
                         touched[t < g->n ? t : 0] = true;
                 }
         }
+        if (k != PARTIAL) {
+                g->svcs = model_services_sorted(m, &g->n_svcs);
+                if (!g->svcs && model_n_services(m) > 0)
+                        return -ENOMEM;
+        }
         for (size_t i = 1; i <= g->n && r == 0; i++) {
                 struct tsync *s = g->t[i % g->n];
                 struct nftsync_stats one;
@@ -1166,6 +1181,9 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
         if (r == 0)
                 r = group_send(g, st);
         group_reset(g, true);
+        free(g->svcs);
+        g->svcs = NULL;
+        g->n_svcs = 0;
         /* The shards of a larger shard count before (all of them, now 0). */
         if (r == 0 && (k == FULL || k == REBUILD)) {
                 double t0 = now_s();

@@ -36,6 +36,7 @@
 #include "util/cleanup.h"
 #include "util/fnv.h"
 #include "util/hmap.h"
+#include "util/strb.h"
 
 #define BODY_MAX 241            /* 240 characters and NUL: upstream's budget */
 
@@ -48,6 +49,7 @@ struct nrender {
         size_t n_rules, cap_rules;
         uint16_t table;                 /* of the objects written now */
         uint16_t nat;                   /* a service's: its nat side's table */
+        bool skip_nat;                  /* only the other tables' objects are wanted */
 };
 
 /* upstream's hashAndTruncate(): "<8 base32 chars of SHA-256>-<base>", cut
@@ -55,7 +57,10 @@ struct nrender {
 static void name_body(const char *base, char out[BODY_MAX]) {
         char h[9];
         chain_hash_str(base, 8, h);
-        snprintf(out, BODY_MAX, "%s-%s", h, base);
+        struct strb b = strb_init(out, BODY_MAX);
+        strb_puts(&b, h);
+        strb_putn(&b, "-", 1);
+        strb_puts(&b, base);
         if (strlen(h) + 1 + strlen(base) > BODY_MAX - 1)
                 memcpy(out + 237, "...", 4);
 }
@@ -332,7 +337,12 @@ static void endpoint_base(const char *svc_base, const struct endpoint *e, char *
         for (char *c = ip; *c; c++)
                 if (*c == ':')
                         *c = '.';
-        snprintf(out, len, "%s__%s/%u", svc_base, ip, e->port);
+        struct strb b = strb_init(out, len);
+        strb_puts(&b, svc_base);
+        strb_putn(&b, "__", 2);
+        strb_puts(&b, ip);
+        strb_putn(&b, "/", 1);
+        strb_putu(&b, e->port);
 }
 
 static uint8_t ipproto(enum l4_proto p) {
@@ -463,20 +473,21 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                         no_endpoint(t, "no-endpoint-nodeports", NULL, proto, np, has_any, spn);
         }
 
-        /* §6.2 chains */
+        /* §6.2 chains: the nat side's, then the firewall's (filter side) */
+        bool nat = !t->skip_nat;
         char (*ep_bodies)[BODY_MAX] = NULL;
-        if (e->n_all > 0) {
+        if (nat && e->n_all > 0) {
                 ep_bodies = calloc(e->n_all, sizeof *ep_bodies);
                 if (!ep_bodies)
                         return -ENOMEM;
         }
-        for (size_t i = 0; i < e->n_reachable; i++) {
+        for (size_t i = 0; nat && i < e->n_reachable; i++) {
                 char eb[400];
                 endpoint_base(base, e->reachable[i], eb, sizeof eb);
                 name_body(eb, ep_bodies[e->reachable[i] - e->all]);
         }
         /* Endpoint chains (and affinity sets) before the chains that jump to them. */
-        for (size_t i = 0; i < e->n_reachable; i++) {
+        for (size_t i = 0; nat && i < e->n_reachable; i++) {
                 const struct endpoint *ep = e->reachable[i];
                 const char *b = ep_bodies[ep - e->all];
                 if (s->affinity_client_ip) {
@@ -500,13 +511,13 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                 chain_end(t, "endpoint-", b, NULL);
         }
         bool masq = has_internal && (p->masquerade_all || p->detector != DETECTOR_NONE);
-        if (uses_svc)
+        if (nat && uses_svc)
                 lb_chain(t, "service-", body, cip, masq && !e->internal_policy_local, s->affinity_client_ip,
                          e->cluster, e->n_cluster, ep_bodies, e->all);
-        if (uses_svl)
+        if (nat && uses_svl)
                 lb_chain(t, "local-", body, cip, masq && e->internal_policy_local, s->affinity_client_ip, e->local,
                          e->n_local, ep_bodies, e->all);
-        if (uses_ext) {
+        if (nat && uses_ext) {
                 chain_begin(t);
                 if (!e->external_policy_local) {
                         verdict(rule_new(t), NFTIR_JUMP, "mark-for-masquerade", NULL);
@@ -573,8 +584,14 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
 
 int render_nft_service(const struct model *m, const struct svc *s, const struct render_params *p,
                        const struct nftir_sink *sink) {
+        return render_nft_service_table(m, s, p, sink, NFTIR_TABLES_MAX + 1);
+}
+
+int render_nft_service_table(const struct model *m, const struct svc *s, const struct render_params *p,
+                             const struct nftir_sink *sink, unsigned table) {
         struct nrender t = {.p = p, .sink = sink};
         t.table = t.nat = (uint16_t) render_nft_shard(s->key, p->nft_shards);
+        t.skip_nat = table <= NFTIR_TABLES_MAX && table != t.nat;
         struct endpoint_filter f = {.node_name = p->node_name, .zone = p->node_zone,
                                     .prefer_same_node = p->prefer_same_node};
         const struct inet_addr *cip = NULL;
@@ -633,9 +650,12 @@ static void dd_elem(void *ud, const struct nftir_elem *e) {
         size_t n = nftmsg_elem_key(d->family, e, key);
         char id[64 + 2 * NFTMSG_KEY_MAX];
         /* Per table, as the daemon's syncs of the tables decide. */
-        int len = snprintf(id, sizeof id, "%u/%s/", e->table, e->set);
-        for (size_t i = 0; i < n; i++)
-                len += snprintf(id + len, sizeof id - (size_t) len, "%02x", key[i]);
+        struct strb b = strb_init(id, sizeof id);
+        strb_putu(&b, e->table);
+        strb_putn(&b, "/", 1);
+        strb_puts(&b, e->set);
+        strb_putn(&b, "/", 1);
+        strb_puthex(&b, key, n);
         if (hmap_get(&d->seen, id))
                 return;
         char *k = strdup(id);

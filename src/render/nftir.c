@@ -13,7 +13,7 @@
 
 #include "model/endpoints.h"
 #include "util/buf.h"
-#include "util/fnv.h"
+#include "util/strb.h"
 
 static const char *fam_name(uint8_t family) {
         return family == 6 ? "ip6" : "ip";
@@ -38,7 +38,10 @@ static const char *proto_name(uint8_t proto) {
 }
 
 const char *nftir_name_join(const struct nftir_name *n, char *out, size_t len) {
-        snprintf(out, len, "%s%s", n->prefix, n->body ? n->body : "");
+        struct strb b = strb_init(out, len);
+        strb_puts(&b, n->prefix);
+        if (n->body)
+                strb_puts(&b, n->body);
         return out;
 }
 
@@ -253,15 +256,37 @@ void nftir_format_elem(uint8_t family, const struct nftir_elem *e, struct buf *o
         buf_puts(out, " }\n");
 }
 
-/* --- digests (FNV-1a over the meaning, never over pointers) --- */
+/* --- digests (over the meaning, never over pointers) ---
+ *
+ * In-memory only (nftsync's records of what it wrote), so any good mix
+ * will do: eight bytes per multiply, where FNV-1a takes one (FNV cost 7%
+ * of a full sync's CPU, perf at 10k services). */
+
+static uint64_t h_word(uint64_t h, uint64_t v) {
+        h ^= v;
+        h *= 0x9e3779b97f4a7c15ull;
+        return h ^ h >> 29;
+}
+
+static uint64_t h_bytes(uint64_t h, const void *p, size_t n) {
+        const unsigned char *b = p;
+        uint64_t w;
+        for (; n >= 8; n -= 8, b += 8) {
+                memcpy(&w, b, 8);
+                h = h_word(h, w);
+        }
+        w = 0;
+        memcpy(&w, b, n);
+        return h_word(h, w ^ (uint64_t) n << 56);
+}
 
 static uint64_t h_str(uint64_t h, const char *s) {
-        /* The NUL too: "ab"+"c" and "a"+"bc" must differ. */
-        return s ? fnv64(h, s, strlen(s) + 1) : fnv64(h, "", 1);
+        /* The length too: "ab"+"c" and "a"+"bc" must differ. */
+        return s ? h_bytes(h, s, strlen(s)) : h_word(h, ~0ull);
 }
 
 static uint64_t h_u32(uint64_t h, uint32_t v) {
-        return fnv64(h, &v, sizeof v);
+        return h_word(h, v);
 }
 
 static uint64_t h_name(uint64_t h, const struct nftir_name *n) {
@@ -270,13 +295,12 @@ static uint64_t h_name(uint64_t h, const struct nftir_name *n) {
 }
 
 static uint64_t h_cidr(uint64_t h, const struct inet_cidr *c) {
-        h = fnv64(h, &c->addr.family, 1);
-        h = fnv64(h, c->addr.bytes, sizeof c->addr.bytes);
-        return fnv64(h, &c->prefix, 1);
+        h = h_word(h, (uint64_t) c->addr.family << 8 | c->prefix);
+        return h_bytes(h, c->addr.bytes, sizeof c->addr.bytes);
 }
 
 uint64_t nftir_chain_hash(const struct nftir_chain *c) {
-        uint64_t h = FNV64_INIT;
+        uint64_t h = 0x243f6a8885a308d3ull;
         h = h_str(h, c->type);
         h = h_str(h, c->hook);
         h = h_u32(h, (uint32_t) c->prio);
@@ -288,11 +312,9 @@ uint64_t nftir_chain_hash(const struct nftir_chain *c) {
                 h = h_str(h, r->comment);
                 for (size_t j = 0; j < r->n; j++) {
                         const struct nftir_stmt *s = &r->s[j];
-                        uint8_t flags = (uint8_t) (s->saddr | s->neg << 1 | s->with_addr << 2);
-                        h = h_u32(h, (uint32_t) s->kind);
-                        h = fnv64(h, &flags, 1);
-                        h = fnv64(h, &s->proto, 1);
-                        h = h_u32(h, s->port);
+                        uint64_t flags = (uint64_t) (s->saddr | s->neg << 1 | s->with_addr << 2);
+                        h = h_word(h, (uint64_t) s->kind << 32 | flags << 24 | (uint64_t) s->proto << 16 |
+                                              s->port);
                         h = h_u32(h, s->n);
                         h = h_cidr(h, &s->cidr);
                         h = h_name(h, &s->name);
@@ -300,14 +322,14 @@ uint64_t nftir_chain_hash(const struct nftir_chain *c) {
                         for (size_t k = 0; k < s->n_cidrs; k++)
                                 h = h_cidr(h, &s->cidrs[k]);
                         for (size_t k = 0; k < s->n_addrs; k++)
-                                h = fnv64(h, s->addrs[k].bytes, sizeof s->addrs[k].bytes);
+                                h = h_bytes(h, s->addrs[k].bytes, sizeof s->addrs[k].bytes);
                 }
         }
         return h;
 }
 
 uint64_t nftir_elem_value_hash(const struct nftir_elem *e) {
-        uint64_t h = FNV64_INIT;
+        uint64_t h = 0x243f6a8885a308d3ull;
         h = h_u32(h, (uint32_t) e->verdict);
         h = h_name(h, &e->chain);
         return h_str(h, e->comment);

@@ -91,6 +91,12 @@ int render_nft_fixed(const struct render_params *p, const struct inet_cidr *serv
                      const struct nftir_sink *sink);
 int render_nft_service(const struct model *m, const struct svc *s, const struct render_params *p,
                        const struct nftir_sink *sink);
+/* The same, where only table's objects are wanted (nftir_table_name()'s
+ * index): with shards, the main table's view of a service leaves out the
+ * nat side's chains unbuilt (the sink still gets a few objects of other
+ * tables, to drop). */
+int render_nft_service_table(const struct model *m, const struct svc *s, const struct render_params *p,
+                             const struct nftir_sink *sink, unsigned table);
 /* The table that holds the nat side of service key with shards tables
  * (nftir_table_name()'s index): 0 without shards, else 1 .. shards, from
  * a hash of the key alone. */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strb.h"
+
 static int parse_ipv4(const char *s, uint8_t out[4]) {
         for (int i = 0; i < 4; i++) {
                 unsigned v = 0;
@@ -84,10 +86,14 @@ int inet_cidr_parse(const char *s, struct inet_cidr *ret) {
 }
 
 const char *inet_addr_format(const struct inet_addr *a, char *out) {
-        if (a->family == 4)
-                snprintf(out, INET_ADDR_STRLEN, "%u.%u.%u.%u", a->bytes[0], a->bytes[1], a->bytes[2],
-                         a->bytes[3]);
-        else if (!inet_ntop(AF_INET6, a->bytes, out, INET_ADDR_STRLEN))
+        if (a->family == 4) {
+                struct strb b = strb_init(out, INET_ADDR_STRLEN);
+                for (int i = 0; i < 4; i++) {
+                        if (i)
+                                strb_putn(&b, ".", 1);
+                        strb_putu(&b, a->bytes[i]);
+                }
+        } else if (!inet_ntop(AF_INET6, a->bytes, out, INET_ADDR_STRLEN))
                 snprintf(out, INET_ADDR_STRLEN, "::");
         return out;
 }
