@@ -652,12 +652,33 @@ static int render_unit(const struct tsync *s, const struct model *m, const struc
         return render_nft_service_table(m, svc, p, &sink, s->table);
 }
 
+/* Whether u is exactly what the record says is in the kernel, in the
+ * same order (rendering is deterministic): the common case of a resync,
+ * which then needs no diff and keeps the record. */
+static bool same_as_record(const struct rec *old, const struct unit *u) {
+        if (!old || old->n_chains != u->n_ch || old->n_sets != u->n_st || old->n_elems != u->n_el)
+                return false;
+        for (size_t i = 0; i < u->n_ch; i++)
+                if (old->chains[i].hash != u->ch[i].hash || strcmp(old->chains[i].name, u->ch[i].name) != 0)
+                        return false;
+        for (size_t i = 0; i < u->n_st; i++)
+                if (old->sets[i].timeout != u->st[i].timeout || strcmp(old->sets[i].name, u->st[i].name) != 0)
+                        return false;
+        /* Every element of the unit claimed (none refused or twice). */
+        for (size_t i = 0; i < u->n_el; i++)
+                if (old->elems[i].value != u->el[i].value || strcmp(old->elems[i].id, u->el[i].id) != 0)
+                        return false;
+        return true;
+}
+
 /* Diffs the service key (rendered from m into u) against its record. */
 static int resync_service(struct tsync *s, const struct model *m, const struct render_params *p, const char *key,
                           struct unit *u, struct txn *t, struct buf *released, struct nftsync_stats *st) {
         int r = render_unit(s, m, p, key, u);
         if (r < 0)
                 return r;
+        if (same_as_record(hmap_get(&s->recs, key), u))
+                return 0;
         struct rec *old = hmap_remove(&s->recs, key);
         put_record(s, diff_service(s, key, old, u, t, released, st));
         rec_free(old);
