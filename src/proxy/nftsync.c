@@ -115,7 +115,7 @@ struct nftsync {
         size_t chunk;
         size_t n;                               /* 1 + the shard count of the render parameters */
         struct tsync *t[NFTIR_TABLES_MAX + 1];  /* by table index: 0, then the shards */
-        struct nftmsg pend;                     /* queued messages, no batch markers */
+        struct nftmsg pend;                     /* a batch begin and the queued messages */
         bool pend_tables[NFTIR_TABLES_MAX + 1]; /* whose messages are in it (for the log) */
         struct nftmsg ids;                      /* only its counter: set ids unique in a transaction */
         uint32_t seq;
