@@ -176,4 +176,5 @@ clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof
 
 .PHONY: all unit deps check demo bench bench-deps bench-programming bench-tools clean fuzz profile install uninstall
--include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) \
+         $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d

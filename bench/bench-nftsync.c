@@ -13,13 +13,16 @@
  *            records, the hourly full sync's work, with one kernel query
  *            per table;
  *   partial  nftsync_partial() of one service whose endpoint changed
- *            (wall, median of REPEAT, the endpoint moved and back).
+ *            (wall, median of REPEAT, the endpoint moved and back);
+ *   heap     malloc's bytes in use with the model loaded, and after the
+ *            first full sync (its records added).
  *
  * and prints one line of key=value results.
  *
  * usage: bench-nftsync STATE NODE CLUSTER_CIDR SHARDS [REPEAT]
  */
 #include <jansson.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +146,8 @@ int main(int argc, char **argv) {
         }
         if (render_params_init(&p, 4, &cfg, argv[2], model_node(m), &host, NULL) < 0)
                 return 1;
+        malloc_trim(0);
+        double heap_model = (double) mallinfo2().uordblks / (1 << 20);
 
         double render = 1e9;
         size_t messages = 0, bytes = 0;
@@ -173,6 +178,8 @@ int main(int argc, char **argv) {
         }
         struct cpu cold = cpu_since(c);
         size_t cold_tx = st.transactions;
+        malloc_trim(0);
+        double heap_synced = (double) mallinfo2().uordblks / (1 << 20);
 
         double resync = 1e9, resync_wall = 0;
         for (int i = 0; i < repeat; i++) {
@@ -224,9 +231,9 @@ int main(int argc, char **argv) {
         getrusage(RUSAGE_SELF, &ru);
         printf("services=%zu shards=%d render_cpu=%.4f messages=%zu bytes=%zu cold_wall=%.3f cold_user=%.3f "
                "cold_sys=%.3f cold_transactions=%zu resync_wall=%.4f resync_cpu=%.4f partial_wall=%.4f "
-               "peak_rss_mib=%.1f\n",
+               "heap_model_mib=%.1f heap_synced_mib=%.1f peak_rss_mib=%.1f\n",
                model_n_services(m), cfg.nftables_shards, render, messages, bytes, cold.wall, cold.user, cold.sys,
-               cold_tx, resync_wall, resync, orig ? part[repeat / 2] : 0.0, (double) ru.ru_maxrss / 1024);
+               cold_tx, resync_wall, resync, orig ? part[repeat / 2] : 0.0, heap_model, heap_synced, (double) ru.ru_maxrss / 1024);
         free(part);
         free(skey);
         slice_free(base);

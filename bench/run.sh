@@ -93,13 +93,16 @@ with open(os.path.join(here, "RESULTS.md"), "w") as f:
             "`nftsync_full()` into the empty namespace, its user CPU (kproxy) and system CPU (the kernel's "
             "side of the netlink calls); *resync* is the hourly full sync over the loaded, unchanged table "
             "(render and diff of every service, one query per table; best of 5, CPU); *partial* is one "
-            "endpoint of one service changed (median of 5, wall, nearly all of it the kernel's commit).\n\n")
+            "endpoint of one service changed (median of 5, wall, nearly all of it the kernel's commit); "
+            "*heap*: malloc's bytes in use with the model loaded, then also the sync's records after the first "
+            "full sync (the daemon's steady RSS adds the libraries and malloc's free space).\n\n")
     f.write("| services | shards | render (CPU) | messages | first full sync | kproxy (user) | kernel (system) "
-            "| transactions | resync (CPU) | partial sync |\n")
-    f.write("|---|---|---|---|---|---|---|---|---|---|\n")
+            "| transactions | resync (CPU) | partial sync | heap: model, + records |\n")
+    f.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
     for r in sync_rows:
-        f.write("| %s | %s | %.3f s | %s | %.2f s | %.2f s | %.2f s | %s | %.3f s | %.1f ms |\n" % (
+        f.write("| %s | %s | %.3f s | %s | %.2f s | %.2f s | %.2f s | %s | %.3f s | %.1f ms | %.1f, %.1f MiB |\n" % (
             r["services"], r["shards"], float(r["render_cpu"]), r["messages"], float(r["cold_wall"]),
             float(r["cold_user"]), float(r["cold_sys"]), r["cold_transactions"], float(r["resync_cpu"]),
-            float(r["partial_wall"]) * 1000))
+            float(r["partial_wall"]) * 1000, float(r["heap_model_mib"]),
+            float(r["heap_synced_mib"]) - float(r["heap_model_mib"])))
 PY

@@ -532,6 +532,18 @@ static int decode_strv_names(const json_t *arr, char ***ret, size_t *ret_n, bool
         return 0;
 }
 
+/* An endpoint's hints: at most 8 by the API's validation; kproxy takes up
+ * to 64 and refuses more (its count is 16 bits). */
+static int decode_hints(const json_t *arr, char ***ret, uint16_t *ret_n, bool label_value, char *err,
+                        const char *path) {
+        size_t n = 0;
+        if (json_array_size(arr) > 64)
+                return fail(err, "%s: %zu hints, more than 64", path, json_array_size(arr));
+        int r = decode_strv_names(arr, ret, &n, label_value, err, path);
+        *ret_n = (uint16_t) n;
+        return r;
+}
+
 static int decode_slice_endpoint(const json_t *e, uint8_t family, struct slice_endpoint *ep,
                                  bool *ret_skip, char *err, const char *path) {
         const json_t *addrs, *cond, *hints, *arr;
@@ -577,13 +589,13 @@ static int decode_slice_endpoint(const json_t *e, uint8_t family, struct slice_e
         if ((r = get_array(hints, "forZones", &arr, err, sub)) < 0)
                 return r;
         snprintf(sub, sizeof sub, "%s.hints.forZones", path);
-        if ((r = decode_strv_names(arr, &ep->zone_hints, &ep->n_zone_hints, true, err, sub)) < 0)
+        if ((r = decode_hints(arr, &ep->zone_hints, &ep->n_zone_hints, true, err, sub)) < 0)
                 return r;
         snprintf(sub, sizeof sub, "%s.hints.", path);
         if ((r = get_array(hints, "forNodes", &arr, err, sub)) < 0)
                 return r;
         snprintf(sub, sizeof sub, "%s.hints.forNodes", path);
-        return decode_strv_names(arr, &ep->node_hints, &ep->n_node_hints, false, err, sub);
+        return decode_hints(arr, &ep->node_hints, &ep->n_node_hints, false, err, sub);
 }
 
 /* RFC 3339 in UTC ("2024-05-06T07:08:09Z", optional fraction) to Unix

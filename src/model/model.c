@@ -75,6 +75,8 @@ enum traffic_policy traffic_policy_from_string(const char *s) {
         return table_lookup(traffic_policy_table, _TRAFFIC_POLICY_MAX, s);
 }
 
+_Static_assert(sizeof(void *) != 8 || sizeof(struct slice_endpoint) == 48, "slice_endpoint grew");
+
 static void strv_free(char **v, size_t n) {
         for (size_t i = 0; i < n; i++)
                 free(v[i]);

@@ -179,6 +179,25 @@ static void test_decode_slice(void) {
         j = obj("{\"metadata\":{\"name\":\"web-abc\",\"namespace\":\"ns\"},\"addressType\":\"IPv4\"}");
         CHECK(kube_decode_slice(j, &s, err) == -EINVAL && strstr(err, "kubernetes.io/service-name"));
         json_decref(j);
+
+        /* 64 zone hints fit the endpoint's 16-bit count; 65 are refused, by name. */
+        for (int n = 64; n <= 65; n++) {
+                json_t *zones = json_array();
+                for (int i = 0; i < n; i++)
+                        json_array_append_new(zones, json_pack("{s:s}", "name", "z"));
+                j = json_pack("{s:s, s:{s:s, s:s, s:{s:s}}, s:s, s:[{s:[s], s:{s:o}}]}", "kind", "EndpointSlice",
+                              "metadata", "name", "web-abc", "namespace", "ns", "labels", "kubernetes.io/service-name",
+                              "web", "addressType", "IPv4", "endpoints", "addresses", "10.0.0.1", "hints", "forZones",
+                              zones);
+                s = NULL;
+                int r = kube_decode_slice(j, &s, err);
+                if (n == 64)
+                        CHECK(r == 0 && s && s->endpoints[0].n_zone_hints == 64);
+                else
+                        CHECK(r == -EINVAL && strstr(err, "endpoints[0].hints.forZones: 65 hints"));
+                slice_free(s);
+                json_decref(j);
+        }
 }
 
 static void test_names(void) {
