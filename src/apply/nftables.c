@@ -584,10 +584,47 @@ static int read_replies(struct mnl_socket *nl, char *rbuf, int (*fn)(const struc
         }
 }
 
+uint64_t nftables_chain_spec(const struct nlmsghdr *nlh) {
+        const struct nlattr *a, *h;
+        const char *type = "";
+        uint32_t hooknum = 0, prio = 0, policy = htonl(NF_ACCEPT);
+        bool base = false;
+        mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+                switch (mnl_attr_get_type(a)) {
+                case NFTA_CHAIN_TYPE:
+                        if (mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0)
+                                type = mnl_attr_get_str(a);
+                        break;
+                case NFTA_CHAIN_POLICY:
+                        if (mnl_attr_get_payload_len(a) == 4)
+                                policy = mnl_attr_get_u32(a);
+                        break;
+                case NFTA_CHAIN_HOOK:
+                        base = true;
+                        mnl_attr_for_each_nested(h, a) {
+                                if (mnl_attr_get_payload_len(h) != 4)
+                                        continue;
+                                if (mnl_attr_get_type(h) == NFTA_HOOK_HOOKNUM)
+                                        hooknum = mnl_attr_get_u32(h);
+                                else if (mnl_attr_get_type(h) == NFTA_HOOK_PRIORITY)
+                                        prio = mnl_attr_get_u32(h);
+                        }
+                        break;
+                }
+        }
+        if (!base)
+                return 1;
+        uint64_t d = fnv64(FNV64_INIT, &hooknum, sizeof hooknum);
+        d = fnv64(d, &prio, sizeof prio);
+        d = fnv64(d, &policy, sizeof policy);
+        d = fnv64(d, type, strlen(type));
+        return d > 1 ? d : d + 2;
+}
+
 struct lookups {
         uint32_t seq0;
         size_t n, pending;
-        bool *exists;
+        uint64_t *spec;         /* 0: no such chain */
 };
 
 static int on_lookup(const struct nlmsghdr *nlh, void *ctx) {
@@ -601,9 +638,9 @@ static int on_lookup(const struct nlmsghdr *nlh, void *ctx) {
                         return 0;
                 if (err != -ENOENT)
                         return err;
-                l->exists[i] = false;
+                l->spec[i] = 0;
         } else if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWCHAIN) {
-                l->exists[i] = true;
+                l->spec[i] = nftables_chain_spec(nlh);
         } else {
                 return 0;
         }
@@ -611,9 +648,9 @@ static int on_lookup(const struct nlmsghdr *nlh, void *ctx) {
 }
 
 /* Which of names[0..n) exist: their lookups (consecutive sequence
- * numbers) in one send on n's probe socket; exists[i] set. */
+ * numbers) in one send on n's probe socket; spec[i] set (0: none). */
 static int probe_chains(struct nftables *nft, uint8_t family, const char *table, const char *const *names, size_t n,
-                        bool *exists, char *rbuf) {
+                        uint64_t *spec, char *rbuf) {
         if (n == 0)
                 return 0;
         _cleanup_free_ char *buf = malloc(n * (64 + NFT_CHAIN_MAXNAMELEN));
@@ -629,7 +666,7 @@ static int probe_chains(struct nftables *nft, uint8_t family, const char *table,
         }
         if (mnl_socket_sendto(nft->probe, buf, off) < 0)
                 return -errno;
-        struct lookups l = {seq0, n, n, exists};
+        struct lookups l = {seq0, n, n, spec};
         return read_replies(nft->probe, rbuf, on_lookup, &l);
 }
 
@@ -669,7 +706,7 @@ static int probe_rules(struct nftables *nft, uint8_t family, const char *table, 
 int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table, const char *const *names,
                           size_t n_names, struct hmap *ret) {
         _cleanup_free_ char *rbuf = malloc(PROBE_RECV_BUF);
-        bool exists[PROBE_ROUND];
+        uint64_t spec[PROBE_ROUND];
         int r = 0;
 
         if (!rbuf)
@@ -692,9 +729,9 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table,
         }
         for (size_t done = 0; r == 0 && done < n_names; done += PROBE_ROUND) {
                 size_t k = n_names - done < PROBE_ROUND ? n_names - done : PROBE_ROUND;
-                r = probe_chains(n, family, table, names + done, k, exists, rbuf);
+                r = probe_chains(n, family, table, names + done, k, spec, rbuf);
                 for (size_t i = 0; r == 0 && i < k; i++) {
-                        if (!exists[i])
+                        if (!spec[i])
                                 continue;
                         const char *name = names[done + i];
                         struct nftables_chain_digest *d = malloc(sizeof *d + strlen(name) + 1);
@@ -703,6 +740,7 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table,
                                 break;
                         }
                         d->digest = NFTABLES_DIGEST_INIT;
+                        d->spec = spec[i];
                         strcpy(d->name, name);
                         free(hmap_put(ret, d->name, d));
                         r = probe_rules(n, family, table, name, d, rbuf);

@@ -54,6 +54,7 @@ void nftables_names_done(struct hmap *names);
  * changed meanwhile). */
 struct nftables_chain_digest {
         uint64_t digest;
+        uint64_t spec;          /* nftables_chain_spec() of the chain as the kernel has it */
         char name[];
 };
 int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table, const char *const *names,
@@ -68,6 +69,10 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table,
 #define NFTABLES_DIGEST_INIT FNV64_INIT
 struct nlmsghdr;
 uint64_t nftables_rule_msg_digest(uint64_t h, const struct nlmsghdr *nlh);
+/* What a chain message (NFT_MSG_NEWCHAIN, kproxy's or the kernel's reply)
+ * says of the chain itself: 1 for a regular chain, else a digest of its
+ * hook, priority, type and policy (accept when not given). Never 0. */
+uint64_t nftables_chain_spec(const struct nlmsghdr *nlh);
 
 /* Whether a chain of any nf_tables table of the family exists (iptables-nft's
  * "nat", "filter", "mangle" among them): 1, 0 (no such chain or table), or

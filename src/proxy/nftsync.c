@@ -756,7 +756,7 @@ static uint64_t rules_digest(const struct nftmsg *m, size_t off, size_t len) {
  * (none may refer to a set being replaced). */
 static void emit_in_place(const struct unit *u, const struct hmap *chains, const struct hmap *sets,
                           const struct hmap *digests, struct txn *t, struct nftsync_stats *st) {
-        bool keep[u->n_ch + 1], replace[u->n_st + 1];
+        bool keep[u->n_ch + 1], replace[u->n_st + 1], rehook[u->n_ch + 1];
         bool sets_replaced = false;
         for (size_t i = 0; i < u->n_st; i++) {
                 const struct nftables_set *e = hmap_get(sets, u->st[i].name);
@@ -764,16 +764,30 @@ static void emit_in_place(const struct unit *u, const struct hmap *chains, const
                 sets_replaced |= replace[i];
         }
         for (size_t i = 0; i < u->n_ch; i++) {
-                keep[i] = false;
-                if (!digests || sets_replaced || !hmap_get(chains, u->ch[i].name))
+                keep[i] = rehook[i] = false;
+                if (!digests || !hmap_get(chains, u->ch[i].name))
                         continue;
+                /* A chain of ours re-made by someone else with another hook,
+                 * priority or policy: the kernel will not change those in
+                 * place, so it goes and comes back (base chains are never
+                 * jumped to). */
                 const struct nftables_chain_digest *d = hmap_get(digests, u->ch[i].name);
+                const struct nlmsghdr *ours_chain = (const void *) (u->chains.b.data + u->ch[i].chain_off);
+                rehook[i] = d && d->spec != nftables_chain_spec(ours_chain);
+                if (sets_replaced || rehook[i])
+                        continue;
                 uint64_t ours = rules_digest(&u->rules, u->ch[i].rules_off, u->ch[i].rules_len);
                 keep[i] = ours != 0 && ours == (d ? d->digest : NFTABLES_DIGEST_INIT);
         }
-        for (size_t i = 0; i < u->n_ch; i++)
+        for (size_t i = 0; i < u->n_ch; i++) {
                 if (!keep[i] && hmap_get(chains, u->ch[i].name))
                         nftmsg_chain_flush(&t->body, u->ch[i].name);
+                if (rehook[i]) {
+                        log_info("IPv%u nftables chain %s has another hook, priority or policy than kproxy's, "
+                                 "making it again", u->chains.family, u->ch[i].name);
+                        nftmsg_chain_del(&t->body, u->ch[i].name);
+                }
+        }
         for (size_t i = 0; i < u->n_st; i++) {
                 if (!replace[i])
                         continue;
@@ -782,7 +796,7 @@ static void emit_in_place(const struct unit *u, const struct hmap *chains, const
                 nftmsg_append_range(&t->body, &u->sets, u->st[i].off, u->st[i].len);
         }
         for (size_t i = 0; i < u->n_ch; i++)
-                if (!hmap_get(chains, u->ch[i].name))
+                if (!hmap_get(chains, u->ch[i].name) || rehook[i])
                         nftmsg_append_range(&t->body, &u->chains, u->ch[i].chain_off, u->ch[i].chain_len);
         for (size_t i = 0; i < u->n_ch; i++) {
                 if (keep[i]) {

@@ -715,6 +715,15 @@ class E2ENftables(Suite, unittest.TestCase):
         self.assert_repaired("a foreign chain", "add chain ip kube-proxy foreign",
                              "add rule ip kube-proxy foreign ip daddr 10.96.0.10 drop")
 
+    def test_12j_rehooked_base_chain_is_repaired(self):
+        # The same name at another priority: the kernel will not move a
+        # base chain's hook in place.
+        self.assert_repaired("nat-output hooked at another priority", "flush chain ip kube-proxy nat-output",
+                             "delete chain ip kube-proxy nat-output",
+                             "add chain ip kube-proxy nat-output { type nat hook output priority 10 ; }")
+        self.assertIn("chain nat-output has another hook, priority or policy than kproxy's, making it again",
+                      self.lab.kproxy_output())
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
