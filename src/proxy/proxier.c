@@ -759,7 +759,9 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                  * it back, or the node sees the peak as kproxy's size. */
                 double trim0 = realtime_s();
                 malloc_trim(0);
-                log_v(2, "Returned freed heap to the system in %.0f ms", (realtime_s() - trim0) * 1000);
+                struct mallinfo2 mi = mallinfo2();
+                log_v(2, "Returned freed heap to the system in %.0f ms; heap: %zu MiB in use, %zu MiB free",
+                      (realtime_s() - trim0) * 1000, (mi.uordblks + mi.hblkhd) >> 20, mi.fordblks >> 20);
         }
         metrics_rules(p->metrics, "filter", sum.n_filter_rules, sum.n_filter_rules);
         metrics_rules(p->metrics, "nat", sum.n_nat_rules_total, sum.n_nat_rules);
