@@ -233,7 +233,8 @@ int main(int argc, char **argv) {
                "cold_sys=%.3f cold_transactions=%zu resync_wall=%.4f resync_cpu=%.4f partial_wall=%.4f "
                "heap_model_mib=%.1f heap_synced_mib=%.1f peak_rss_mib=%.1f\n",
                model_n_services(m), cfg.nftables_shards, render, messages, bytes, cold.wall, cold.user, cold.sys,
-               cold_tx, resync_wall, resync, orig ? part[repeat / 2] : 0.0, heap_model, heap_synced, (double) ru.ru_maxrss / 1024);
+               cold_tx, resync_wall, resync, orig ? part[repeat / 2] : 0.0, heap_model, heap_synced,
+               (double) ru.ru_maxrss / 1024);
         free(part);
         free(skey);
         slice_free(base);

@@ -169,6 +169,7 @@ static struct rec *rec_free(struct rec *r) {
         return NULL;
 }
 
+
 static void *xcalloc(size_t n, size_t size) {
         void *p = calloc(n ? n : 1, size);
         if (!p)
@@ -191,6 +192,94 @@ static void grow(void **p, size_t *cap, size_t n, size_t size) {
         if (!q)
                 abort();
         *p = q;
+}
+
+/* Records keep a service's chain and set names without what every one of
+ * them repeats: "<prefix><8 characters>-<key><rest>" is kept as a byte
+ * for the prefix, the 8 characters and the rest (a third of the records'
+ * memory at 10k services × 10 endpoints). Other names are kept whole;
+ * no name kproxy renders starts with a control character. */
+static const char *const name_prefixes[] = {"service-", "local-", "external-", "firewall-", "endpoint-",
+                                            "affinity-"};
+#define NAME_PREFIXES (sizeof name_prefixes / sizeof *name_prefixes)
+#define NAME_MAX_LEN 256        /* NFT_NAME_MAXLEN, NUL included */
+
+/* The packed form of name (key: the record's) in out, which has room for
+ * strlen(name) + 1 bytes (NULL: only measure); returns its length, NUL
+ * excluded. */
+static size_t name_pack(const char *key, const char *name, char *out) {
+        size_t kl = strlen(key);
+        for (size_t k = 0; k < NAME_PREFIXES; k++) {
+                size_t pl = strlen(name_prefixes[k]);
+                const char *h = name + pl;
+                if (strncmp(name, name_prefixes[k], pl) != 0 || strnlen(h, 9) < 9 || h[8] != '-' ||
+                    strncmp(h + 9, key, kl) != 0 || strlen(name) >= NAME_MAX_LEN)
+                        continue;
+                size_t rest = strlen(h + 9 + kl);
+                if (out) {
+                        out[0] = (char) (1 + k);
+                        memcpy(out + 1, h, 8);
+                        memcpy(out + 9, h + 9 + kl, rest + 1);
+                }
+                return 9 + rest;
+        }
+        size_t n = strlen(name);
+        if (out)
+                memcpy(out, name, n + 1);
+        return n;
+}
+
+/* The name packed stands for; out holds NAME_MAX_LEN bytes (the whole name
+ * fit in them when it was packed). Returns out, or packed itself. */
+static const char *name_unpack(const char *key, const char *packed, char *out) {
+        unsigned char c = (unsigned char) packed[0];
+        if (c < 1 || c > NAME_PREFIXES)
+                return packed;
+        struct strb b = strb_init(out, NAME_MAX_LEN);
+        strb_puts(&b, name_prefixes[c - 1]);
+        strb_putn(&b, packed + 1, 8);
+        strb_putn(&b, "-", 1);
+        strb_puts(&b, key);
+        strb_puts(&b, packed + 9);
+        return out;
+}
+
+/* Whether packed stands for name, without unpacking it. */
+static bool name_equal(const char *key, const char *packed, const char *name) {
+        unsigned char c = (unsigned char) packed[0];
+        if (c < 1 || c > NAME_PREFIXES)
+                return strcmp(packed, name) == 0;
+        size_t pl = strlen(name_prefixes[c - 1]), kl = strlen(key);
+        return strncmp(name, name_prefixes[c - 1], pl) == 0 && strnlen(name + pl, 9) == 9 &&
+               memcmp(name + pl, packed + 1, 8) == 0 && name[pl + 8] == '-' &&
+               strncmp(name + pl + 9, key, kl) == 0 && strcmp(name + pl + 9 + kl, packed + 9) == 0;
+}
+
+/* A record's names, whole, in one allocation (free() it): chains first,
+ * then sets. */
+static char **rec_names(const struct rec *r) {
+        size_t n = r->n_chains + r->n_sets, bytes = 0;
+        char tmp[NAME_MAX_LEN];
+        for (size_t i = 0; i < n; i++)
+                bytes += strlen(name_unpack(r->key, i < r->n_chains ? r->chains[i].name :
+                                                    r->sets[i - r->n_chains].name, tmp)) + 1;
+        char **v = xcalloc(1, (n + 1) * sizeof *v + bytes);
+        char *p = (char *) (v + n + 1);
+        for (size_t i = 0; i < n; i++) {
+                const char *w = name_unpack(r->key, i < r->n_chains ? r->chains[i].name :
+                                                    r->sets[i - r->n_chains].name, tmp);
+                size_t len = strlen(w) + 1;
+                v[i] = memcpy(p, w, len);
+                p += len;
+        }
+        return v;
+}
+
+/* A packed copy of name in r's storage (record_of() counted room for it). */
+static char *rec_name(struct rec *r, const char *name) {
+        char *p = r->str_end;
+        r->str_end += name_pack(r->key, name, p) + 1;
+        return p;
 }
 
 static void drop_records(struct tsync *s) {
@@ -523,9 +612,9 @@ static void claim_elements(struct tsync *s, struct rec *r, const struct unit *u,
 static struct rec *record_of(const char *key, const struct unit *u) {
         size_t strings = strlen(key) + 1;
         for (size_t i = 0; i < u->n_ch; i++)
-                strings += strlen(u->ch[i].name) + 1;
+                strings += name_pack(key, u->ch[i].name, NULL) + 1;
         for (size_t i = 0; i < u->n_st; i++)
-                strings += strlen(u->st[i].name) + 1;
+                strings += name_pack(key, u->st[i].name, NULL) + 1;
         for (size_t i = 0; i < u->n_el; i++)
                 strings += strlen(u->el[i].id) + 1;     /* claim_elements() copies those it keeps */
         struct rec *r = xcalloc(1, sizeof *r + u->n_ch * sizeof *r->chains + u->n_st * sizeof *r->sets +
@@ -536,9 +625,9 @@ static struct rec *record_of(const char *key, const struct unit *u) {
         r->str_end = (char *) (r->elems + u->n_el);
         r->key = rec_str(r, key);
         for (size_t i = 0; i < u->n_ch; i++)
-                r->chains[r->n_chains++] = (struct rec_chain) {rec_str(r, u->ch[i].name), u->ch[i].hash};
+                r->chains[r->n_chains++] = (struct rec_chain) {rec_name(r, u->ch[i].name), u->ch[i].hash};
         for (size_t i = 0; i < u->n_st; i++)
-                r->sets[r->n_sets++] = (struct rec_set) {rec_str(r, u->st[i].name), u->st[i].timeout};
+                r->sets[r->n_sets++] = (struct rec_set) {rec_name(r, u->st[i].name), u->st[i].timeout};
         return r;
 }
 
@@ -553,11 +642,13 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
                     new_sets = HMAP_INIT;
         bool sets_changed = false;
         struct rec *r = NULL;
+        /* The old record's names, whole: oc[i] of its chains, os[i] of its sets. */
+        char **names = old ? rec_names(old) : NULL, **oc = names, **os = names ? names + old->n_chains : NULL;
 
         for (size_t i = 0; old && i < old->n_chains; i++)
-                hmap_put(&old_chains, old->chains[i].name, &old->chains[i]);
+                hmap_put(&old_chains, oc[i], &old->chains[i]);
         for (size_t i = 0; old && i < old->n_sets; i++)
-                hmap_put(&old_sets, old->sets[i].name, &old->sets[i]);
+                hmap_put(&old_sets, os[i], &old->sets[i]);
         for (size_t i = 0; old && i < old->n_elems; i++)
                 hmap_put(&old_elems, old->elems[i].id, &old->elems[i]);
         for (size_t i = 0; i < u->n_ch; i++)
@@ -575,15 +666,15 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
 
         /* 1. flush changed and stale chains */
         for (size_t i = 0; old && i < old->n_chains; i++) {
-                const struct unit_chain *n = hmap_get(&new_chains, old->chains[i].name);
+                const struct unit_chain *n = hmap_get(&new_chains, oc[i]);
                 if (!n || n->hash != old->chains[i].hash || sets_changed)
-                        nftmsg_chain_flush(&t->body, old->chains[i].name);
+                        nftmsg_chain_flush(&t->body, oc[i]);
         }
         /* 2. delete stale and changed sets; 3. add new and changed ones */
         for (size_t i = 0; old && i < old->n_sets; i++) {
-                const struct unit_set *n = hmap_get(&new_sets, old->sets[i].name);
+                const struct unit_set *n = hmap_get(&new_sets, os[i]);
                 if (!n || n->timeout != old->sets[i].timeout)
-                        nftmsg_set_del(&t->body, old->sets[i].name);
+                        nftmsg_set_del(&t->body, os[i]);
         }
         for (size_t i = 0; i < u->n_st; i++) {
                 const struct rec_set *o = hmap_get(&old_sets, u->st[i].name);
@@ -603,8 +694,8 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
         }
         /* Stale chains go after the elements that point at them. */
         for (size_t i = 0; old && i < old->n_chains; i++)
-                if (!hmap_get(&new_chains, old->chains[i].name)) {
-                        nftmsg_chain_del(&t->tail, old->chains[i].name);
+                if (!hmap_get(&new_chains, oc[i])) {
+                        nftmsg_chain_del(&t->tail, oc[i]);
                         st->chains_deleted++;
                 }
 
@@ -632,6 +723,7 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
         hmap_done(&old_elems);
         hmap_done(&new_chains);
         hmap_done(&new_sets);
+        free(names);
         return r;
 }
 
@@ -659,10 +751,10 @@ static bool same_as_record(const struct rec *old, const struct unit *u) {
         if (!old || old->n_chains != u->n_ch || old->n_sets != u->n_st || old->n_elems != u->n_el)
                 return false;
         for (size_t i = 0; i < u->n_ch; i++)
-                if (old->chains[i].hash != u->ch[i].hash || strcmp(old->chains[i].name, u->ch[i].name) != 0)
+                if (old->chains[i].hash != u->ch[i].hash || !name_equal(old->key, old->chains[i].name, u->ch[i].name))
                         return false;
         for (size_t i = 0; i < u->n_st; i++)
-                if (old->sets[i].timeout != u->st[i].timeout || strcmp(old->sets[i].name, u->st[i].name) != 0)
+                if (old->sets[i].timeout != u->st[i].timeout || !name_equal(old->key, old->sets[i].name, u->st[i].name))
                         return false;
         /* Every element of the unit claimed (none refused or twice). */
         for (size_t i = 0; i < u->n_el; i++)
@@ -842,12 +934,13 @@ static void remove_unwanted(struct tsync *s, const struct hmap *chains, const st
         struct hmap desired = HMAP_INIT;
         const char *k;
         void *v;
+        size_t n_lists = 0;
+        char ***lists = xcalloc(s->recs.len + 1, sizeof *lists);
         for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);) {
                 const struct rec *rec = v;
-                for (size_t i = 0; i < rec->n_chains; i++)
-                        hmap_put(&desired, rec->chains[i].name, (void *) rec);
-                for (size_t i = 0; i < rec->n_sets; i++)
-                        hmap_put(&desired, rec->sets[i].name, (void *) rec);
+                char **names = lists[n_lists++] = rec_names(rec);
+                for (size_t i = 0; i < rec->n_chains + rec->n_sets; i++)
+                        hmap_put(&desired, names[i], (void *) rec);
         }
         /* The nat side's maps go before the chains they point at: when the
          * shard count changes, they leave a table with those chains. Others'
@@ -863,6 +956,9 @@ static void remove_unwanted(struct tsync *s, const struct hmap *chains, const st
         }
         remove_sets(s, sets, &desired, false, t);
         hmap_done(&desired);
+        for (size_t i = 0; i < n_lists; i++)
+                free(lists[i]);
+        free(lists);
 }
 
 /* A full sync over an existing table reads what the chains of each
