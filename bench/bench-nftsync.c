@@ -12,6 +12,8 @@
  *            (best of REPEAT): render and diff every service against the
  *            records, the hourly full sync's work, with one kernel query
  *            per table;
+ *   restart  nftsync_full() of a new sync over the loaded table: its wall
+ *            time, the part reading the table back, the kernel's commits;
  *   partial  nftsync_partial() of one service whose endpoint changed
  *            (wall, median of REPEAT, the endpoint moved and back);
  *   heap     malloc's bytes in use with the model loaded, and after the
@@ -195,6 +197,17 @@ int main(int argc, char **argv) {
                 }
         }
 
+        /* A restart: a new sync, no records, over the loaded table. */
+        nftsync_free(sync);
+        if (nftsync_new(4, nl, &sync) < 0)
+                return 1;
+        double r0 = now();
+        if (nftsync_full(sync, m, &p, NULL, 0, false, &st) < 0 || st.chains_written > st.chains_kept / 100 + 10) {
+                fprintf(stderr, "bench-nftsync: a restart failed or wrote %zu chains\n", st.chains_written);
+                return 1;
+        }
+        double restart = now() - r0, restart_read = st.list_seconds, restart_kernel = st.kernel_seconds;
+
         /* One endpoint of the first service with one, moved and back. */
         size_t n_svcs = 0;
         const struct svc **svcs = model_services_sorted(m, &n_svcs);
@@ -231,9 +244,11 @@ int main(int argc, char **argv) {
         getrusage(RUSAGE_SELF, &ru);
         printf("services=%zu shards=%d render_cpu=%.4f messages=%zu bytes=%zu cold_wall=%.3f cold_user=%.3f "
                "cold_sys=%.3f cold_transactions=%zu resync_wall=%.4f resync_cpu=%.4f partial_wall=%.4f "
-               "heap_model_mib=%.1f heap_synced_mib=%.1f peak_rss_mib=%.1f\n",
+               "restart_wall=%.3f restart_read=%.3f restart_kernel=%.3f heap_model_mib=%.1f heap_synced_mib=%.1f "
+               "peak_rss_mib=%.1f\n",
                model_n_services(m), cfg.nftables_shards, render, messages, bytes, cold.wall, cold.user, cold.sys,
-               cold_tx, resync_wall, resync, orig ? part[repeat / 2] : 0.0, heap_model, heap_synced,
+               cold_tx, resync_wall, resync, orig ? part[repeat / 2] : 0.0, restart, restart_read, restart_kernel,
+               heap_model, heap_synced,
                (double) ru.ru_maxrss / 1024);
         free(part);
         free(skey);

@@ -59,10 +59,12 @@ for n in sizes:
         r = dict(kv.split("=") for kv in out.split())
         sync_rows.append(r)
         print("N=%6d  nftables, %2d shards: render %.3f s CPU; first full sync %.2f s (kproxy %.2f s, kernel %.2f s, "
-              "%s transactions); resync %.3f s CPU; one-endpoint partial sync %.1f ms" % (
+              "%s transactions); resync %.3f s CPU; one-endpoint partial sync %.1f ms; restart %.2f s "
+              "(%.2f s reading)" % (
                   n, shards, float(r["render_cpu"]), float(r["cold_wall"]), float(r["cold_user"]),
                   float(r["cold_sys"]), r["cold_transactions"], float(r["resync_cpu"]),
-                  float(r["partial_wall"]) * 1000), flush=True)
+                  float(r["partial_wall"]) * 1000, float(r["restart_wall"]), float(r["restart_read"])),
+              flush=True)
 
 cpu = ""
 try:
@@ -94,15 +96,19 @@ with open(os.path.join(here, "RESULTS.md"), "w") as f:
             "side of the netlink calls); *resync* is the hourly full sync over the loaded, unchanged table "
             "(render and diff of every service, one query per table; best of 5, CPU); *partial* is one "
             "endpoint of one service changed (median of 5, wall, nearly all of it the kernel's commit); "
+            "*restart* is a new sync's full sync over the loaded table (wall, and the part reading the "
+            "chains back); "
             "*heap*: malloc's bytes in use with the model loaded, then also the sync's records after the first "
             "full sync (the daemon's steady RSS adds the libraries and malloc's free space).\n\n")
     f.write("| services | shards | render (CPU) | messages | first full sync | kproxy (user) | kernel (system) "
-            "| transactions | resync (CPU) | partial sync | heap: model, + records |\n")
-    f.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
+            "| transactions | resync (CPU) | partial sync | restart (reading) | heap: model, + records |\n")
+    f.write("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     for r in sync_rows:
-        f.write("| %s | %s | %.3f s | %s | %.2f s | %.2f s | %.2f s | %s | %.3f s | %.1f ms | %.1f, %.1f MiB |\n" % (
+        f.write("| %s | %s | %.3f s | %s | %.2f s | %.2f s | %.2f s | %s | %.3f s | %.1f ms | %.2f s (%.2f s) "
+                "| %.1f, %.1f MiB |\n" % (
             r["services"], r["shards"], float(r["render_cpu"]), r["messages"], float(r["cold_wall"]),
             float(r["cold_user"]), float(r["cold_sys"]), r["cold_transactions"], float(r["resync_cpu"]),
-            float(r["partial_wall"]) * 1000, float(r["heap_model_mib"]),
+            float(r["partial_wall"]) * 1000, float(r["restart_wall"]), float(r["restart_read"]),
+            float(r["heap_model_mib"]),
             float(r["heap_synced_mib"]) - float(r["heap_model_mib"])))
 PY
