@@ -282,7 +282,10 @@ static uint64_t h_bytes(uint64_t h, const void *p, size_t n) {
 
 static uint64_t h_str(uint64_t h, const char *s) {
         /* The length too: "ab"+"c" and "a"+"bc" must differ. */
-        return s ? h_bytes(h, s, strlen(s)) : h_word(h, ~0ull);
+        if (!s)
+                return h_word(h, ~0ull);
+        size_t n = strlen(s);
+        return h_word(h_bytes(h, s, n), n);
 }
 
 static uint64_t h_u32(uint64_t h, uint32_t v) {
