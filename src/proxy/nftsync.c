@@ -152,6 +152,11 @@ struct unit {
         size_t n_st, cap_st;
         struct unit_elem *el;
         size_t n_el, cap_el;
+        /* Set: chains the same as its chain in the same place are not
+         * encoded (chain_len and rules_len 0), and unencoded says so; a
+         * resync needs no bytes for a service that did not change. */
+        const struct rec *like;
+        bool unencoded;
 };
 
 /* --- records --- */
@@ -383,6 +388,13 @@ static void u_chain(void *ud, const struct nftir_chain *c) {
         struct unit_chain *x = &u->ch[u->n_ch++];
         x->name = xstrdup(nftir_name_join(&c->name, name, sizeof name));
         x->hash = nftir_chain_hash(c);
+        const struct rec *o = u->like;
+        size_t i = u->n_ch - 1;
+        if (o && i < o->n_chains && o->chains[i].hash == x->hash && name_equal(o->key, o->chains[i].name, x->name)) {
+                x->chain_off = x->chain_len = x->rules_off = x->rules_len = 0;
+                u->unencoded = true;
+                return;
+        }
         x->chain_off = u->chains.b.len;
         nftmsg_chain(&u->chains, c);
         x->chain_len = u->chains.b.len - x->chain_off;
@@ -735,10 +747,12 @@ static void put_record(struct tsync *s, struct rec *r) {
 /* Renders one service's objects in s's table into u (emptied first). A
  * shard's table holds none of the other shards' services. */
 static int render_unit(const struct tsync *s, const struct model *m, const struct render_params *p,
-                       const char *key, struct unit *u) {
+                       const char *key, const struct rec *like, struct unit *u) {
         const struct svc *svc = model_service_get(m, key);
         struct nftir_sink sink = unit_sink(u);
         unit_reset(u);
+        u->like = like;
+        u->unencoded = false;
         if (!svc || (s->table > 0 && render_nft_shard(key, p->nft_shards) != s->table))
                 return 0;
         return render_nft_service_table(m, svc, p, &sink, s->table);
@@ -766,11 +780,15 @@ static bool same_as_record(const struct rec *old, const struct unit *u) {
 /* Diffs the service key (rendered from m into u) against its record. */
 static int resync_service(struct tsync *s, const struct model *m, const struct render_params *p, const char *key,
                           struct unit *u, struct txn *t, struct buf *released, struct nftsync_stats *st) {
-        int r = render_unit(s, m, p, key, u);
+        const struct rec *rec = hmap_get(&s->recs, key);
+        int r = render_unit(s, m, p, key, rec, u);
         if (r < 0)
                 return r;
-        if (same_as_record(hmap_get(&s->recs, key), u))
+        if (same_as_record(rec, u))
                 return 0;
+        /* Changed: the diff may need any chain's bytes. */
+        if (u->unencoded && (r = render_unit(s, m, p, key, NULL, u)) < 0)
+                return r;
         struct rec *old = hmap_remove(&s->recs, key);
         put_record(s, diff_service(s, key, old, u, t, released, st));
         rec_free(old);
@@ -1055,7 +1073,7 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         for (size_t i = 0; i < n_svcs; i++) {
                 if (s->table > 0 && render_nft_shard(svcs[i]->key, p->nft_shards) != s->table)
                         continue;       /* another shard's */
-                r = render_unit(s, m, p, svcs[i]->key, &u);
+                r = render_unit(s, m, p, svcs[i]->key, NULL, &u);
                 if (r < 0)
                         goto out;
                 if (u.n_ch + u.n_st + u.n_el == 0)
