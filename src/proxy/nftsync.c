@@ -953,6 +953,8 @@ static void remove_unwanted(struct tsync *s, const struct hmap *chains, const st
         const char *k;
         void *v;
         size_t n_lists = 0;
+        if ((!chains || chains->len == 0) && (!sets || sets->len == 0))
+                return;         /* nothing listed (a resync that trusts the count) */
         char ***lists = xcalloc(s->recs.len + 1, sizeof *lists);
         for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);) {
                 const struct rec *rec = v;
