@@ -157,6 +157,15 @@ struct unit {
          * resync needs no bytes for a service that did not change. */
         const struct rec *like;
         bool unencoded;
+        /* The names of ch and st: chunks that never move (pointers into
+         * them stay valid), reused from one service to the next. */
+        struct name_chunk *names;
+};
+
+struct name_chunk {
+        struct name_chunk *next;
+        size_t used;
+        char b[16384 - 2 * sizeof(size_t)];
 };
 
 /* --- records --- */
@@ -337,11 +346,32 @@ static void unit_init(struct unit *u, const struct tsync *s, struct nftmsg *ids)
         nftmsg_share_set_ids(&u->rules, ids);
 }
 
+/* A copy of name in u's chunks (a chain or set name: under 256 bytes). */
+static char *unit_name(struct unit *u, const struct nftir_name *n) {
+        struct name_chunk *c = u->names;
+        if (!c || c->used + NAME_MAX_LEN > sizeof c->b) {
+                c = xcalloc(1, sizeof *c);
+                c->next = u->names;
+                u->names = c;
+        }
+        char *p = c->b + c->used;
+        nftir_name_join(n, p, NAME_MAX_LEN);
+        c->used += strlen(p) + 1;
+        return p;
+}
+
 static void unit_reset(struct unit *u) {
-        for (size_t i = 0; i < u->n_ch; i++)
-                free(u->ch[i].name);
-        for (size_t i = 0; i < u->n_st; i++)
-                free(u->st[i].name);
+        /* Keep the newest chunk, empty: a service's names fit in one. */
+        struct name_chunk *c = u->names ? u->names->next : NULL;
+        while (c) {
+                struct name_chunk *next = c->next;
+                free(c);
+                c = next;
+        }
+        if (u->names) {
+                u->names->next = NULL;
+                u->names->used = 0;
+        }
         u->n_ch = u->n_st = u->n_el = 0;
         nftmsg_clear(&u->sets);
         nftmsg_clear(&u->chains);
@@ -351,6 +381,7 @@ static void unit_reset(struct unit *u) {
 
 static void unit_done(struct unit *u) {
         unit_reset(u);
+        free(u->names);
         free(u->ch);
         free(u->st);
         free(u->el);
@@ -367,12 +398,11 @@ static void u_table(void *ud, unsigned idx) {
 
 static void u_set(void *ud, const struct nftir_set *set) {
         struct unit *u = ud;
-        char name[512];
         if (set->table != u->table)
                 return;
         grow((void **) &u->st, &u->cap_st, u->n_st, sizeof *u->st);
         struct unit_set *x = &u->st[u->n_st++];
-        x->name = xstrdup(nftir_name_join(&set->name, name, sizeof name));
+        x->name = unit_name(u, &set->name);
         x->timeout = set->timeout;
         x->off = u->sets.b.len;
         nftmsg_set(&u->sets, set);
@@ -381,12 +411,11 @@ static void u_set(void *ud, const struct nftir_set *set) {
 
 static void u_chain(void *ud, const struct nftir_chain *c) {
         struct unit *u = ud;
-        char name[512];
         if (c->table != u->table)
                 return;
         grow((void **) &u->ch, &u->cap_ch, u->n_ch, sizeof *u->ch);
         struct unit_chain *x = &u->ch[u->n_ch++];
-        x->name = xstrdup(nftir_name_join(&c->name, name, sizeof name));
+        x->name = unit_name(u, &c->name);
         x->hash = nftir_chain_hash(c);
         const struct rec *o = u->like;
         size_t i = u->n_ch - 1;

@@ -123,10 +123,7 @@ static void detector_init(struct nrender *t) {
         const struct render_params *p = t->p;
         t->detector_local.kind = t->detector_remote.kind = _NFTIR_STMT_MAX;
         if (p->detector == DETECTOR_SOURCE_CIDR) {
-                struct inet_cidr c;
-                if (inet_cidr_parse(p->detector_arg, &c) < 0)
-                        return;         /* params.c formatted it: cannot happen */
-                t->detector_local = (struct nftir_stmt) {.kind = NFTIR_ADDR, .saddr = true, .cidr = c};
+                t->detector_local = (struct nftir_stmt) {.kind = NFTIR_ADDR, .saddr = true, .cidr = p->detector_cidr};
         } else if (p->detector == DETECTOR_INTERFACE) {
                 /* iptables spells an interface prefix "veth+", nft "veth*". */
                 snprintf(t->iif, sizeof t->iif, "%s", p->detector_arg);

@@ -315,12 +315,25 @@ uint64_t nftir_chain_hash(const struct nftir_chain *c) {
                 h = h_str(h, r->comment);
                 for (size_t j = 0; j < r->n; j++) {
                         const struct nftir_stmt *s = &r->s[j];
+                        /* Which fields a statement has goes in its first word;
+                         * only those are hashed (most have one or two). */
                         uint64_t flags = (uint64_t) (s->saddr | s->neg << 1 | s->with_addr << 2);
-                        h = h_word(h, (uint64_t) s->kind << 32 | flags << 24 | (uint64_t) s->proto << 16 |
-                                              s->port);
-                        h = h_u32(h, s->n);
-                        h = h_cidr(h, &s->cidr);
-                        h = h_name(h, &s->name);
+                        uint64_t has = (uint64_t) (s->n != 0) | (uint64_t) (s->cidr.addr.family != 0) << 1 |
+                                       (uint64_t) (s->name.prefix != NULL) << 2 |
+                                       (uint64_t) (s->name.body != NULL) << 3 |
+                                       (uint64_t) (s->n_cidrs + s->n_addrs > 0) << 4;
+                        h = h_word(h, (uint64_t) s->kind << 40 | has << 32 | flags << 24 |
+                                              (uint64_t) s->proto << 16 | s->port);
+                        if (s->n)
+                                h = h_u32(h, s->n);
+                        if (s->cidr.addr.family)
+                                h = h_cidr(h, &s->cidr);
+                        if (s->name.prefix)
+                                h = h_str(h, s->name.prefix);
+                        if (s->name.body)
+                                h = h_str(h, s->name.body);
+                        if (s->n_cidrs + s->n_addrs == 0)
+                                continue;
                         h = h_u32(h, (uint32_t) (s->n_cidrs << 16 | s->n_addrs));
                         for (size_t k = 0; k < s->n_cidrs; k++)
                                 h = h_cidr(h, &s->cidrs[k]);

@@ -74,6 +74,7 @@ static void pick_detector(struct render_params *p, const struct kproxy_config *c
         case DETECT_LOCAL_CLUSTER_CIDR:
                 if (first_cidr_of_family(c->cluster_cidr, p->family, &cidr) == 0) {
                         p->detector = DETECTOR_SOURCE_CIDR;
+                        p->detector_cidr = cidr;
                         inet_cidr_format(&cidr, p->detector_arg);
                 } else if (warnings) {
                         buf_printf(warnings,
@@ -86,6 +87,7 @@ static void pick_detector(struct render_params *p, const struct kproxy_config *c
                 for (size_t i = 0; node && i < node->n_pod_cidrs; i++)
                         if (node->pod_cidrs[i].addr.family == p->family) {
                                 p->detector = DETECTOR_SOURCE_CIDR;
+                                p->detector_cidr = node->pod_cidrs[i];
                                 inet_cidr_format(&node->pod_cidrs[i], p->detector_arg);
                                 break;
                         }

@@ -33,6 +33,7 @@ struct render_params {
         bool masquerade_all;
         enum detector_kind detector;
         char detector_arg[64];          /* "10.0.0.0/8", "br0", "veth+" */
+        struct inet_cidr detector_cidr; /* DETECTOR_SOURCE_CIDR: detector_arg's CIDR */
         bool localhost_nodeports;       /* effective: IPv4, flag set, loopback in nodePortAddresses */
         bool nodeports_match_all;
         struct inet_addr *nodeport_ips; /* when not match-all: host IPs inside nodePortAddresses */

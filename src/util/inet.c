@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/strb.h"
-
 static int parse_ipv4(const char *s, uint8_t out[4]) {
         for (int i = 0; i < 4; i++) {
                 unsigned v = 0;
@@ -87,12 +85,18 @@ int inet_cidr_parse(const char *s, struct inet_cidr *ret) {
 
 const char *inet_addr_format(const struct inet_addr *a, char *out) {
         if (a->family == 4) {
-                struct strb b = strb_init(out, INET_ADDR_STRLEN);
+                char *p = out;
                 for (int i = 0; i < 4; i++) {
+                        unsigned v = a->bytes[i];
                         if (i)
-                                strb_putn(&b, ".", 1);
-                        strb_putu(&b, a->bytes[i]);
+                                *p++ = '.';
+                        if (v >= 100)
+                                *p++ = (char) ('0' + v / 100);
+                        if (v >= 10)
+                                *p++ = (char) ('0' + v / 10 % 10);
+                        *p++ = (char) ('0' + v % 10);
                 }
+                *p = '\0';
         } else if (!inet_ntop(AF_INET6, a->bytes, out, INET_ADDR_STRLEN))
                 snprintf(out, INET_ADDR_STRLEN, "::");
         return out;
