@@ -28,9 +28,13 @@
  * A full sync (a restart, or after someone else changed the table) has no
  * records to go by: it reads each service's chains back from the kernel
  * (apply/nftables.h: digests of their rules in a form the bytes kproxy
- * sends share) and leaves alone those that already hold what it would
- * write. The hourly one trusts the records when nobody else changed the
- * table, and diffs every service against them instead.
+ * sends share, and of a base chain's hook) and leaves alone those that
+ * already hold what it would write. The hourly one trusts the records
+ * when nobody else changed the table, and diffs every service against
+ * them instead; a service rendered exactly as recorded needs no diff.
+ *
+ * With shards (render/nftir.h) each table has its own records, and the
+ * tables' messages share the family's transactions (struct nftsync).
  */
 #include "proxy/nftsync.h"
 
