@@ -44,11 +44,7 @@
 #include "util/intern.h"
 #include "util/log.h"
 
-static double now(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
+#include "bench-util.h"
 
 struct cpu {
         double wall, user, sys;
@@ -57,7 +53,7 @@ struct cpu {
 static struct cpu cpu_now(void) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
-        return (struct cpu) {now(), (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6,
+        return (struct cpu) {bench_now(), (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6,
                              (double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6};
 }
 
@@ -71,26 +67,6 @@ static double cputime(void) {
 static struct cpu cpu_since(struct cpu a) {
         struct cpu b = cpu_now();
         return (struct cpu) {b.wall - a.wall, b.user - a.user, b.sys - a.sys};
-}
-
-static int add(void *u, const json_t *obj) {
-        struct model *m = u;
-        const char *kind = json_string_value(json_object_get(obj, "kind"));
-        char err[KUBE_ERRLEN];
-        if (kind && strcmp(kind, "Service") == 0) {
-                struct svc *s;
-                if (kube_decode_service(obj, &s, err) == 0)
-                        model_service_upsert(m, s);
-        } else if (kind && strcmp(kind, "EndpointSlice") == 0) {
-                struct slice *s;
-                if (kube_decode_slice(obj, &s, err) == 0)
-                        model_slice_upsert(m, s);
-        } else if (kind && strcmp(kind, "Node") == 0) {
-                struct node *n;
-                if (kube_decode_node(obj, &n, err) == 0)
-                        model_node_set(m, n);
-        }
-        return 0;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -142,7 +118,7 @@ int main(int argc, char **argv) {
         cfg.mode = PROXY_MODE_NFTABLES;
         cfg.cluster_cidr = strdup(argv[3]);
         cfg.nftables_shards = atoi(argv[4]);
-        if (kube_load_file(argv[1], add, m, err) < 0) {
+        if (kube_load_file(argv[1], bench_add, m, err) < 0) {
                 fprintf(stderr, "%s\n", err);
                 return 1;
         }
@@ -185,7 +161,7 @@ int main(int argc, char **argv) {
 
         double resync = 1e9, resync_wall = 0;
         for (int i = 0; i < repeat; i++) {
-                double c0 = cputime(), w0 = now();
+                double c0 = cputime(), w0 = bench_now();
                 if (nftsync_resync(sync, m, &p, NULL, 0, &st) < 0 || st.messages != 0) {
                         fprintf(stderr, "bench-nftsync: a resync of an unchanged table failed or wrote %zu "
                                 "messages\n", st.messages);
@@ -193,7 +169,7 @@ int main(int argc, char **argv) {
                 }
                 if (cputime() - c0 < resync) {
                         resync = cputime() - c0;
-                        resync_wall = now() - w0;
+                        resync_wall = bench_now() - w0;
                 }
         }
 
@@ -201,12 +177,12 @@ int main(int argc, char **argv) {
         nftsync_free(sync);
         if (nftsync_new(4, nl, &sync) < 0)
                 return 1;
-        double r0 = now();
+        double r0 = bench_now();
         if (nftsync_full(sync, m, &p, NULL, 0, false, &st) < 0 || st.chains_written > st.chains_kept / 100 + 10) {
                 fprintf(stderr, "bench-nftsync: a restart failed or wrote %zu chains\n", st.chains_written);
                 return 1;
         }
-        double restart = now() - r0, restart_read = st.list_seconds, restart_kernel = st.kernel_seconds;
+        double restart = bench_now() - r0, restart_read = st.list_seconds, restart_kernel = st.kernel_seconds;
 
         /* One endpoint of the first service with one, moved and back. */
         size_t n_svcs = 0;
@@ -229,9 +205,9 @@ int main(int argc, char **argv) {
                 struct hmap changed = HMAP_INIT;
                 model_slice_upsert(m, moved_slice(base, i % 2 ? 0 : 1));
                 hmap_put(&changed, skey, NULL);
-                double w0 = now();
+                double w0 = bench_now();
                 int r = nftsync_partial(sync, m, &p, &changed, &st);
-                part[i] = now() - w0;
+                part[i] = bench_now() - w0;
                 hmap_done(&changed);
                 if (r < 0 || st.transactions != 1) {
                         fprintf(stderr, "bench-nftsync: a partial sync failed\n");

@@ -22,36 +22,12 @@
 #include "render/render.h"
 #include "util/buf.h"
 
-static double now(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
+#include "bench-util.h"
 
 static double cpu_now(void) {
         struct timespec ts;
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
         return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-static int add(void *u, const json_t *obj) {
-        struct model *m = u;
-        const char *kind = json_string_value(json_object_get(obj, "kind"));
-        char err[KUBE_ERRLEN];
-        if (kind && strcmp(kind, "Service") == 0) {
-                struct svc *s;
-                if (kube_decode_service(obj, &s, err) == 0)
-                        model_service_upsert(m, s);
-        } else if (kind && strcmp(kind, "EndpointSlice") == 0) {
-                struct slice *s;
-                if (kube_decode_slice(obj, &s, err) == 0)
-                        model_slice_upsert(m, s);
-        } else if (kind && strcmp(kind, "Node") == 0) {
-                struct node *n;
-                if (kube_decode_node(obj, &n, err) == 0)
-                        model_node_set(m, n);
-        }
-        return 0;
 }
 
 int main(int argc, char **argv) {
@@ -68,22 +44,22 @@ int main(int argc, char **argv) {
 
         config_init(&cfg);
         cfg.cluster_cidr = strdup(argv[3]);
-        double t0 = now(), c0 = cpu_now();
-        if (kube_load_file(argv[1], add, m, err) < 0) {
+        double t0 = bench_now(), c0 = cpu_now();
+        if (kube_load_file(argv[1], bench_add, m, err) < 0) {
                 fprintf(stderr, "%s\n", err);
                 return 1;
         }
-        double load_wall = now() - t0, load_cpu = cpu_now() - c0;
+        double load_wall = bench_now() - t0, load_cpu = cpu_now() - c0;
         render_params_init(&p, 4, &cfg, argv[2], model_node(m), &host, NULL);
 
         double best_wall = 1e9, best_cpu = 1e9;
         size_t bytes = 0;
         for (int i = 0; i < repeat; i++) {
                 struct buf out = BUF_INIT;
-                t0 = now();
+                t0 = bench_now();
                 c0 = cpu_now();
                 render_iptables(m, &p, NULL, &out);
-                double w = now() - t0, c = cpu_now() - c0;
+                double w = bench_now() - t0, c = cpu_now() - c0;
                 if (w < best_wall)
                         best_wall = w;
                 if (c < best_cpu)
