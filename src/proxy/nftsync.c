@@ -187,7 +187,6 @@ static struct rec *rec_free(struct rec *r) {
         return NULL;
 }
 
-
 static void *xcalloc(size_t n, size_t size) {
         void *p = calloc(n ? n : 1, size);
         if (!p)
@@ -226,12 +225,12 @@ static const char *const name_prefixes[] = {"service-", "local-", "external-", "
  * strlen(name) + 1 bytes (NULL: only measure); returns its length, NUL
  * excluded. */
 static size_t name_pack(const char *key, const char *name, char *out) {
-        size_t kl = strlen(key);
-        for (size_t k = 0; k < NAME_PREFIXES; k++) {
+        size_t kl = strlen(key), n = strlen(name);
+        for (size_t k = 0; k < NAME_PREFIXES && n < NAME_MAX_LEN; k++) {
                 size_t pl = strlen(name_prefixes[k]);
                 const char *h = name + pl;
                 if (strncmp(name, name_prefixes[k], pl) != 0 || strnlen(h, 9) < 9 || h[8] != '-' ||
-                    strncmp(h + 9, key, kl) != 0 || strlen(name) >= NAME_MAX_LEN)
+                    strncmp(h + 9, key, kl) != 0)
                         continue;
                 size_t rest = strlen(h + 9 + kl);
                 if (out) {
@@ -241,19 +240,28 @@ static size_t name_pack(const char *key, const char *name, char *out) {
                 }
                 return 9 + rest;
         }
-        size_t n = strlen(name);
         if (out)
                 memcpy(out, name, n + 1);
         return n;
 }
 
-/* The name packed stands for; out holds NAME_MAX_LEN bytes (the whole name
- * fit in them when it was packed). Returns out, or packed itself. */
-static const char *name_unpack(const char *key, const char *packed, char *out) {
+/* The length of the name packed stands for. */
+static size_t name_unpacked_len(const char *key, const char *packed) {
         unsigned char c = (unsigned char) packed[0];
         if (c < 1 || c > NAME_PREFIXES)
-                return packed;
-        struct strb b = strb_init(out, NAME_MAX_LEN);
+                return strlen(packed);
+        return strlen(name_prefixes[c - 1]) + 9 + strlen(key) + strlen(packed + 9);
+}
+
+/* The name packed stands for, in out (size bytes: name_unpacked_len() + 1
+ * suffice). Returns out. */
+static const char *name_unpack(const char *key, const char *packed, char *out, size_t size) {
+        unsigned char c = (unsigned char) packed[0];
+        struct strb b = strb_init(out, size);
+        if (c < 1 || c > NAME_PREFIXES) {
+                strb_puts(&b, packed);
+                return out;
+        }
         strb_puts(&b, name_prefixes[c - 1]);
         strb_putn(&b, packed + 1, 8);
         strb_putn(&b, "-", 1);
@@ -277,18 +285,15 @@ static bool name_equal(const char *key, const char *packed, const char *name) {
  * then sets. */
 static char **rec_names(const struct rec *r) {
         size_t n = r->n_chains + r->n_sets, bytes = 0;
-        char tmp[NAME_MAX_LEN];
         for (size_t i = 0; i < n; i++)
-                bytes += strlen(name_unpack(r->key, i < r->n_chains ? r->chains[i].name :
-                                                    r->sets[i - r->n_chains].name, tmp)) + 1;
+                bytes += name_unpacked_len(r->key, i < r->n_chains ? r->chains[i].name :
+                                                       r->sets[i - r->n_chains].name) + 1;
         char **v = xcalloc(1, (n + 1) * sizeof *v + bytes);
-        char *p = (char *) (v + n + 1);
+        char *p = (char *) (v + n + 1), *end = p + bytes;
         for (size_t i = 0; i < n; i++) {
-                const char *w = name_unpack(r->key, i < r->n_chains ? r->chains[i].name :
-                                                    r->sets[i - r->n_chains].name, tmp);
-                size_t len = strlen(w) + 1;
-                v[i] = memcpy(p, w, len);
-                p += len;
+                const char *packed = i < r->n_chains ? r->chains[i].name : r->sets[i - r->n_chains].name;
+                v[i] = p;
+                p += strlen(name_unpack(r->key, packed, p, (size_t) (end - p))) + 1;
         }
         return v;
 }
@@ -777,8 +782,14 @@ static void put_record(struct tsync *s, struct rec *r) {
                 hmap_put(&s->recs, r->key, r);
 }
 
-/* Renders one service's objects in s's table into u (emptied first). A
- * shard's table holds none of the other shards' services. */
+/* Whether service key has objects in s's table: the main table has every
+ * service's filter side, a shard only its own services' nat side (a
+ * service's shard does not change while running). */
+static bool holds(const struct tsync *s, const struct render_params *p, const char *key) {
+        return s->table == 0 || render_nft_shard(key, p->nft_shards) == s->table;
+}
+
+/* Renders one service's objects in s's table into u (emptied first). */
 static int render_unit(const struct tsync *s, const struct model *m, const struct render_params *p,
                        const char *key, const struct rec *like, struct unit *u) {
         const struct svc *svc = model_service_get(m, key);
@@ -786,7 +797,7 @@ static int render_unit(const struct tsync *s, const struct model *m, const struc
         unit_reset(u);
         u->like = like;
         u->unencoded = false;
-        if (!svc || (s->table > 0 && render_nft_shard(key, p->nft_shards) != s->table))
+        if (!svc || !holds(s, p, key))
                 return 0;
         return render_nft_service_table(m, svc, p, &sink, s->table);
 }
@@ -951,8 +962,6 @@ static void emit_in_place(const struct unit *u, const struct hmap *chains, const
         }
 }
 
-
-
 static int list_table(struct tsync *s, struct hmap *chains, struct hmap *sets, struct nftsync_stats *st) {
         double t0 = now_s();
         int r = nftables_list(s->nl, s->family, s->tname, chains, sets);
@@ -1106,8 +1115,8 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         svcs = s->g->svcs;
         n_svcs = s->g->n_svcs;
         for (size_t i = 0; i < n_svcs; i++) {
-                if (s->table > 0 && render_nft_shard(svcs[i]->key, p->nft_shards) != s->table)
-                        continue;       /* another shard's */
+                if (!holds(s, p, svcs[i]->key))
+                        continue;
                 r = render_unit(s, m, p, svcs[i]->key, NULL, &u);
                 if (r < 0)
                         goto out;
@@ -1223,9 +1232,7 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
                 if (*k && !model_service_get(m, k))
                         gone[n_gone++] = xstrdup(k);
         for (size_t i = 0; r == 0 && i < n_svcs + n_gone; i++) {
-                /* Another shard's service has no record here (a service's
-                 * shard does not change while running). */
-                if (i < n_svcs && s->table > 0 && render_nft_shard(svcs[i]->key, p->nft_shards) != s->table)
+                if (i < n_svcs && !holds(s, p, svcs[i]->key))
                         continue;
                 r = resync_service(s, m, p, i < n_svcs ? svcs[i]->key : gone[i - n_svcs], &u, &t, &released, st);
                 if (r == 0 && chunk && txn_size(&t) >= chunk)
@@ -1335,8 +1342,7 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
                         unsigned t = render_nft_shard(key, p->nft_shards);
                         touched[t < g->n ? t : 0] = true;
                 }
-        }
-        if (k != PARTIAL) {
+        } else {
                 g->svcs = model_services_sorted(m, &g->n_svcs);
                 if (!g->svcs && model_n_services(m) > 0)
                         return -ENOMEM;

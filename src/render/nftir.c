@@ -54,7 +54,10 @@ static void put_name(struct buf *b, const struct nftir_name *n) {
 const char *nftir_table_name(unsigned idx, char out[NFTIR_TABLE_NAME_MAX]) {
         if (idx == 0)
                 return "kube-proxy";
-        snprintf(out, NFTIR_TABLE_NAME_MAX, "kube-proxy-%u", idx);
+        /* Every message of a shard names its table: no printf here. */
+        struct strb b = strb_init(out, NFTIR_TABLE_NAME_MAX);
+        strb_puts(&b, "kube-proxy-");
+        strb_putu(&b, idx);
         return out;
 }
 
