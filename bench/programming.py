@@ -742,7 +742,7 @@ def pick_changes(cluster, count, seed):
 def changes(run, cluster, api, kp, mode, count, gap_s, timeout, seed):
     picks = pick_changes(cluster, count, seed)
     lat, lat_last, timeouts = [], [], 0
-    cpu0 = sum(kp.cpu())
+    self0, cpu0 = kp.cpu()[0], sum(kp.cpu())
     last = cluster.services[-1]
     perf = Perf(run, kp, "%s-%d-changes-%s" % (mode, cluster.n, "0" if gap_s < 1 else "1s"))
     for i, svc in enumerate(picks):
@@ -758,10 +758,38 @@ def changes(run, cluster, api, kp, mode, count, gap_s, timeout, seed):
         if (i + 1) % 20 == 0:
             log("    %d/%d changes, p50 so far %.1f ms" % (i + 1, count, 1e3 * statistics.median(lat) if lat else -1))
         time.sleep(gap_s + random.random() * gap_s / 2)
-    cpu = sum(kp.cpu()) - cpu0
+    cpu, cpu_self = sum(kp.cpu()) - cpu0, kp.cpu()[0] - self0
     perf.stop()
     return {"n": len(lat), "timeouts": timeouts, "lat": lat, "lat_last": lat_last,
-            "cpu_per_change_ms": 1e3 * cpu / max(1, count)}
+            "cpu_per_change_ms": 1e3 * cpu / max(1, count), "cpu_self_per_change_ms": 1e3 * cpu_self / max(1, count)}
+
+
+def change_floor(run, cluster, reps=9):
+    """iptables mode: what any one-service change costs the tool and the
+    kernel, whoever sends it. The last service's chains (its KUBE-SVC chain
+    and KUBE-SEP chains, as the loaded table holds them) flushed and written
+    again by one `iptables-restore --noflush` alone, reps times into the
+    node's loaded table: the same kind of transaction as kproxy's change
+    (new rules that jump, so the kernel validates the table's jump graph).
+    Median and min wall time, s."""
+    svc = cluster.services[-1]
+    chain = Names("iptables", svc["ns"], svc["name"]).service()
+    by_chain = {}
+    for line in run.sh(["iptables-save", "-t", "nat"], ns="node").stdout.splitlines():
+        if line.startswith("-A "):
+            by_chain.setdefault(line.split(None, 2)[1], []).append(line)
+    rules = by_chain.get(chain, [])
+    seps = sorted(set(re.findall(r"-j (KUBE-SEP-\w+)", "\n".join(rules))))
+    if not rules or not seps:
+        raise BenchError("change floor: %s or its endpoint chains are not in the kernel" % chain)
+    text = "\n".join(["*nat"] + [":%s - [0:0]" % c for c in [chain] + seps] + rules +
+                     [line for c in seps for line in by_chain.get(c, [])] + ["COMMIT", ""])
+    times = []
+    for _ in range(reps):
+        t0 = time.monotonic()
+        run.sh(["iptables-restore", "--noflush"], ns="node", input=text)
+        times.append(time.monotonic() - t0)
+    return {"median_s": statistics.median(times), "min_s": min(times), "reps": reps}
 
 
 # --- packet path -----------------------------------------------------------
@@ -914,6 +942,12 @@ def run_size(run, n, mode, args):
             c = changes(run, cluster, api, kp, mode, count, args.gap, args.change_timeout, args.seed)
             res["changes"] = c
             log("  %s" % change_line("min sync 0", c))
+            if mode == "iptables":
+                res["change_floor"] = f = change_floor(run, cluster)
+                log("  change floor: one service's chains rewritten by iptables-restore --noflush alone, median "
+                    "%.1f ms (min %.1f) of %d; kproxy's p50 is %.2fx that" % (
+                        1e3 * f["median_s"], 1e3 * f["min_s"], f["reps"],
+                        pct(c["lat"], .5) / f["median_s"] if c["lat"] else 0))
         res["mem"] = kp.mem()
         log("  kproxy RSS %.0f MiB (peak %.0f MiB)" % (res["mem"].get("VmRSS", 0), res["mem"].get("VmHWM", 0)))
         if args.resync:
@@ -1023,10 +1057,10 @@ def change_line(what, c):
     if not lat:
         return "%s: no change seen (%d timeouts)" % (what, c["timeouts"])
     return ("%s: %d changes, API write -> kernel p50 %.1f ms, p99 %.1f ms, max %.1f ms, last service p50 %s; "
-            "%d timeouts; kproxy CPU %.1f ms per change" % (
+            "%d timeouts; kproxy CPU %.1f ms per change (%.1f ms its own)" % (
                 what, len(lat), pct(lat, .5), pct(lat, .99), max(lat),
                 "%.1f ms" % statistics.median([1e3 * x for x in c["lat_last"]]) if c["lat_last"] else "-",
-                c["timeouts"], c["cpu_per_change_ms"]))
+                c["timeouts"], c["cpu_per_change_ms"], c.get("cpu_self_per_change_ms", float("nan"))))
 
 
 # --- report -----------------------------------------------------------------
@@ -1110,16 +1144,26 @@ def report(results, args):
           "the service's map element going to the service chain. Services spread over the N, every 10th "
           "change on the last one; a short pause between changes. *min sync 1s*: kproxy restarted with the "
           "default `--iptables-min-sync-period`, changes 1.5 s apart. CPU: kproxy's own plus its children's "
-          "over the whole phase, per change. RSS: after the changes.\n\n")
+          "(`iptables-restore`; the kernel's work in nftables mode is kproxy's own system time) over the "
+          "whole phase, per change, and in brackets kproxy's own. *Tool alone* (iptables mode): the last "
+          "service's chains flushed and written again by one `iptables-restore --noflush` into the loaded "
+          "table, without kproxy (median of 9): what the tool and the kernel's validation of the table cost "
+          "any one-service change. RSS: after the changes.\n\n")
         w("| mode | services | min sync period | changes | p50 | p99 | max | last service p50 | CPU per change "
-          "| RSS (peak) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+          "(kproxy's own) | tool alone | p50 / tool alone | RSS (peak) |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
         for r in results:
             for key, period in (("changes", "0"), ("changes_1s", "1s")):
                 if key in r:
                     c = r[key]
                     mem = r.get("mem", {})
-                    w("| %s | %d | %s | %s | %.1f ms | %s |\n" % (
+                    fl = r.get("change_floor") if key == "changes" else None
+                    own = c.get("cpu_self_per_change_ms")
+                    w("| %s | %d | %s | %s | %.1f ms%s | %s | %s | %s |\n" % (
                         r["mode"], r["n"], period, " | ".join(lat_cells(c)), c["cpu_per_change_ms"],
+                        " (%.1f)" % own if own is not None else "",
+                        "%.1f ms" % (1e3 * fl["median_s"]) if fl else "–",
+                        "%.2f" % (pct(c["lat"], .5) / fl["median_s"]) if fl and c["lat"] else "–",
                         "%.0f (%.0f) MiB" % (mem.get("VmRSS", 0), mem.get("VmHWM", 0)) if key == "changes"
                         else "–"))
     dps = [r for r in results if "dp" in r]

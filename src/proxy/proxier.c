@@ -52,8 +52,9 @@ struct family_state {
         bool nft_rebuild;       /* the last full sync failed: rebuild the table */
         bool nft_listen;        /* others committed during the last full sync: keep listening */
         bool nft_known;         /* the table is as the last sync left it: nobody else changed it since */
-        struct hmap existing;   /* owned nat chains in the kernel, after our last success */
+        struct hmap existing;   /* owned nat chains in the kernel, read by a full sync */
         char *existing_names;   /* their storage */
+        struct ipt_owned *owned;        /* each service's nat chains as the last sync wrote them */
         uint64_t last_hash;     /* of the last restore input applied */
         bool have_hash;
         struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
@@ -369,16 +370,10 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
 
 /* --- sync --- */
 
-static void set_existing(struct family_state *f, struct buf *active) {
+static void drop_existing(struct family_state *f) {
         hmap_done(&f->existing);
         free(f->existing_names);
-        f->existing_names = buf_steal(active);
-        for (char *s = f->existing_names; *s;) {
-                char *nl = strchr(s, '\n');
-                *nl = '\0';
-                hmap_put(&f->existing, s, NULL);
-                s = nl + 1;
-        }
+        f->existing_names = NULL;
 }
 
 /* nftables mode: a full sync reads back what the table holds and writes in
@@ -442,7 +437,7 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
  * (apply/iptables-delta.h); if the kernel refuses that, -EAGAIN. */
 static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full, const struct render_params *rp,
                            struct render_ipt_sync *ret_counts) {
-        struct buf out = BUF_INIT, active = BUF_INIT, rewritten = BUF_INIT;
+        struct buf out = BUF_INIT, rewritten = BUF_INIT;
         struct render_ipt_sync s = {0};
         size_t by_rule = 0, kept = 0;
         int r;
@@ -450,9 +445,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         if (full) {
                 char *names = NULL;
                 bool jumps_ok = false;
-                hmap_done(&f->existing);
-                free(f->existing_names);
-                f->existing_names = NULL;
+                drop_existing(f);
                 /* One read of the tables tells both which owned chains exist
                  * and whether the jump rules are in place; only missing jumps
                  * cost more tool runs. */
@@ -468,7 +461,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         }
         s.changed = full ? NULL : &p->changed;
         s.existing = &f->existing;
-        s.active = &active;
+        s.owned = f->owned;
         r = render_iptables(p->model, rp, &s, &out);
         if (r < 0)
                 goto out;
@@ -484,7 +477,8 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 else
                         by_rule = iptables_delta_rewrite(f->delta, out.data, out.len, &rewritten);
                 const struct buf *sent = kept > 0 || by_rule > 0 ? &rewritten : &out;
-                r = iptables_restore(f->family, sent->data, sent->len, f->existing.len > 0);
+                r = iptables_restore(f->family, sent->data, sent->len,
+                                     f->existing.len > 0 || ipt_owned_chains(f->owned) > 0);
                 if (r < 0) {
                         f->have_hash = false;
                         iptables_delta_forget(f->delta);
@@ -509,7 +503,8 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 f->last_hash = h;
                 f->have_hash = true;
         }
-        set_existing(f, &active);
+        /* The owned list now says what is in the kernel. */
+        drop_existing(f);
         *ret_counts = s;
         log_v(2, "Reloading service iptables data: IPv%u, %zu services, %zu filter rules, %zu of %zu nat rules "
               "written (%zu bytes; %zu top-level chains changed by rule or left alone, %zu chains the kernel "
@@ -518,7 +513,6 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
               kept);
 out:
         buf_done(&out);
-        buf_done(&active);
         buf_done(&rewritten);
         return r;
 }
@@ -904,6 +898,11 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         for (size_t i = 0; i < p->n_fam; i++) {
                 p->fam[i].delta = iptables_delta_new();
                 p->fam[i].known = iptables_known_new();
+                p->fam[i].owned = ipt_owned_new();
+                if (!p->fam[i].delta || !p->fam[i].known || !p->fam[i].owned) {
+                        proxier_free(p);
+                        return -ENOMEM;
+                }
         }
 
         if (p->cfg->mode == PROXY_MODE_NFTABLES) {
@@ -942,8 +941,8 @@ struct proxier *proxier_free(struct proxier *p) {
                 free(v);
         hmap_done(&p->changed);
         for (size_t i = 0; i < p->n_fam; i++) {
-                hmap_done(&p->fam[i].existing);
-                free(p->fam[i].existing_names);
+                drop_existing(&p->fam[i]);
+                ipt_owned_free(p->fam[i].owned);
                 iptables_delta_free(p->fam[i].delta);
                 iptables_known_free(p->fam[i].known);
                 nftsync_free(p->fam[i].nft);

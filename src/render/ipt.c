@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +34,11 @@ struct ipt {
         struct buf nat_chains, nat_rules;
         bool large;             /* large-cluster mode: no per-endpoint comments */
         struct render_ipt_sync *sync;   /* may be NULL */
-        struct buf scratch_chains, scratch_rules;       /* unchanged services' chains, counted then dropped */
-        size_t skipped_rules;
+        /* With sync: what each service rendered now owns. */
+        struct hmap fresh;              /* service key -> struct owned_svc */
+        struct buf cur;                 /* the service being rendered: key, names */
+        uint32_t cur_rules, cur_names;
+        size_t own_rules;               /* rules of the services' own chains, all written now */
         size_t no_local_internal, no_local_external;
         char prob[PROB_CACHE][16];
 };
@@ -52,6 +56,48 @@ struct port_ctx {
         char ext_chain[CHAIN_NAME_MAX], fw_chain[CHAIN_NAME_MAX];
         char *sep_names;        /* KUBE-SEP names, CHAIN_NAME_MAX apart, one per eps->all */
 };
+
+/* One service's own chains: its key, then the chain names, each
+ * NUL-terminated, in one allocation. */
+struct owned_svc {
+        uint32_t n_rules, n_names;
+        char data[];
+};
+
+struct ipt_owned {
+        struct hmap svcs;       /* service key (in the entry) -> struct owned_svc */
+        size_t n_chains, n_rules;
+};
+
+static const char *owned_names(const struct owned_svc *o) {
+        return o->data + strlen(o->data) + 1;
+}
+
+struct ipt_owned *ipt_owned_new(void) {
+        return calloc(1, sizeof(struct ipt_owned));
+}
+
+static void owned_clear(struct hmap *svcs) {
+        void *v;
+        for (size_t i = 0; hmap_next(svcs, &i, NULL, &v);)
+                free(v);
+        hmap_done(svcs);
+}
+
+void ipt_owned_free(struct ipt_owned *o) {
+        if (!o)
+                return;
+        owned_clear(&o->svcs);
+        free(o);
+}
+
+size_t ipt_owned_chains(const struct ipt_owned *o) {
+        return o ? o->n_chains : 0;
+}
+
+size_t ipt_owned_rules(const struct ipt_owned *o) {
+        return o ? o->n_rules : 0;
+}
 
 static void comment(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void comment(struct buf *b, const char *fmt, ...) {
@@ -184,12 +230,12 @@ static void write_sep_chain(struct ipt *t, const struct port_ctx *c, const struc
         buf_putc(b, '\n');
 }
 
-static size_t count_rules(const struct buf *b);
+static size_t count_rules(const struct buf *b, size_t from);
 
-static void note_active(struct ipt *t, const char *chain) {
-        if (t->sync && t->sync->active) {
-                buf_puts(t->sync->active, chain);
-                buf_putc(t->sync->active, '\n');
+static void note_owned(struct ipt *t, const char *chain) {
+        if (t->sync) {
+                buf_put(&t->cur, chain, strlen(chain) + 1);
+                t->cur_names++;
         }
 }
 
@@ -328,25 +374,21 @@ static void render_port(struct ipt *t, struct port_ctx *c, bool own_chains) {
         }
 
         /* §7.6-7.10: the service port's own chains. A partial sync leaves
-         * those of unchanged services alone; they stay active all the same. */
+         * those of unchanged services alone: as the kernel holds them, and
+         * as the owned list remembers them (names and rule count). */
+        if (!own_chains)
+                return;
+        size_t rules_from = t->nat_rules.len;
         if (uses_svc)
-                note_active(t, c->svc_chain);
+                note_owned(t, c->svc_chain);
         if (uses_svl)
-                note_active(t, c->svl_chain);
+                note_owned(t, c->svl_chain);
         if (uses_ext)
-                note_active(t, c->ext_chain);
+                note_owned(t, c->ext_chain);
         if (uses_fw)
-                note_active(t, c->fw_chain);
+                note_owned(t, c->fw_chain);
         for (size_t i = 0; i < e->n_reachable; i++)
-                note_active(t, sep_name(c, e->reachable[i]));
-        /* A partial sync leaves unchanged services' chains in the kernel, but
-         * still renders them aside to count the rules (the rule-count
-         * metrics cover the whole table, as upstream's do). */
-        struct buf kept_chains = t->nat_chains, kept_rules = t->nat_rules;
-        if (!own_chains) {
-                t->nat_chains = t->scratch_chains;
-                t->nat_rules = t->scratch_rules;
-        }
+                note_owned(t, sep_name(c, e->reachable[i]));
 
         if (uses_svc)
                 chain_line(&t->nat_chains, c->svc_chain);
@@ -426,19 +468,15 @@ static void render_port(struct ipt *t, struct port_ctx *c, bool own_chains) {
         for (size_t i = 0; i < e->n_reachable; i++)
                 write_sep_chain(t, c, e->reachable[i]);
 
-        if (!own_chains) {
-                t->skipped_rules += count_rules(&t->nat_rules);
-                buf_clear(&t->nat_chains);
-                buf_clear(&t->nat_rules);
-                t->scratch_chains = t->nat_chains;
-                t->scratch_rules = t->nat_rules;
-                t->nat_chains = kept_chains;
-                t->nat_rules = kept_rules;
-        }
+        size_t n = count_rules(&t->nat_rules, rules_from);
+        t->own_rules += n;
+        t->cur_rules += (uint32_t) n;
 }
 
+/* own_chains: the port's SEP chains are named too (hashed), for its own
+ * chains; the top-level rules need only the others. */
 static void port_ctx_init(struct port_ctx *c, const struct svc *s, const struct svc_port *port,
-                          const struct svc_port_endpoints *eps, const struct inet_addr *cip) {
+                          const struct svc_port_endpoints *eps, const struct inet_addr *cip, bool own_chains) {
         c->svc = s;
         c->port = port;
         c->eps = eps;
@@ -455,7 +493,7 @@ static void port_ctx_init(struct port_ctx *c, const struct svc *s, const struct 
         snprintf(c->fw_chain, CHAIN_NAME_MAX, "KUBE-FW-%s", c->hash);
         /* SEP names only for endpoints that get chains (reachable); the
          * cluster and local lists are subsets of those. */
-        for (size_t i = 0; i < eps->n_reachable; i++) {
+        for (size_t i = 0; own_chains && i < eps->n_reachable; i++) {
                 char h[CHAIN_HASH_LEN + 1];
                 const struct endpoint *e = eps->reachable[i];
                 chain_hash(c->spn, c->proto, e->str, h);
@@ -480,40 +518,130 @@ struct collected {
         struct svc_port_endpoints eps;
 };
 
-/* Owned nat chains in the kernel that no rule uses any more: flushed and
- * deleted in the same transaction (§10.5). */
-static int write_stale(struct ipt *t) {
-        const struct hmap *existing = t->sync ? t->sync->existing : NULL;
-        struct hmap active = HMAP_INIT;
-        const char *k;
-
-        if (!existing || existing->len == 0)
-                return 0;
-        if (t->sync->active && t->sync->active->data)
-                for (char *line = t->sync->active->data; *line;) {
-                        char *nl = strchr(line, '\n');
-                        *nl = '\0';
-                        hmap_put(&active, line, line);
-                        line = nl + 1;
-                }
-        for (size_t i = 0; hmap_next(existing, &i, &k, NULL);) {
-                if (hmap_get(&active, k))
-                        continue;
-                chain_line(&t->nat_chains, k);
-                buf_printf(&t->nat_rules, "-X %s\n", k);
-        }
-        /* Restore the newline-separated form for the caller. */
-        for (size_t i = 0; hmap_next(&active, &i, &k, NULL);)
-                ((char *) k)[strlen(k)] = '\n';
-        hmap_done(&active);
-        return 0;
+static void write_delete(struct ipt *t, const char *chain) {
+        chain_line(&t->nat_chains, chain);
+        buf_puts(&t->nat_rules, "-X ");
+        buf_puts(&t->nat_rules, chain);
+        buf_putc(&t->nat_rules, '\n');
 }
 
-static size_t count_rules(const struct buf *b) {
+/* The service just rendered (its ports' chains in t->cur) becomes an entry
+ * of t->fresh. Returns -ENOMEM. */
+static int owned_finish(struct ipt *t, const char *key) {
+        int r = 0;
+        if (t->cur_names > 0) {
+                size_t klen = strlen(key) + 1;
+                struct owned_svc *o = malloc(sizeof *o + klen + t->cur.len);
+                if (!o) {
+                        r = -ENOMEM;
+                } else {
+                        o->n_rules = t->cur_rules;
+                        o->n_names = t->cur_names;
+                        memcpy(o->data, key, klen);
+                        memcpy(o->data + klen, t->cur.data, t->cur.len);
+                        hmap_put(&t->fresh, o->data, o);
+                }
+        }
+        buf_clear(&t->cur);
+        t->cur_rules = t->cur_names = 0;
+        return r;
+}
+
+static bool owned_has(const struct owned_svc *o, const struct hmap *index, const char *name) {
+        if (!o)
+                return false;
+        if (index->len > 0)
+                return hmap_get(index, name) != NULL;
+        const char *q = owned_names(o);
+        for (uint32_t i = 0; i < o->n_names; i++, q += strlen(q) + 1)
+                if (strcmp(q, name) == 0)
+                        return true;
+        return false;
+}
+
+/* A full sync: the owned chains in the kernel that no rule uses any more
+ * are flushed and deleted in the same transaction (§10.5), and what was
+ * rendered becomes the owned list. */
+static void owned_replace(struct ipt *t) {
+        struct ipt_owned *owned = t->sync->owned;
+        const struct hmap *existing = t->sync->existing;
+        struct hmap used = HMAP_INIT;
+        const char *k;
+        void *v;
+
+        if (existing && existing->len > 0) {
+                for (size_t i = 0; hmap_next(&t->fresh, &i, NULL, &v);) {
+                        const struct owned_svc *o = v;
+                        const char *q = owned_names(o);
+                        for (uint32_t j = 0; j < o->n_names; j++, q += strlen(q) + 1)
+                                hmap_put(&used, q, (void *) q);
+                }
+                for (size_t i = 0; hmap_next(existing, &i, &k, NULL);)
+                        if (!hmap_get(&used, k))
+                                write_delete(t, k);
+        }
+        hmap_done(&used);
+        if (!owned)
+                return;
+        owned_clear(&owned->svcs);
+        owned->svcs = t->fresh;
+        t->fresh = (struct hmap) HMAP_INIT;
+        owned->n_chains = owned->n_rules = 0;
+        for (size_t i = 0; hmap_next(&owned->svcs, &i, NULL, &v);) {
+                const struct owned_svc *o = v;
+                owned->n_chains += o->n_names;
+                owned->n_rules += o->n_rules;
+        }
+}
+
+/* A partial sync: a changed service's chains that it no longer uses (all
+ * of them, once it is gone) are flushed and deleted, and its entry of the
+ * owned list is replaced. */
+static void owned_update(struct ipt *t) {
+        struct ipt_owned *owned = t->sync->owned;
+        const char *k;
+
+        for (size_t i = 0; hmap_next(t->sync->changed, &i, &k, NULL);) {
+                struct owned_svc *old = hmap_get(&owned->svcs, k);
+                struct owned_svc *now = hmap_remove(&t->fresh, k);
+                struct hmap index = HMAP_INIT;
+                if (old) {
+                        /* Names of a large service are looked up in a map. */
+                        if (now && now->n_names > 16) {
+                                const char *q = owned_names(now);
+                                for (uint32_t j = 0; j < now->n_names; j++, q += strlen(q) + 1)
+                                        hmap_put(&index, q, (void *) q);
+                        }
+                        const char *q = owned_names(old);
+                        for (uint32_t j = 0; j < old->n_names; j++, q += strlen(q) + 1)
+                                if (!owned_has(now, &index, q))
+                                        write_delete(t, q);
+                        hmap_done(&index);
+                        owned->n_chains -= old->n_names;
+                        owned->n_rules -= old->n_rules;
+                        hmap_remove(&owned->svcs, k);
+                        free(old);
+                }
+                if (now) {
+                        hmap_put(&owned->svcs, now->data, now);
+                        owned->n_chains += now->n_names;
+                        owned->n_rules += now->n_rules;
+                }
+        }
+}
+
+/* Rules ("-A" lines) in b from offset from, which starts a line. */
+static size_t count_rules(const struct buf *b, size_t from) {
         size_t n = 0;
-        for (size_t i = 0; i + 2 < b->len; i++)
-                if ((i == 0 || b->data[i - 1] == '\n') && b->data[i] == '-' && b->data[i + 1] == 'A')
+        const char *p = b->data + from, *end = b->data + b->len;
+        while (p < end) {
+                if (end - p >= 2 && p[0] == '-' && p[1] == 'A')
                         n++;
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                if (!nl)
+                        break;
+                p = nl + 1;
+        }
         return n;
 }
 
@@ -599,12 +727,24 @@ int render_iptables(const struct model *m, const struct render_params *p, struct
         }
         for (size_t i = 0; i < n_all; i++) {
                 struct port_ctx c = {.sep_names = sep_names};
-                port_ctx_init(&c, all[i].svc, all[i].port, &all[i].eps, all[i].cip);
-                render_port(&t, &c, !sync || !sync->changed || hmap_get(sync->changed, all[i].svc->key));
+                bool own = !sync || !sync->changed || hmap_get(sync->changed, all[i].svc->key);
+                port_ctx_init(&c, all[i].svc, all[i].port, &all[i].eps, all[i].cip, own);
+                render_port(&t, &c, own);
+                /* A service's ports are consecutive: its last one closes its entry. */
+                if (own && sync && (i + 1 == n_all || all[i + 1].svc != all[i].svc) &&
+                    owned_finish(&t, all[i].svc->key) < 0) {
+                        r = -ENOMEM;
+                        free(sep_names);
+                        goto out;
+                }
         }
         free(sep_names);
 
-        write_stale(&t);
+        /* A partial sync without the owned list deletes nothing. */
+        if (sync && !sync->changed)
+                owned_replace(&t);
+        else if (sync && sync->owned)
+                owned_update(&t);
 
         /* §7.11: NodePort dispatch is the last rule of nat KUBE-SERVICES. */
         if (p->nodeports_match_all) {
@@ -639,9 +779,12 @@ int render_iptables(const struct model *m, const struct render_params *p, struct
         buf_puts(&t.filter_rules, " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n");
 
         if (sync) {
-                sync->n_filter_rules = count_rules(&t.filter_rules);
-                sync->n_nat_rules = count_rules(&t.nat_rules);
-                sync->n_nat_rules_total = sync->n_nat_rules + t.skipped_rules;
+                sync->n_filter_rules = count_rules(&t.filter_rules, 0);
+                sync->n_nat_rules = count_rules(&t.nat_rules, 0);
+                /* The top-level rules are all written; of the services' own,
+                 * the owned list has the total. */
+                sync->n_nat_rules_total = sync->n_nat_rules - t.own_rules +
+                                          (sync->owned ? sync->owned->n_rules : t.own_rules);
                 sync->n_no_local_internal = t.no_local_internal;
                 sync->n_no_local_external = t.no_local_external;
         }
@@ -662,7 +805,7 @@ out:
         buf_done(&t.filter_rules);
         buf_done(&t.nat_chains);
         buf_done(&t.nat_rules);
-        buf_done(&t.scratch_chains);
-        buf_done(&t.scratch_rules);
+        owned_clear(&t.fresh);
+        buf_done(&t.cur);
         return r;
 }

@@ -60,18 +60,33 @@ void render_params_done(struct render_params *p);
 
 struct hmap;
 
+/* The nat chains each service owns (its ports' SVC, SVL, EXT, FW and SEP
+ * chains) and their rule count, as the last sync rendered them. The daemon
+ * keeps one per family: a partial sync renders only the changed services'
+ * chains and finds the ones to delete by comparing with it, so its cost
+ * follows the change, not the cluster. */
+struct ipt_owned;
+struct ipt_owned *ipt_owned_new(void);
+void ipt_owned_free(struct ipt_owned *o);
+/* Chains and rules held, over all services. */
+size_t ipt_owned_chains(const struct ipt_owned *o);
+size_t ipt_owned_rules(const struct ipt_owned *o);
+
 /* What a sync asks of the iptables renderer beyond the full ruleset. */
 struct render_ipt_sync {
-        /* Service keys ("ns/name") whose own chains (SVC, SVL, EXT, FW, SEP)
-         * must be written; the others' chains are left as they are in the
-         * kernel. NULL: write every chain (a full sync). */
+        /* Service keys ("ns/name") whose own chains must be written; the
+         * others' chains are left as they are in the kernel. NULL: write
+         * every chain (a full sync). */
         const struct hmap *changed;
-        /* nat chains with kube-proxy's owned prefixes that exist in the
-         * kernel now; those no longer used are flushed and deleted (-X).
-         * NULL: none known. */
+        /* A full sync: nat chains with kube-proxy's owned prefixes that
+         * exist in the kernel now; those no longer used are flushed and
+         * deleted (-X). NULL: none known. A partial sync does not read it. */
         const struct hmap *existing;
-        /* Out: the owned nat chains the rules use, one "NAME\n" each. */
-        struct buf *active;
+        /* In and out, required with changed: updated with what this render
+         * wrote (replaced whole by a full sync). A partial sync deletes the
+         * chains it held for a changed service that the service no longer
+         * uses. */
+        struct ipt_owned *owned;
         /* Out: counts of rules written per table, for metrics and logs;
          * the nat total includes the rules of chains left unchanged. */
         size_t n_filter_rules, n_nat_rules, n_nat_rules_total;
