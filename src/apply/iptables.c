@@ -285,8 +285,13 @@ int iptables_restore_split(uint8_t family, const char *input, size_t len, size_t
 }
 
 int iptables_restore(uint8_t family, const char *input, size_t len, bool loaded) {
+        /* Into empty tables the tool's userspace is quadratic in a piece's
+         * lines, and each commit adds a little: 1000-line pieces loaded 1k
+         * services x 10 endpoints in 0.64 s, 3000-line ones in 0.80 s, and
+         * both 20k in 28.5 s (measured). */
         size_t lines = 0, max_lines = IPTABLES_RESTORE_PIECE_LINES;
         if (loaded) {
+                max_lines = IPTABLES_RESTORE_LOADED_LINES;
                 /* Each piece costs the tool's userspace about a * L^2 for L
                  * lines, and the kernel a walk of every chain reachable from
                  * the built-in ones, about b * T for a table of T lines (it

@@ -32,16 +32,19 @@ void iptables_names_free(struct hmap *existing, char *names);
  * full sync. Returns 0 or -errno (a tool failed; logged). */
 int iptables_ensure_jumps(uint8_t family);
 
-/* Applies a restore input. Up to 2 * IPTABLES_RESTORE_PIECE_LINES lines
- * it is one transaction; a larger one (a full sync) is restored in pieces
- * (apply/iptables-split.h), each a transaction that leaves traffic working:
- * of that many lines into empty tables, of larger ones when loaded (the
- * kernel already holds about this much: every commit then costs it a walk
- * of the whole table). On failure, logs the tool's complaint with the
- * offending input lines and returns -EIO; the kernel keeps the rules it had
- * before the failed transaction (earlier pieces stay applied; the caller's
- * next full sync completes the job). */
-#define IPTABLES_RESTORE_PIECE_LINES 3000
+/* Applies a restore input. Into empty tables, up to 2 *
+ * IPTABLES_RESTORE_PIECE_LINES lines are one transaction and a larger input
+ * (a first sync) is restored in pieces of that many lines
+ * (apply/iptables-split.h), each a transaction that leaves traffic working.
+ * When loaded, the kernel already holds about as much, and every commit
+ * costs it a walk of the whole table: up to 2 * IPTABLES_RESTORE_LOADED_LINES
+ * lines are one transaction (any partial sync), larger inputs go in fewer,
+ * larger pieces. On failure, logs the tool's complaint with the offending
+ * input lines and returns -EIO; the kernel keeps the rules it had before the
+ * failed transaction (earlier pieces stay applied; the caller's next full
+ * sync completes the job). */
+#define IPTABLES_RESTORE_PIECE_LINES 1000
+#define IPTABLES_RESTORE_LOADED_LINES 3000
 int iptables_restore(uint8_t family, const char *input, size_t len, bool loaded);
 /* The same with another piece size (tests). */
 int iptables_restore_split(uint8_t family, const char *input, size_t len, size_t max_lines);

@@ -460,6 +460,9 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 }
         }
         s.changed = full ? NULL : &p->changed;
+        /* Whether the kernel holds kproxy's chains: known before the render
+         * fills the owned list with what is about to be written. */
+        bool loaded = f->existing.len > 0 || ipt_owned_chains(f->owned) > 0;
         s.existing = &f->existing;
         s.owned = f->owned;
         r = render_iptables(p->model, rp, &s, &out);
@@ -477,8 +480,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 else
                         by_rule = iptables_delta_rewrite(f->delta, out.data, out.len, &rewritten);
                 const struct buf *sent = kept > 0 || by_rule > 0 ? &rewritten : &out;
-                r = iptables_restore(f->family, sent->data, sent->len,
-                                     f->existing.len > 0 || ipt_owned_chains(f->owned) > 0);
+                r = iptables_restore(f->family, sent->data, sent->len, loaded);
                 if (r < 0) {
                         f->have_hash = false;
                         iptables_delta_forget(f->delta);
