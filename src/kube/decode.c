@@ -544,8 +544,12 @@ static int decode_hints(const json_t *arr, char ***ret, uint16_t *ret_n, bool la
         return r;
 }
 
-static int decode_slice_endpoint(const json_t *e, uint8_t family, struct slice_endpoint *ep,
+/* Decodes endpoint e of slice s into ep; its hints, if any, go to the
+ * slice's list. */
+static int decode_slice_endpoint(const json_t *e, struct slice *s, struct slice_endpoint *ep,
                                  bool *ret_skip, char *err, const char *path) {
+        uint8_t family = s->family;
+        struct endpoint_hints h = {0};
         const json_t *addrs, *cond, *hints, *arr;
         const char *node;
         char sub[96];
@@ -589,13 +593,30 @@ static int decode_slice_endpoint(const json_t *e, uint8_t family, struct slice_e
         if ((r = get_array(hints, "forZones", &arr, err, sub)) < 0)
                 return r;
         snprintf(sub, sizeof sub, "%s.hints.forZones", path);
-        if ((r = decode_hints(arr, &ep->zone_hints, &ep->n_zone_hints, true, err, sub)) < 0)
-                return r;
+        if ((r = decode_hints(arr, &h.zones, &h.n_zones, true, err, sub)) < 0)
+                goto out;
         snprintf(sub, sizeof sub, "%s.hints.", path);
         if ((r = get_array(hints, "forNodes", &arr, err, sub)) < 0)
-                return r;
+                goto out;
         snprintf(sub, sizeof sub, "%s.hints.forNodes", path);
-        return decode_hints(arr, &ep->node_hints, &ep->n_node_hints, false, err, sub);
+        if ((r = decode_hints(arr, &h.nodes, &h.n_nodes, false, err, sub)) < 0)
+                goto out;
+        if (h.n_zones == 0 && h.n_nodes == 0)
+                goto out;
+        if (s->n_hints >= UINT16_MAX) {
+                r = fail(err, "%s.hints: more than %u endpoints of the slice have hints", path, UINT16_MAX - 1);
+                goto out;
+        }
+        struct endpoint_hints *more = realloc(s->hints, (s->n_hints + 1) * sizeof *s->hints);
+        if (!more)
+                abort();
+        s->hints = more;
+        s->hints[s->n_hints++] = h;
+        ep->hints = (uint16_t) s->n_hints;
+        return 0;
+out:
+        endpoint_hints_done(&h);
+        return r;
 }
 
 /* RFC 3339 in UTC ("2024-05-06T07:08:09Z", optional fraction) to Unix
@@ -692,7 +713,7 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
                 bool skip;
                 snprintf(path, sizeof path, "endpoints[%zu]", i);
                 struct slice_endpoint *ep = &s->endpoints[s->n_endpoints];
-                r = decode_slice_endpoint(json_array_get(eps, i), s->family, ep, &skip, err, path);
+                r = decode_slice_endpoint(json_array_get(eps, i), s, ep, &skip, err, path);
                 s->n_endpoints++;       /* so that slice_free() frees a half-built one */
                 if (r < 0)
                         return r;

@@ -101,7 +101,7 @@ static int merge(const struct svc_port *port, uint8_t family, const struct slice
                                         .terminating = se->terminating,
                                         .local = se->node_name && node_name &&
                                                  strcmp(se->node_name, node_name) == 0,
-                                        .src = se,
+                                        .hints = slice_endpoint_hints(s, se),
                                 };
                                 endpoint_format(&ep.addr, ep.port, ep.str);
                                 ep.ip_off = family == 6;
@@ -143,15 +143,16 @@ static enum topology topology_from_hints(const struct svc_port_endpoints *r,
 
         for (size_t i = 0; i < r->n_all; i++) {
                 const struct endpoint *e = &r->all[i];
+                const struct endpoint_hints *h = e->hints;
                 if (!e->ready)
                         continue;
-                if (e->src->n_node_hints == 0)
+                if (!h || h->n_nodes == 0)
                         all_node = false;
-                else if (strv_contains(e->src->node_hints, e->src->n_node_hints, f->node_name))
+                else if (strv_contains(h->nodes, h->n_nodes, f->node_name))
                         any_node = true;
-                if (e->src->n_zone_hints == 0)
+                if (!h || h->n_zones == 0)
                         all_zone = false;
-                else if (strv_contains(e->src->zone_hints, e->src->n_zone_hints, f->zone))
+                else if (strv_contains(h->zones, h->n_zones, f->zone))
                         any_zone = true;
         }
         if (f->prefer_same_node && all_node && any_node)
@@ -164,9 +165,9 @@ static enum topology topology_from_hints(const struct svc_port_endpoints *r,
 static bool topology_admits(const struct endpoint *e, enum topology t, const struct endpoint_filter *f) {
         switch (t) {
         case TOPOLOGY_SAME_NODE:
-                return strv_contains(e->src->node_hints, e->src->n_node_hints, f->node_name);
+                return e->hints && strv_contains(e->hints->nodes, e->hints->n_nodes, f->node_name);
         case TOPOLOGY_SAME_ZONE:
-                return strv_contains(e->src->zone_hints, e->src->n_zone_hints, f->zone);
+                return e->hints && strv_contains(e->hints->zones, e->hints->n_zones, f->zone);
         default:
                 return true;
         }

@@ -26,7 +26,7 @@ struct endpoint {
         bool ready, serving, terminating, local;
         char str[ENDPOINT_STRLEN];      /* "10.0.0.1:80", "[fd00::1]:80" */
         uint8_t ip_off, ip_len;         /* the address text inside str */
-        const struct slice_endpoint *src;       /* for hints; borrowed */
+        const struct endpoint_hints *hints;     /* borrowed from the slice; NULL: none */
         uint32_t seq;                   /* arrival order, for the stable merge */
 };
 

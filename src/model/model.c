@@ -75,12 +75,18 @@ enum traffic_policy traffic_policy_from_string(const char *s) {
         return table_lookup(traffic_policy_table, _TRAFFIC_POLICY_MAX, s);
 }
 
-_Static_assert(sizeof(void *) != 8 || sizeof(struct slice_endpoint) == 48, "slice_endpoint grew");
+_Static_assert(sizeof(void *) != 8 || sizeof(struct slice_endpoint) == 32, "slice_endpoint grew");
 
 static void strv_free(char **v, size_t n) {
         for (size_t i = 0; i < n; i++)
                 free(v[i]);
         free(v);
+}
+
+void endpoint_hints_done(struct endpoint_hints *h) {
+        strv_free(h->zones, h->n_zones);
+        strv_free(h->nodes, h->n_nodes);
+        *h = (struct endpoint_hints) {0};
 }
 
 struct svc *svc_free(struct svc *s) {
@@ -103,13 +109,12 @@ struct slice *slice_free(struct slice *s) {
         for (size_t i = 0; i < s->n_ports; i++)
                 free(s->ports[i].name);
         free(s->ports);
-        for (size_t i = 0; i < s->n_endpoints; i++) {
-                struct slice_endpoint *e = &s->endpoints[i];
-                intern_release(e->node_name);
-                strv_free(e->zone_hints, e->n_zone_hints);
-                strv_free(e->node_hints, e->n_node_hints);
-        }
+        for (size_t i = 0; i < s->n_endpoints; i++)
+                intern_release(s->endpoints[i].node_name);
         free(s->endpoints);
+        for (size_t i = 0; i < s->n_hints; i++)
+                endpoint_hints_done(&s->hints[i]);
+        free(s->hints);
         free(s->service_key);
         free(s->key);
         free(s);

@@ -76,14 +76,20 @@ struct slice_port {
         uint16_t port;
 };
 
-/* 48 bytes: half a million of them at 50k services × 10 endpoints. */
+/* An endpoint's topology hints. Few endpoints have any: they are kept in
+ * their slice, not in every endpoint. */
+struct endpoint_hints {
+        uint16_t n_zones, n_nodes;      /* the API allows 8 of each */
+        char **zones;                   /* NULL when none */
+        char **nodes;
+};
+
+/* 32 bytes: half a million of them at 50k services × 10 endpoints. */
 struct slice_endpoint {
         struct inet_addr addr;  /* addresses[0] */
         bool ready, serving, terminating;
-        uint16_t n_zone_hints, n_node_hints;    /* the API allows 8 of each */
+        uint16_t hints;         /* 1 + its index in the slice's hints; 0: none, as nearly always */
         const char *node_name;  /* shared (util/intern.h); NULL when unset */
-        char **zone_hints;      /* NULL when none, as nearly always */
-        char **node_hints;
 };
 
 struct slice {
@@ -94,8 +100,18 @@ struct slice {
         size_t n_ports;
         struct slice_endpoint *endpoints;
         size_t n_endpoints;
+        struct endpoint_hints *hints;   /* of the endpoints that have any */
+        size_t n_hints;
         double trigger_time;    /* annotation endpoints.kubernetes.io/last-change-trigger-time (Unix s), or 0 */
 };
+
+void endpoint_hints_done(struct endpoint_hints *h);
+
+/* The hints of endpoint e of slice s, or NULL. */
+static inline const struct endpoint_hints *slice_endpoint_hints(const struct slice *s,
+                                                                const struct slice_endpoint *e) {
+        return e->hints ? &s->hints[e->hints - 1] : NULL;
+}
 
 #define NODE_ADDR_INTERNAL 1
 #define NODE_ADDR_EXTERNAL 2

@@ -165,8 +165,12 @@ static void test_decode_slice(void) {
                 CHECK(s->family == 4 && s->n_ports == 2 && s->ports[1].port == 0);
                 CHECK(s->n_endpoints == 2);
                 CHECK(!s->endpoints[0].ready && s->endpoints[0].serving && s->endpoints[0].terminating);
-                CHECK(s->endpoints[0].n_zone_hints == 1);
+                /* Hints live in the slice: only endpoints that have some point there. */
+                const struct endpoint_hints *h = slice_endpoint_hints(s, &s->endpoints[0]);
+                CHECK(s->n_hints == 1 && h && h->n_zones == 1 && h->n_nodes == 0);
+                CHECK_STREQ(h->zones[0], "z1");
                 CHECK(s->endpoints[1].ready && !s->endpoints[1].node_name);
+                CHECK(!slice_endpoint_hints(s, &s->endpoints[1]));
         }
         slice_free(s);
         json_decref(j);
@@ -192,7 +196,7 @@ static void test_decode_slice(void) {
                 s = NULL;
                 int r = kube_decode_slice(j, &s, err);
                 if (n == 64)
-                        CHECK(r == 0 && s && s->endpoints[0].n_zone_hints == 64);
+                        CHECK(r == 0 && s && slice_endpoint_hints(s, &s->endpoints[0])->n_zones == 64);
                 else
                         CHECK(r == -EINVAL && strstr(err, "endpoints[0].hints.forZones: 65 hints"));
                 slice_free(s);
