@@ -51,8 +51,8 @@ struct kube_watch {
         struct buf body;        /* list: the page; watch: the partial line */
         char *rv;               /* last resourceVersion seen */
         char *cont;             /* list continue token */
-        struct hmap known;      /* keys reported and not deleted (owned strings) */
-        struct hmap seen;       /* keys of the list in progress (borrowed from known) */
+        kube_keys_fn keys;
+        struct hmap seen;       /* keys of the list in progress (owned strings) */
         unsigned attempts;      /* consecutive failures, for backoff */
         struct ev_timer *retry;
         struct ev_timer *idle;
@@ -155,28 +155,47 @@ static void set_str(char **p, const char *v) {
         *p = v ? strdup(v) : NULL;
 }
 
+static void seen_clear(struct kube_watch *w) {
+        void *v;
+        for (size_t i = 0; hmap_next(&w->seen, &i, NULL, &v);)
+                free(v);
+        hmap_done(&w->seen);
+}
+
 static void report_upsert(struct kube_watch *w, const json_t *obj, bool listing) {
         char *k = object_key(obj);
         if (!k) {
                 log_warning("%s: object without metadata.name, ignoring", w->path);
                 return;
         }
-        char *known = hmap_get(&w->known, k);
-        if (!known) {
-                known = k;
-                hmap_put(&w->known, known, known);
-        } else {
+        w->fn(w->userdata, KUBE_EVENT_UPSERT, k, obj);
+        if (listing && !hmap_get(&w->seen, k))
+                hmap_put(&w->seen, k, k);
+        else
                 free(k);
-        }
-        if (listing)
-                hmap_put(&w->seen, known, known);
-        w->fn(w->userdata, KUBE_EVENT_UPSERT, known, obj);
 }
 
 static void report_delete(struct kube_watch *w, const char *key, const json_t *obj) {
-        char *known = hmap_remove(&w->known, key);
         w->fn(w->userdata, KUBE_EVENT_DELETE, key, obj);
-        free(known);
+}
+
+/* The consumer's keys that a relist did not list. */
+struct gone {
+        const struct hmap *seen;
+        char **keys;
+        size_t n;
+};
+
+static void collect_gone(const char *key, void *ctx) {
+        struct gone *g = ctx;
+        if (hmap_get(g->seen, key))
+                return;
+        char **more = realloc(g->keys, (g->n + 1) * sizeof *more);
+        char *k = strdup(key);
+        if (!more || !k)
+                abort();
+        g->keys = more;
+        g->keys[g->n++] = k;
 }
 
 static uint64_t backoff_ms(struct kube_watch *w) {
@@ -224,7 +243,7 @@ static void retry_later(struct kube_watch *w) {
 
 static void relist(struct kube_watch *w) {
         stop_transfer(w);
-        hmap_done(&w->seen);
+        seen_clear(w);
         set_str(&w->rv, NULL);
         set_str(&w->cont, NULL);
         w->phase = PHASE_LIST;
@@ -472,26 +491,22 @@ static void finish_list_page(struct kube_watch *w) {
         set_str(&w->cont, NULL);
         buf_done(&w->body);     /* a page's room (about 1 MB); watch events need little */
 
-        /* Whatever was known but not listed is gone. */
-        const char *k;
-        void *v;
-        char **gone = NULL;
-        size_t n_gone = 0;
-        for (size_t it = 0; hmap_next(&w->known, &it, &k, &v);)
-                if (!hmap_get(&w->seen, k)) {
-                        gone = realloc(gone, (n_gone + 1) * sizeof *gone);
-                        if (!gone)
-                                abort();
-                        gone[n_gone++] = v;
-                }
-        for (size_t j = 0; j < n_gone; j++)
-                report_delete(w, gone[j], NULL);
-        free(gone);
-        hmap_done(&w->seen);
+        /* Whatever the consumer holds but was not listed is gone. Its keys
+         * are collected first: deleting changes what it iterates. */
+        struct gone g = {.seen = &w->seen};
+        size_t listed = w->seen.len;
+        if (w->keys)
+                w->keys(w->userdata, collect_gone, &g);
+        for (size_t j = 0; j < g.n; j++) {
+                report_delete(w, g.keys[j], NULL);
+                free(g.keys[j]);
+        }
+        free(g.keys);
+        seen_clear(w);
 
         w->attempts = 0;
         w->n_lists++;
-        log_v(2, "%s: listed %zu objects at resourceVersion %s", w->path, w->known.len, w->rv);
+        log_v(2, "%s: listed %zu objects at resourceVersion %s", w->path, listed, w->rv);
         w->fn(w->userdata, KUBE_EVENT_SYNCED, NULL, NULL);
         watch_begin_watch(w);
 }
@@ -605,12 +620,7 @@ struct kube_client *kube_client_free(struct kube_client *c) {
                 c->watches = w->next;
                 stop_transfer(w);
                 w->retry = ev_timer_cancel(c->loop, w->retry);
-                const char *k;
-                void *v;
-                for (size_t i = 0; hmap_next(&w->known, &i, &k, &v);)
-                        free(v);
-                hmap_done(&w->known);
-                hmap_done(&w->seen);
+                seen_clear(w);
                 buf_done(&w->body);
                 free(w->path);
                 free(w->label_selector);
@@ -637,6 +647,7 @@ int kube_watch_start(struct kube_client *c, const struct kube_watch_opts *o, kub
         w->page_size = o->page_size ? o->page_size : DEFAULT_PAGE;
         w->idle_ms = o->idle_timeout_ms ? o->idle_timeout_ms : DEFAULT_IDLE_MS;
         w->fn = fn;
+        w->keys = o->keys;
         w->userdata = userdata;
         w->next = c->watches;
         c->watches = w;

@@ -8,9 +8,10 @@
  * A reflector lists a resource in pages (limit/continue), reports every
  * object, then watches from the list's resourceVersion with bookmarks,
  * resuming from the last resourceVersion it saw when a watch ends. A 410
- * Gone (too old a resourceVersion) means relist; after a relist, objects
- * that vanished meanwhile are reported deleted, so the consumer never keeps
- * a ghost. Failures are retried with capped exponential backoff and jitter;
+ * Gone (too old a resourceVersion) means relist; after a relist, the keys
+ * the consumer holds (it lists them: the client keeps no copy of a
+ * cluster's keys) that were not listed are reported deleted, so the
+ * consumer never keeps a ghost. Failures are retried with capped exponential backoff and jitter;
  * a watch silent for longer than idle_timeout_ms is dropped and restarted.
  */
 #include <stdbool.h>
@@ -30,6 +31,8 @@ enum kube_event {
 
 /* key is "namespace/name" (or "name" for cluster-scoped objects). */
 typedef void (*kube_event_fn)(void *userdata, enum kube_event ev, const char *key, const json_t *obj);
+/* Calls each(key, ctx) for every key the consumer holds from the watch. */
+typedef void (*kube_keys_fn)(void *userdata, void (*each)(const char *key, void *ctx), void *ctx);
 
 struct kube_watch_opts {
         const char *path;               /* collection path, e.g. "/api/v1/services" */
@@ -37,6 +40,7 @@ struct kube_watch_opts {
         const char *field_selector;     /* NULL: none */
         unsigned page_size;             /* list page size; 0: 500 */
         uint64_t idle_timeout_ms;       /* 0: 5 minutes */
+        kube_keys_fn keys;              /* NULL: nothing is reported deleted after a relist */
 };
 
 /* The client borrows conn and loop; both must outlive it. Returns 0 or -errno. */

@@ -250,6 +250,20 @@ size_t model_n_slices(const struct model *m) {
         return m->slices.len;
 }
 
+static void each_key(const struct hmap *h, void (*each)(const char *key, void *ctx), void *ctx) {
+        const char *k;
+        for (size_t i = 0; hmap_next(h, &i, &k, NULL);)
+                each(k, ctx);
+}
+
+void model_service_keys(const struct model *m, void (*each)(const char *key, void *ctx), void *ctx) {
+        each_key(&m->services, each, ctx);
+}
+
+void model_slice_keys(const struct model *m, void (*each)(const char *key, void *ctx), void *ctx) {
+        each_key(&m->slices, each, ctx);
+}
+
 static int cmp_svc(const void *a, const void *b) {
         return strcmp((*(const struct svc *const *) a)->key, (*(const struct svc *const *) b)->key);
 }

@@ -152,6 +152,11 @@ const struct node *model_node(const struct model *m);
 size_t model_n_services(const struct model *m);
 size_t model_n_slices(const struct model *m);
 
+/* Calls each(key, ctx) for every service's (slice's) key. each must not
+ * change the model. */
+void model_service_keys(const struct model *m, void (*each)(const char *key, void *ctx), void *ctx);
+void model_slice_keys(const struct model *m, void (*each)(const char *key, void *ctx), void *ctx);
+
 /* The services in key order: an owned array of borrowed pointers; *ret_n is
  * its length. Returns NULL only on an empty model or out of memory. */
 const struct svc **model_services_sorted(const struct model *m, size_t *ret_n);

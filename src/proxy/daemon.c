@@ -43,6 +43,11 @@ static void on_kube_event(void *userdata, enum kube_event ev, const char *key, c
                 proxier_object(s->proxier, s->src, key, ev == KUBE_EVENT_UPSERT ? obj : NULL);
 }
 
+static void on_kube_keys(void *userdata, void (*each)(const char *key, void *ctx), void *ctx) {
+        struct source *s = userdata;
+        proxier_keys(s->proxier, s->src, each, ctx);
+}
+
 static void on_signal(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
         struct signalfd_siginfo si;
         (void) events;
@@ -168,10 +173,10 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
 
         snprintf(field, sizeof field, "metadata.name=%s", node);
         const struct kube_watch_opts watches[_PROXIER_SOURCE_MAX] = {
-                [PROXIER_SERVICES] = {"/api/v1/services", SELECTOR, NULL, 0, o->watch_idle_timeout_ms},
+                [PROXIER_SERVICES] = {"/api/v1/services", SELECTOR, NULL, 0, o->watch_idle_timeout_ms, on_kube_keys},
                 [PROXIER_SLICES] = {"/apis/discovery.k8s.io/v1/endpointslices", SELECTOR, NULL, 0,
-                                    o->watch_idle_timeout_ms},
-                [PROXIER_NODE] = {"/api/v1/nodes", NULL, field, 0, o->watch_idle_timeout_ms},
+                                    o->watch_idle_timeout_ms, on_kube_keys},
+                [PROXIER_NODE] = {"/api/v1/nodes", NULL, field, 0, o->watch_idle_timeout_ms, on_kube_keys},
         };
         for (int i = 0; i < _PROXIER_SOURCE_MAX; i++) {
                 sources[i] = (struct source) {proxier, (enum proxier_source) i};

@@ -263,6 +263,24 @@ void proxier_object(struct proxier *p, enum proxier_source src, const char *key,
         }
 }
 
+void proxier_keys(struct proxier *p, enum proxier_source src, void (*each)(const char *key, void *ctx), void *ctx) {
+        const struct node *n = model_node(p->model);
+        switch (src) {
+        case PROXIER_SERVICES:
+                model_service_keys(p->model, each, ctx);
+                break;
+        case PROXIER_SLICES:
+                model_slice_keys(p->model, each, ctx);
+                break;
+        case PROXIER_NODE:
+                if (n)
+                        each(n->name, ctx);
+                break;
+        default:
+                break;
+        }
+}
+
 void proxier_synced(struct proxier *p, enum proxier_source src) {
         p->synced[src] = true;
         if (p->initialized)

@@ -44,6 +44,9 @@ struct proxier *proxier_free(struct proxier *p);
  * that fails validation is logged and ignored: its previous good version,
  * if any, stays in effect. */
 void proxier_object(struct proxier *p, enum proxier_source src, const char *key, const json_t *obj);
+/* Calls each(key, ctx) for every object of src the proxier holds (after a
+ * relist, those not listed are gone). */
+void proxier_keys(struct proxier *p, enum proxier_source src, void (*each)(const char *key, void *ctx), void *ctx);
 /* The initial list of src has completed. */
 void proxier_synced(struct proxier *p, enum proxier_source src);
 

@@ -309,9 +309,15 @@ class Suite:
 
     def test_11_api_server_restart_with_old_versions(self):
         lab, ip = self.lab, self.ip
+        # A service that is deleted while kproxy's watches are down: only
+        # the relist (whose answer lacks it) can tell kproxy it is gone.
+        lab.apply_objects("create", [service("gone", "10.96.0.60"), slice_("gone-1", "gone", [(ip["a4"], "node-1")])])
+        lab.wait_targets("the service to delete behind kproxy's back", "default/gone", "p", self.eps("a4"))
         state = os.path.join(lab.tmp, "state.json")
+        objs = json.loads(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
+        objs["items"] = [o for o in objs["items"] if o["metadata"]["name"] not in ("gone", "gone-1")]
         with open(state, "w") as f:
-            f.write(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
+            json.dump(objs, f)
         lab.stop_apiserver()
         # API server down: rules and traffic stay as they were.
         r = self.client("10.96.0.10", 80, 150)
@@ -321,6 +327,8 @@ class Suite:
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a3"], "node-1")]))
         self.wait_web("web without a2 after the API server restarted", "a1", "a3", timeout=60)
         self.assertIn("410", lab.kproxy_output())
+        lab.wait_targets("the service deleted while the API server was away to go", "default/gone", "p", [],
+                         timeout=60)
 
     def test_12_malformed_object_is_skipped(self):
         lab, ip = self.lab, self.ip
