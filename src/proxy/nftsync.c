@@ -76,18 +76,25 @@ struct rec_elem {
         uint64_t value;
 };
 
-/* What one service put in the kernel: one allocation, the arrays and
- * strings after the struct (50k services hold 600k chain names). */
+/* What one service put in the kernel: one allocation, the arrays
+ * (rec_chains(), rec_sets(), rec_elems(), in that order) and the strings
+ * after the struct (50k services hold 600k chain names). */
 struct rec {
         char *key;
-        char *str_end;          /* where the next string goes */
-        struct rec_chain *chains;
-        size_t n_chains;
-        struct rec_set *sets;
-        size_t n_sets;
-        struct rec_elem *elems;
-        size_t n_elems;
+        uint32_t n_chains, n_sets, n_elems;
 };
+
+static struct rec_chain *rec_chains(const struct rec *r) {
+        return (struct rec_chain *) (r + 1);
+}
+
+static struct rec_set *rec_sets(const struct rec *r) {
+        return (struct rec_set *) (rec_chains(r) + r->n_chains);
+}
+
+static struct rec_elem *rec_elems(const struct rec *r) {
+        return (struct rec_elem *) (rec_sets(r) + r->n_sets);
+}
 
 struct waiter {
         char *svc;
@@ -174,11 +181,12 @@ struct name_chunk {
 
 /* --- records --- */
 
-/* A copy of s in r's storage (record_of() counted room for it). */
-static char *rec_str(struct rec *r, const char *s) {
+/* A copy of s at *end, in a record's storage (record_of() counted room
+ * for it); *end moves past it. */
+static char *rec_str(char **end, const char *s) {
         size_t len = strlen(s) + 1;
-        char *p = memcpy(r->str_end, s, len);
-        r->str_end += len;
+        char *p = memcpy(*end, s, len);
+        *end += len;
         return p;
 }
 
@@ -286,22 +294,23 @@ static bool name_equal(const char *key, const char *packed, const char *name) {
 static char **rec_names(const struct rec *r) {
         size_t n = r->n_chains + r->n_sets, bytes = 0;
         for (size_t i = 0; i < n; i++)
-                bytes += name_unpacked_len(r->key, i < r->n_chains ? r->chains[i].name :
-                                                       r->sets[i - r->n_chains].name) + 1;
+                bytes += name_unpacked_len(r->key, i < r->n_chains ? rec_chains(r)[i].name :
+                                                       rec_sets(r)[i - r->n_chains].name) + 1;
         char **v = xcalloc(1, (n + 1) * sizeof *v + bytes);
         char *p = (char *) (v + n + 1), *end = p + bytes;
         for (size_t i = 0; i < n; i++) {
-                const char *packed = i < r->n_chains ? r->chains[i].name : r->sets[i - r->n_chains].name;
+                const char *packed = i < r->n_chains ? rec_chains(r)[i].name : rec_sets(r)[i - r->n_chains].name;
                 v[i] = p;
                 p += strlen(name_unpack(r->key, packed, p, (size_t) (end - p))) + 1;
         }
         return v;
 }
 
-/* A packed copy of name in r's storage (record_of() counted room for it). */
-static char *rec_name(struct rec *r, const char *name) {
-        char *p = r->str_end;
-        r->str_end += name_pack(r->key, name, p) + 1;
+/* A packed copy of name at *end, in r's storage (record_of() counted room
+ * for it); *end moves past it. */
+static char *rec_name(const struct rec *r, char **end, const char *name) {
+        char *p = *end;
+        *end += name_pack(r->key, name, p) + 1;
         return p;
 }
 
@@ -428,7 +437,8 @@ static void u_chain(void *ud, const struct nftir_chain *c) {
         x->hash = nftir_chain_hash(c);
         const struct rec *o = u->like;
         size_t i = u->n_ch - 1;
-        if (o && i < o->n_chains && o->chains[i].hash == x->hash && name_equal(o->key, o->chains[i].name, x->name)) {
+        if (o && i < o->n_chains && rec_chains(o)[i].hash == x->hash &&
+            name_equal(o->key, rec_chains(o)[i].name, x->name)) {
                 x->chain_off = x->chain_len = x->rules_off = x->rules_len = 0;
                 u->unencoded = true;
                 return;
@@ -622,10 +632,11 @@ static void wait_for_key(struct tsync *s, const char *id, const char *svc) {
         hmap_put(&s->waiting, w->id, w);
 }
 
-/* Claims u's elements for r. old: r's previous elements (already let go
- * of in s->owners), NULL on a full sync; an element whose value changed is
- * deleted and added, a new one added (t's del_el and add_el). */
-static void claim_elements(struct tsync *s, struct rec *r, const struct unit *u, struct txn *t,
+/* Claims u's elements for r (their ids go to end: record_of()'s). old:
+ * r's previous elements (already let go of in s->owners), NULL on a full
+ * sync; an element whose value changed is deleted and added, a new one
+ * added (t's del_el and add_el). */
+static void claim_elements(struct tsync *s, struct rec *r, char *end, const struct unit *u, struct txn *t,
                            const struct hmap *old, struct nftsync_stats *st) {
         struct hmap seen = HMAP_INIT;
         for (size_t i = 0; i < u->n_el; i++) {
@@ -648,8 +659,8 @@ static void claim_elements(struct tsync *s, struct rec *r, const struct unit *u,
                         nftmsg_append_range(&t->add_el, &u->elems, e->off, e->len);
                         st->elements_added++;
                 }
-                struct rec_elem *re = &r->elems[r->n_elems++];
-                re->id = rec_str(r, e->id);
+                struct rec_elem *re = &rec_elems(r)[r->n_elems++];
+                re->id = rec_str(&end, e->id);
                 re->value = e->value;
                 hmap_put(&s->owners, re->id, r);
         }
@@ -658,8 +669,9 @@ static void claim_elements(struct tsync *s, struct rec *r, const struct unit *u,
 
 /* --- partial sync --- */
 
-/* The record of what u puts in the kernel (its elements: claim_elements()). */
-static struct rec *record_of(const char *key, const struct unit *u) {
+/* The record of what u puts in the kernel; its elements are
+ * claim_elements()'s, their ids to go at *ret_end. */
+static struct rec *record_of(const char *key, const struct unit *u, char **ret_end) {
         size_t strings = strlen(key) + 1;
         for (size_t i = 0; i < u->n_ch; i++)
                 strings += name_pack(key, u->ch[i].name, NULL) + 1;
@@ -667,17 +679,17 @@ static struct rec *record_of(const char *key, const struct unit *u) {
                 strings += name_pack(key, u->st[i].name, NULL) + 1;
         for (size_t i = 0; i < u->n_el; i++)
                 strings += strlen(u->el[i].id) + 1;     /* claim_elements() copies those it keeps */
-        struct rec *r = xcalloc(1, sizeof *r + u->n_ch * sizeof *r->chains + u->n_st * sizeof *r->sets +
-                                           u->n_el * sizeof *r->elems + strings);
-        r->chains = (struct rec_chain *) (r + 1);
-        r->sets = (struct rec_set *) (r->chains + u->n_ch);
-        r->elems = (struct rec_elem *) (r->sets + u->n_st);
-        r->str_end = (char *) (r->elems + u->n_el);
-        r->key = rec_str(r, key);
+        struct rec *r = xcalloc(1, sizeof *r + u->n_ch * sizeof(struct rec_chain) + u->n_st * sizeof(struct rec_set) +
+                                           u->n_el * sizeof(struct rec_elem) + strings);
+        r->n_chains = (uint32_t) u->n_ch;
+        r->n_sets = (uint32_t) u->n_st;
+        char *end = (char *) (rec_elems(r) + u->n_el);
+        r->key = rec_str(&end, key);
         for (size_t i = 0; i < u->n_ch; i++)
-                r->chains[r->n_chains++] = (struct rec_chain) {rec_name(r, u->ch[i].name), u->ch[i].hash};
+                rec_chains(r)[i] = (struct rec_chain) {rec_name(r, &end, u->ch[i].name), u->ch[i].hash};
         for (size_t i = 0; i < u->n_st; i++)
-                r->sets[r->n_sets++] = (struct rec_set) {rec_name(r, u->st[i].name), u->st[i].timeout};
+                rec_sets(r)[i] = (struct rec_set) {rec_name(r, &end, u->st[i].name), u->st[i].timeout};
+        *ret_end = end;
         return r;
 }
 
@@ -696,11 +708,11 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
         char **names = old ? rec_names(old) : NULL, **oc = names, **os = names ? names + old->n_chains : NULL;
 
         for (size_t i = 0; old && i < old->n_chains; i++)
-                hmap_put(&old_chains, oc[i], &old->chains[i]);
+                hmap_put(&old_chains, oc[i], &rec_chains(old)[i]);
         for (size_t i = 0; old && i < old->n_sets; i++)
-                hmap_put(&old_sets, os[i], &old->sets[i]);
+                hmap_put(&old_sets, os[i], &rec_sets(old)[i]);
         for (size_t i = 0; old && i < old->n_elems; i++)
-                hmap_put(&old_elems, old->elems[i].id, &old->elems[i]);
+                hmap_put(&old_elems, rec_elems(old)[i].id, &rec_elems(old)[i]);
         for (size_t i = 0; i < u->n_ch; i++)
                 hmap_put(&new_chains, u->ch[i].name, &u->ch[i]);
         for (size_t i = 0; i < u->n_st; i++)
@@ -717,13 +729,13 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
         /* 1. flush changed and stale chains */
         for (size_t i = 0; old && i < old->n_chains; i++) {
                 const struct unit_chain *n = hmap_get(&new_chains, oc[i]);
-                if (!n || n->hash != old->chains[i].hash || sets_changed)
+                if (!n || n->hash != rec_chains(old)[i].hash || sets_changed)
                         nftmsg_chain_flush(&t->body, oc[i]);
         }
         /* 2. delete stale and changed sets; 3. add new and changed ones */
         for (size_t i = 0; old && i < old->n_sets; i++) {
                 const struct unit_set *n = hmap_get(&new_sets, os[i]);
-                if (!n || n->timeout != old->sets[i].timeout)
+                if (!n || n->timeout != rec_sets(old)[i].timeout)
                         nftmsg_set_del(&t->body, os[i]);
         }
         for (size_t i = 0; i < u->n_st; i++) {
@@ -749,17 +761,18 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
                         st->chains_deleted++;
                 }
 
+        char *end = NULL;
         if (u->n_ch + u->n_st + u->n_el > 0)
-                r = record_of(key, u);
+                r = record_of(key, u, &end);
 
         /* Elements: let go of the old ones, claim the new ones (taking back
          * those kept), then delete what was not taken back. */
         for (size_t i = 0; old && i < old->n_elems; i++)
-                hmap_remove(&s->owners, old->elems[i].id);
+                hmap_remove(&s->owners, rec_elems(old)[i].id);
         if (r)
-                claim_elements(s, r, u, t, &old_elems, st);
+                claim_elements(s, r, end, u, t, &old_elems, st);
         for (size_t i = 0; old && i < old->n_elems; i++) {
-                const char *id = old->elems[i].id;
+                const char *id = rec_elems(old)[i].id;
                 if (r && hmap_get(&s->owners, id) == r)
                         continue;       /* kept */
                 elem_del(&t->del_el, id);
@@ -809,14 +822,14 @@ static bool same_as_record(const struct rec *old, const struct unit *u) {
         if (!old || old->n_chains != u->n_ch || old->n_sets != u->n_st || old->n_elems != u->n_el)
                 return false;
         for (size_t i = 0; i < u->n_ch; i++)
-                if (old->chains[i].hash != u->ch[i].hash || !name_equal(old->key, old->chains[i].name, u->ch[i].name))
+                if (rec_chains(old)[i].hash != u->ch[i].hash || !name_equal(old->key, rec_chains(old)[i].name, u->ch[i].name))
                         return false;
         for (size_t i = 0; i < u->n_st; i++)
-                if (old->sets[i].timeout != u->st[i].timeout || !name_equal(old->key, old->sets[i].name, u->st[i].name))
+                if (rec_sets(old)[i].timeout != u->st[i].timeout || !name_equal(old->key, rec_sets(old)[i].name, u->st[i].name))
                         return false;
         /* Every element of the unit claimed (none refused or twice). */
         for (size_t i = 0; i < u->n_el; i++)
-                if (old->elems[i].value != u->el[i].value || strcmp(old->elems[i].id, u->el[i].id) != 0)
+                if (rec_elems(old)[i].value != u->el[i].value || strcmp(rec_elems(old)[i].id, u->el[i].id) != 0)
                         return false;
         return true;
 }
@@ -1108,8 +1121,9 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         emit_in_place(&u, rd.on ? &rd.digests : &chains, &sets, rd.on ? &rd.digests : NULL, &t, st);
         for (size_t i = 0; i < u.n_st; i++)
                 nftmsg_set_flush(&fin.del_el, u.st[i].name);    /* every element is added again */
-        struct rec *fixed = record_of(FIXED_KEY, &u);
-        claim_elements(s, fixed, &u, &fin, NULL, st);
+        char *end;
+        struct rec *fixed = record_of(FIXED_KEY, &u, &end);
+        claim_elements(s, fixed, end, &u, &fin, NULL, st);
         put_record(s, fixed);
 
         svcs = s->g->svcs;
@@ -1125,8 +1139,8 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
                 if (rd.on && (r = read_chains(s, &u, &rd, &chains, st)) < 0)
                         goto out;
                 emit_in_place(&u, rd.on ? &rd.digests : &chains, &sets, rd.on ? &rd.digests : NULL, &t, st);
-                struct rec *rec = record_of(svcs[i]->key, &u);
-                claim_elements(s, rec, &u, &fin, NULL, st);
+                struct rec *rec = record_of(svcs[i]->key, &u, &end);
+                claim_elements(s, rec, end, &u, &fin, NULL, st);
                 put_record(s, rec);
                 if (!one && txn_size(&t) >= chunk) {
                         r = txn_queue(s, &t, chunk, st);
