@@ -38,6 +38,7 @@
  */
 #include "proxy/nftsync.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/netfilter/nf_tables.h>
@@ -49,6 +50,7 @@
 
 #include "apply/nftables.h"
 #include "model/model.h"
+#include "render/chain.h"
 #include "render/nftir.h"
 #include "render/nftmsg.h"
 #include "render/render.h"
@@ -221,13 +223,29 @@ static void grow(void **p, size_t *cap, size_t n, size_t size) {
 
 /* Records keep a service's chain and set names without what every one of
  * them repeats: "<prefix><8 characters>-<key><rest>" is kept as a byte
- * for the prefix, the 8 characters and the rest (a third of the records'
- * memory at 10k services × 10 endpoints). Other names are kept whole;
- * no name kproxy renders starts with a control character. */
+ * for the prefix and the rest (a third of the records' memory at 10k
+ * services × 10 endpoints). The 8 characters are the renderer's hash of
+ * "<key><rest>" (render/nft.c, upstream's hashAndTruncate()), derived
+ * again when the name is needed whole; a name cut short (240 characters
+ * and "...") keeps them, after a byte of its own. Other names are kept
+ * whole; no name kproxy renders starts with a control character. */
 static const char *const name_prefixes[] = {"service-", "local-", "external-", "firewall-", "endpoint-",
                                             "affinity-"};
 #define NAME_PREFIXES (sizeof name_prefixes / sizeof *name_prefixes)
 #define NAME_MAX_LEN 256        /* NFT_NAME_MAXLEN, NUL included */
+#define NAME_BODY_CUT 240       /* the renderer's bodies: this long when cut */
+/* Packed: byte 1 + k: prefix k, hash derived, then the rest; byte 1 +
+ * NAME_PREFIXES + k: prefix k, the 8 characters, then the rest. */
+#define NAME_CODES (2 * NAME_PREFIXES)
+
+/* The renderer's 8 characters for key and rest, in out[9]. */
+static void name_hash(const char *key, const char *rest, char out[9]) {
+        char base[NAME_MAX_LEN];
+        struct strb b = strb_init(base, sizeof base);
+        strb_puts(&b, key);
+        strb_puts(&b, rest);
+        chain_hash_str(base, 8, out);
+}
 
 /* The packed form of name (key: the record's) in out, which has room for
  * strlen(name) + 1 bytes (NULL: only measure); returns its length, NUL
@@ -240,53 +258,92 @@ static size_t name_pack(const char *key, const char *name, char *out) {
                 if (strncmp(name, name_prefixes[k], pl) != 0 || strnlen(h, 9) < 9 || h[8] != '-' ||
                     strncmp(h + 9, key, kl) != 0)
                         continue;
-                size_t rest = strlen(h + 9 + kl);
-                if (out) {
-                        out[0] = (char) (1 + k);
-                        memcpy(out + 1, h, 8);
-                        memcpy(out + 9, h + 9 + kl, rest + 1);
+                const char *rest = h + 9 + kl;
+                size_t rl = strlen(rest);
+                if (n - pl < NAME_BODY_CUT) {
+                        if (out) {
+#ifndef NDEBUG
+                                char want[9];
+                                name_hash(key, rest, want);
+                                assert(memcmp(h, want, 8) == 0);
+#endif
+                                out[0] = (char) (1 + k);
+                                memcpy(out + 1, rest, rl + 1);
+                        }
+                        return 1 + rl;
                 }
-                return 9 + rest;
+                if (out) {
+                        out[0] = (char) (1 + NAME_PREFIXES + k);
+                        memcpy(out + 1, h, 8);
+                        memcpy(out + 9, rest, rl + 1);
+                }
+                return 9 + rl;
         }
         if (out)
                 memcpy(out, name, n + 1);
         return n;
 }
 
+/* The prefix of a packed name, or NULL (kept whole); *ret_rest: its rest,
+ * *ret_hash: its 8 characters (NULL: derived). */
+static const char *name_parts(const char *packed, const char **ret_rest, const char **ret_hash) {
+        unsigned char c = (unsigned char) packed[0];
+        if (c < 1 || c > NAME_CODES)
+                return NULL;
+        if (c <= NAME_PREFIXES) {
+                *ret_hash = NULL;
+                *ret_rest = packed + 1;
+                return name_prefixes[c - 1];
+        }
+        *ret_hash = packed + 1;
+        *ret_rest = packed + 9;
+        return name_prefixes[c - 1 - NAME_PREFIXES];
+}
+
 /* The length of the name packed stands for. */
 static size_t name_unpacked_len(const char *key, const char *packed) {
-        unsigned char c = (unsigned char) packed[0];
-        if (c < 1 || c > NAME_PREFIXES)
+        const char *rest, *hash;
+        const char *prefix = name_parts(packed, &rest, &hash);
+        if (!prefix)
                 return strlen(packed);
-        return strlen(name_prefixes[c - 1]) + 9 + strlen(key) + strlen(packed + 9);
+        return strlen(prefix) + 9 + strlen(key) + strlen(rest);
 }
 
 /* The name packed stands for, in out (size bytes: name_unpacked_len() + 1
  * suffice). Returns out. */
 static const char *name_unpack(const char *key, const char *packed, char *out, size_t size) {
-        unsigned char c = (unsigned char) packed[0];
+        const char *rest, *hash;
+        const char *prefix = name_parts(packed, &rest, &hash);
         struct strb b = strb_init(out, size);
-        if (c < 1 || c > NAME_PREFIXES) {
+        char h[9];
+        if (!prefix) {
                 strb_puts(&b, packed);
                 return out;
         }
-        strb_puts(&b, name_prefixes[c - 1]);
-        strb_putn(&b, packed + 1, 8);
+        if (!hash) {
+                name_hash(key, rest, h);
+                hash = h;
+        }
+        strb_puts(&b, prefix);
+        strb_putn(&b, hash, 8);
         strb_putn(&b, "-", 1);
         strb_puts(&b, key);
-        strb_puts(&b, packed + 9);
+        strb_puts(&b, rest);
         return out;
 }
 
-/* Whether packed stands for name, without unpacking it. */
+/* Whether packed stands for name, without unpacking it. name is the
+ * renderer's: when its prefix, key and rest are packed's, so is its hash
+ * (derived from them), which is then not compared. */
 static bool name_equal(const char *key, const char *packed, const char *name) {
-        unsigned char c = (unsigned char) packed[0];
-        if (c < 1 || c > NAME_PREFIXES)
+        const char *rest, *hash;
+        const char *prefix = name_parts(packed, &rest, &hash);
+        if (!prefix)
                 return strcmp(packed, name) == 0;
-        size_t pl = strlen(name_prefixes[c - 1]), kl = strlen(key);
-        return strncmp(name, name_prefixes[c - 1], pl) == 0 && strnlen(name + pl, 9) == 9 &&
-               memcmp(name + pl, packed + 1, 8) == 0 && name[pl + 8] == '-' &&
-               strncmp(name + pl + 9, key, kl) == 0 && strcmp(name + pl + 9 + kl, packed + 9) == 0;
+        size_t pl = strlen(prefix), kl = strlen(key);
+        return strncmp(name, prefix, pl) == 0 && strnlen(name + pl, 9) == 9 &&
+               (!hash || memcmp(name + pl, hash, 8) == 0) && name[pl + 8] == '-' &&
+               strncmp(name + pl + 9, key, kl) == 0 && strcmp(name + pl + 9 + kl, rest) == 0;
 }
 
 /* A record's names, whole, in one allocation (free() it): chains first,
