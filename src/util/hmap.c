@@ -5,29 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char tombstone_mark;
-#define HMAP_TOMBSTONE (&tombstone_mark)
+#define TAG_EMPTY 0
+#define TAG_DELETED 1
 
 /* FNV-1a: short keys, no adversarial pressure beyond what the API server
  * already validated (names are at most 253 bytes of DNS characters). */
-static size_t hash_str(const char *s) {
+static uint64_t hash_str(const char *s) {
         uint64_t h = 1469598103934665603ull;
         for (; *s; s++) {
                 h ^= (unsigned char) *s;
                 h *= 1099511628211ull;
         }
-        return (size_t) (h ^ (h >> 29));
+        return h ^ (h >> 29);
 }
 
-static struct hmap_entry *find(const struct hmap *m, const char *key, size_t h) {
+/* The slot comes from the low bits, the tag from the high ones. */
+static uint8_t tag_of(uint64_t h) {
+        return (uint8_t) (2 + (h >> 56) % 254);
+}
+
+static struct hmap_entry *find(const struct hmap *m, const char *key, uint64_t h) {
         if (m->cap == 0)
                 return NULL;
+        uint8_t tag = tag_of(h);
         for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-                struct hmap_entry *e = &m->entries[i];
-                if (!e->key)
+                if (m->tags[i] == TAG_EMPTY)
                         return NULL;
-                if (e->key != HMAP_TOMBSTONE && e->hash == h && strcmp(e->key, key) == 0)
-                        return e;
+                if (m->tags[i] == tag && strcmp(m->entries[i].key, key) == 0)
+                        return &m->entries[i];
         }
 }
 
@@ -37,19 +42,23 @@ static void grow(struct hmap *m) {
         if (m->len * 2 < m->cap)
                 cap = m->cap;
         struct hmap_entry *old = m->entries;
+        uint8_t *old_tags = m->tags;
         size_t oldcap = m->cap;
-        m->entries = calloc(cap, sizeof *m->entries);
+        m->entries = calloc(cap, sizeof *m->entries + 1);
         if (!m->entries)
                 abort();
+        m->tags = (uint8_t *) (m->entries + cap);
         m->cap = cap;
         m->used = m->len;
         for (size_t i = 0; i < oldcap; i++) {
-                if (!old[i].key || old[i].key == HMAP_TOMBSTONE)
+                if (old_tags[i] < 2)
                         continue;
-                size_t j = old[i].hash & (cap - 1);
-                while (m->entries[j].key)
+                uint64_t h = hash_str(old[i].key);
+                size_t j = h & (cap - 1);
+                while (m->tags[j] != TAG_EMPTY)
                         j = (j + 1) & (cap - 1);
                 m->entries[j] = old[i];
+                m->tags[j] = old_tags[i];
         }
         free(old);
 }
@@ -60,7 +69,7 @@ void *hmap_get(const struct hmap *m, const char *key) {
 }
 
 void *hmap_put(struct hmap *m, const char *key, void *value) {
-        size_t h = hash_str(key);
+        uint64_t h = hash_str(key);
         struct hmap_entry *e = find(m, key, h);
         if (e) {
                 void *old = e->value;
@@ -71,11 +80,12 @@ void *hmap_put(struct hmap *m, const char *key, void *value) {
         if ((m->used + 1) * 10 >= m->cap * 7)
                 grow(m);
         size_t i = h & (m->cap - 1);
-        while (m->entries[i].key && m->entries[i].key != HMAP_TOMBSTONE)
+        while (m->tags[i] >= 2)
                 i = (i + 1) & (m->cap - 1);
-        if (!m->entries[i].key)
+        if (m->tags[i] == TAG_EMPTY)
                 m->used++;
-        m->entries[i] = (struct hmap_entry) {key, value, h};
+        m->entries[i] = (struct hmap_entry) {key, value};
+        m->tags[i] = tag_of(h);
         m->len++;
         return NULL;
 }
@@ -85,8 +95,8 @@ void *hmap_remove(struct hmap *m, const char *key) {
         if (!e)
                 return NULL;
         void *v = e->value;
-        e->key = HMAP_TOMBSTONE;
-        e->value = NULL;
+        *e = (struct hmap_entry) {NULL, NULL};
+        m->tags[e - m->entries] = TAG_DELETED;
         m->len--;
         return v;
 }
@@ -94,7 +104,7 @@ void *hmap_remove(struct hmap *m, const char *key) {
 int hmap_next(const struct hmap *m, size_t *iter, const char **ret_key, void **ret_value) {
         for (; *iter < m->cap; (*iter)++) {
                 struct hmap_entry *e = &m->entries[*iter];
-                if (e->key && e->key != HMAP_TOMBSTONE) {
+                if (m->tags[*iter] >= 2) {
                         if (ret_key)
                                 *ret_key = e->key;
                         if (ret_value)

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "util/hmap.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "test.h"
+
+#define N 20000
+
+static char keys[N][24];
+
+/* The map against a plain array of what should be in it, through growth,
+ * removals (tombstones), re-insertion and replacement. */
+static void test_against_array(void) {
+        struct hmap m = HMAP_INIT;
+        static bool in[N];
+        size_t want = 0;
+
+        for (int i = 0; i < N; i++)
+                snprintf(keys[i], sizeof keys[i], "ns%d/svc%d", i % 97, i);
+        CHECK(hmap_get(&m, keys[0]) == NULL && hmap_remove(&m, keys[0]) == NULL);
+        for (int i = 0; i < N; i++) {
+                CHECK(hmap_put(&m, keys[i], keys[i]) == NULL);
+                in[i] = true;
+        }
+        want = N;
+        /* Remove every third, put back every ninth: slots are reused. */
+        for (int round = 0; round < 3; round++) {
+                for (int i = round; i < N; i += 3)
+                        if (in[i]) {
+                                CHECK(hmap_remove(&m, keys[i]) == keys[i]);
+                                in[i] = false;
+                                want--;
+                        }
+                for (int i = round; i < N; i += 9)
+                        if (!in[i]) {
+                                CHECK(hmap_put(&m, keys[i], keys[i]) == NULL);
+                                in[i] = true;
+                                want++;
+                        }
+        }
+        CHECK(m.len == want);
+        for (int i = 0; i < N; i++)
+                CHECK(hmap_get(&m, keys[i]) == (in[i] ? keys[i] : NULL));
+
+        /* A copy of a key finds the entry (strings, not pointers, compare);
+         * putting it replaces the value and returns the old one. */
+        char copy[24];
+        int k = 9;      /* in: put back in round 0 */
+        memcpy(copy, keys[k], sizeof copy);
+        CHECK(in[k] && hmap_get(&m, copy) == keys[k]);
+        CHECK(hmap_put(&m, copy, (void *) "other") == keys[k]);
+        CHECK_STREQ(hmap_get(&m, keys[k]), "other");
+        CHECK(m.len == want);
+
+        /* Iteration sees every live entry once. */
+        size_t seen = 0;
+        const char *key;
+        void *v;
+        for (size_t it = 0; hmap_next(&m, &it, &key, &v);) {
+                seen++;
+                CHECK(hmap_get(&m, key) == v);
+        }
+        CHECK(seen == want);
+
+        /* Remove everything: nothing is found, and the map works on. */
+        for (int i = 0; i < N; i++)
+                if (in[i])
+                        CHECK(hmap_remove(&m, keys[i]) != NULL);
+        CHECK(m.len == 0);
+        for (size_t it = 0; hmap_next(&m, &it, NULL, NULL);)
+                CHECK(!"an entry after removing all");
+        for (int i = 0; i < N; i++)
+                CHECK(hmap_get(&m, keys[i]) == NULL);
+        CHECK(hmap_put(&m, keys[1], keys[1]) == NULL && hmap_get(&m, keys[1]) == keys[1]);
+        hmap_done(&m);
+        CHECK(m.cap == 0 && m.len == 0 && hmap_get(&m, keys[1]) == NULL);
+}
+
+int main(void) {
+        TEST_RUN(test_against_array);
+        TEST_DONE();
+}
