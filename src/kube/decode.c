@@ -504,7 +504,7 @@ int kube_decode_service(const json_t *obj, struct svc **ret, char err[KUBE_ERRLE
         if (s->type == SVC_TYPE_LOAD_BALANCER && s->external_policy == TRAFFIC_POLICY_LOCAL)
                 s->health_check_node_port = (uint16_t) v;
 
-        *ret = TAKE_PTR(s);
+        *ret = svc_pack(TAKE_PTR(s));
         return 0;
 }
 
@@ -720,7 +720,7 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
                 if (skip)
                         s->n_endpoints--;
         }
-        *ret = TAKE_PTR(s);
+        *ret = slice_pack(TAKE_PTR(s));
         return 0;
 }
 

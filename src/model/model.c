@@ -92,6 +92,10 @@ void endpoint_hints_done(struct endpoint_hints *h) {
 struct svc *svc_free(struct svc *s) {
         if (!s)
                 return NULL;
+        if (s->packed) {
+                free(s);
+                return NULL;
+        }
         for (size_t i = 0; i < s->n_ports; i++)
                 free(s->ports[i].name);
         free(s->ports);
@@ -106,19 +110,96 @@ struct svc *svc_free(struct svc *s) {
 struct slice *slice_free(struct slice *s) {
         if (!s)
                 return NULL;
-        for (size_t i = 0; i < s->n_ports; i++)
-                free(s->ports[i].name);
-        free(s->ports);
         for (size_t i = 0; i < s->n_endpoints; i++)
                 intern_release(s->endpoints[i].node_name);
-        free(s->endpoints);
         for (size_t i = 0; i < s->n_hints; i++)
                 endpoint_hints_done(&s->hints[i]);
         free(s->hints);
-        free(s->service_key);
-        free(s->key);
+        if (!s->packed) {
+                for (size_t i = 0; i < s->n_ports; i++)
+                        free(s->ports[i].name);
+                free(s->ports);
+                free(s->endpoints);
+                free(s->service_key);
+                free(s->key);
+        }
         free(s);
         return NULL;
+}
+
+/* Packing: pieces go one after the other into a block, each at an
+ * alignment its type needs. */
+struct packer {
+        char *at;
+};
+
+static void *pack_put(struct packer *k, const void *src, size_t len, size_t align) {
+        k->at = (char *) (((uintptr_t) k->at + align - 1) & ~(uintptr_t) (align - 1));
+        void *p = k->at;
+        if (len > 0)
+                memcpy(p, src, len);
+        k->at += len;
+        return p;
+}
+
+static char *pack_str(struct packer *k, const char *s) {
+        return pack_put(k, s, strlen(s) + 1, 1);
+}
+
+/* Bytes for len bytes at align, with the worst padding. */
+static size_t pack_room(size_t len, size_t align) {
+        return len + align - 1;
+}
+
+struct svc *svc_pack(struct svc *s) {
+        size_t room = sizeof *s + pack_room(s->n_ports * sizeof *s->ports, _Alignof(struct svc_port)) +
+                      s->n_external_ips * sizeof *s->external_ips + s->n_lb_ips * sizeof *s->lb_ips +
+                      s->n_source_ranges * sizeof *s->source_ranges + strlen(s->key) + 1;
+        for (size_t i = 0; i < s->n_ports; i++)
+                room += strlen(s->ports[i].name) + 1;
+        struct svc *p = malloc(room);
+        if (!p)
+                abort();
+        struct packer k = {(char *) (p + 1)};
+        *p = *s;
+        p->packed = true;
+        p->ports = pack_put(&k, s->ports, s->n_ports * sizeof *s->ports, _Alignof(struct svc_port));
+        p->external_ips = pack_put(&k, s->external_ips, s->n_external_ips * sizeof *s->external_ips, 1);
+        p->lb_ips = pack_put(&k, s->lb_ips, s->n_lb_ips * sizeof *s->lb_ips, 1);
+        p->source_ranges = pack_put(&k, s->source_ranges, s->n_source_ranges * sizeof *s->source_ranges, 1);
+        p->key = pack_str(&k, s->key);
+        p->name = p->key + (s->name - s->key);
+        for (size_t i = 0; i < s->n_ports; i++)
+                p->ports[i].name = pack_str(&k, s->ports[i].name);
+        svc_free(s);
+        return p;
+}
+
+struct slice *slice_pack(struct slice *s) {
+        size_t room = sizeof *s + pack_room(s->n_ports * sizeof *s->ports, _Alignof(struct slice_port)) +
+                      pack_room(s->n_endpoints * sizeof *s->endpoints, _Alignof(struct slice_endpoint)) +
+                      strlen(s->key) + 1 + strlen(s->service_key) + 1;
+        for (size_t i = 0; i < s->n_ports; i++)
+                room += strlen(s->ports[i].name) + 1;
+        struct slice *p = malloc(room);
+        if (!p)
+                abort();
+        struct packer k = {(char *) (p + 1)};
+        *p = *s;
+        p->packed = true;
+        p->ports = pack_put(&k, s->ports, s->n_ports * sizeof *s->ports, _Alignof(struct slice_port));
+        p->endpoints = pack_put(&k, s->endpoints, s->n_endpoints * sizeof *s->endpoints,
+                                _Alignof(struct slice_endpoint));
+        p->key = pack_str(&k, s->key);
+        p->service_key = pack_str(&k, s->service_key);
+        for (size_t i = 0; i < s->n_ports; i++)
+                p->ports[i].name = pack_str(&k, s->ports[i].name);
+        /* The copy owns the node names' references and the hints now. */
+        s->n_endpoints = 0;
+        s->hints = NULL;
+        s->n_hints = 0;
+        slice_free(s);
+        return p;
 }
 
 struct node *node_free(struct node *n) {

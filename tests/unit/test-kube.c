@@ -109,6 +109,14 @@ static void test_decode_service(void) {
                 CHECK(s->health_check_node_port == 32000);
                 CHECK(s->affinity_client_ip && s->affinity_timeout == 60);
                 CHECK(s->external_policy == TRAFFIC_POLICY_LOCAL);
+                /* Decoded objects are packed into one allocation: every
+                 * piece is still there, and inside it. */
+                CHECK(s->packed);
+                CHECK_STREQ(s->ports[0].name, "http");
+                CHECK_STREQ(s->ports[1].name, "dns");
+                char ip[INET_ADDR_STRLEN];
+                CHECK_STREQ(inet_addr_format(&s->lb_ips[0], ip), "1.2.3.4");
+                CHECK((char *) s->ports > (char *) s && s->ports[1].name > s->key && s->name > s->key);
         }
         svc_free(s);
         json_decref(j);
@@ -171,6 +179,8 @@ static void test_decode_slice(void) {
                 CHECK_STREQ(h->zones[0], "z1");
                 CHECK(s->endpoints[1].ready && !s->endpoints[1].node_name);
                 CHECK(!slice_endpoint_hints(s, &s->endpoints[1]));
+                CHECK(s->packed && strcmp(s->endpoints[0].node_name, "n1") == 0);
+                CHECK_STREQ(s->ports[0].name, "http");
         }
         slice_free(s);
         json_decref(j);
