@@ -92,17 +92,15 @@ void endpoint_hints_done(struct endpoint_hints *h) {
 struct svc *svc_free(struct svc *s) {
         if (!s)
                 return NULL;
-        if (s->packed) {
-                free(s);
-                return NULL;
+        if (!s->packed) {
+                for (size_t i = 0; i < s->n_ports; i++)
+                        free(s->ports[i].name);
+                free(s->ports);
+                free(s->external_ips);
+                free(s->lb_ips);
+                free(s->source_ranges);
+                free(s->key);
         }
-        for (size_t i = 0; i < s->n_ports; i++)
-                free(s->ports[i].name);
-        free(s->ports);
-        free(s->external_ips);
-        free(s->lb_ips);
-        free(s->source_ranges);
-        free(s->key);
         free(s);
         return NULL;
 }
@@ -146,6 +144,17 @@ static char *pack_str(struct packer *k, const char *s) {
         return pack_put(k, s, strlen(s) + 1, 1);
 }
 
+/* A block of room bytes that starts with a copy of obj (size bytes); k
+ * packs what follows. Aborts on OOM. */
+static void *pack_begin(struct packer *k, const void *obj, size_t size, size_t room) {
+        char *p = malloc(room);
+        if (!p)
+                abort();
+        memcpy(p, obj, size);
+        k->at = p + size;
+        return p;
+}
+
 /* Bytes for len bytes at align, with the worst padding. */
 static size_t pack_room(size_t len, size_t align) {
         return len + align - 1;
@@ -157,11 +166,8 @@ struct svc *svc_pack(struct svc *s) {
                       s->n_source_ranges * sizeof *s->source_ranges + strlen(s->key) + 1;
         for (size_t i = 0; i < s->n_ports; i++)
                 room += strlen(s->ports[i].name) + 1;
-        struct svc *p = malloc(room);
-        if (!p)
-                abort();
-        struct packer k = {(char *) (p + 1)};
-        *p = *s;
+        struct packer k;
+        struct svc *p = pack_begin(&k, s, sizeof *s, room);
         p->packed = true;
         p->ports = pack_put(&k, s->ports, s->n_ports * sizeof *s->ports, _Alignof(struct svc_port));
         p->external_ips = pack_put(&k, s->external_ips, s->n_external_ips * sizeof *s->external_ips, 1);
@@ -181,11 +187,8 @@ struct slice *slice_pack(struct slice *s) {
                       strlen(s->key) + 1 + strlen(s->service_key) + 1;
         for (size_t i = 0; i < s->n_ports; i++)
                 room += strlen(s->ports[i].name) + 1;
-        struct slice *p = malloc(room);
-        if (!p)
-                abort();
-        struct packer k = {(char *) (p + 1)};
-        *p = *s;
+        struct packer k;
+        struct slice *p = pack_begin(&k, s, sizeof *s, room);
         p->packed = true;
         p->ports = pack_put(&k, s->ports, s->n_ports * sizeof *s->ports, _Alignof(struct slice_port));
         p->endpoints = pack_put(&k, s->endpoints, s->n_endpoints * sizeof *s->endpoints,
