@@ -457,7 +457,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                            struct render_ipt_sync *ret_counts) {
         struct buf out = BUF_INIT, rewritten = BUF_INIT;
         struct render_ipt_sync s = {0};
-        size_t by_rule = 0, kept = 0;
+        size_t by_rule = 0, kept = 0, sent_bytes = 0;
         int r;
 
         if (full) {
@@ -498,6 +498,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 else
                         by_rule = iptables_delta_rewrite(f->delta, out.data, out.len, &rewritten);
                 const struct buf *sent = kept > 0 || by_rule > 0 ? &rewritten : &out;
+                sent_bytes = sent->len;
                 r = iptables_restore(f->family, sent->data, sent->len, loaded);
                 if (r < 0) {
                         f->have_hash = false;
@@ -526,11 +527,13 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         /* The owned list now says what is in the kernel. */
         drop_existing(f);
         *ret_counts = s;
+        /* Rendered: the top-level chains whole, and the own chains of the
+         * services written (all of them in a full sync); sent: what of it
+         * iptables-restore got (0 bytes: nothing changed, no restore). */
         log_v(2, "Reloading service iptables data: IPv%u, %zu services, %zu filter rules, %zu of %zu nat rules "
-              "written (%zu bytes; %zu top-level chains changed by rule or left alone, %zu chains the kernel "
-              "holds as rendered left out)", f->family, model_n_services(p->model), s.n_filter_rules,
-              s.n_nat_rules, s.n_nat_rules_total, by_rule > 0 || kept > 0 ? rewritten.len : out.len, by_rule,
-              kept);
+              "rendered, %zu bytes sent (%zu top-level chains changed by rule or left alone, %zu chains the "
+              "kernel holds as rendered left out)", f->family, model_n_services(p->model), s.n_filter_rules,
+              s.n_nat_rules, s.n_nat_rules_total, sent_bytes, by_rule, kept);
 out:
         buf_done(&out);
         buf_done(&rewritten);
