@@ -52,8 +52,6 @@ struct family_state {
         bool nft_rebuild;       /* the last full sync failed: rebuild the table */
         bool nft_listen;        /* others committed during the last full sync: keep listening */
         bool nft_known;         /* the table is as the last sync left it: nobody else changed it since */
-        struct hmap existing;   /* owned nat chains in the kernel, read by a full sync */
-        char *existing_names;   /* their storage */
         struct ipt_owned *owned;        /* each service's nat chains as the last sync wrote them */
         uint64_t last_hash;     /* of the last restore input applied */
         bool have_hash;
@@ -388,12 +386,6 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
 
 /* --- sync --- */
 
-static void drop_existing(struct family_state *f) {
-        hmap_done(&f->existing);
-        free(f->existing_names);
-        f->existing_names = NULL;
-}
-
 /* nftables mode: a full sync reads back what the table holds and writes in
  * place what differs (after a failed one, it rebuilds the table), unless
  * the table is known to be as kproxy left it (the hourly one, a Node
@@ -457,18 +449,19 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                            struct render_ipt_sync *ret_counts) {
         struct buf out = BUF_INIT, rewritten = BUF_INIT;
         struct render_ipt_sync s = {0};
+        /* A full sync's read of the owned nat chains the kernel holds; the
+         * owned list says what is there between full syncs. */
+        struct hmap existing = HMAP_INIT;
+        char *existing_names = NULL;
         size_t by_rule = 0, kept = 0, sent_bytes = 0;
         int r;
 
         if (full) {
-                char *names = NULL;
                 bool jumps_ok = false;
-                drop_existing(f);
                 /* One read of the tables tells both which owned chains exist
                  * and whether the jump rules are in place; only missing jumps
                  * cost more tool runs. */
-                r = iptables_scan(f->family, &f->existing, &names, &jumps_ok, f->known);
-                f->existing_names = names;
+                r = iptables_scan(f->family, &existing, &existing_names, &jumps_ok, f->known);
                 if (r < 0)
                         goto out;
                 if (!jumps_ok) {
@@ -480,8 +473,8 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         s.changed = full ? NULL : &p->changed;
         /* Whether the kernel holds kproxy's chains: known before the render
          * fills the owned list with what is about to be written. */
-        bool loaded = f->existing.len > 0 || ipt_owned_chains(f->owned) > 0;
-        s.existing = &f->existing;
+        bool loaded = existing.len > 0 || ipt_owned_chains(f->owned) > 0;
+        s.existing = &existing;
         s.owned = f->owned;
         r = render_iptables(p->model, rp, &s, &out);
         if (r < 0)
@@ -524,8 +517,6 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 f->last_hash = h;
                 f->have_hash = true;
         }
-        /* The owned list now says what is in the kernel. */
-        drop_existing(f);
         *ret_counts = s;
         /* Rendered: the top-level chains whole, and the own chains of the
          * services written (all of them in a full sync); sent: what of it
@@ -535,6 +526,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
               "kernel holds as rendered left out)", f->family, model_n_services(p->model), s.n_filter_rules,
               s.n_nat_rules, s.n_nat_rules_total, sent_bytes, by_rule, kept);
 out:
+        iptables_names_free(&existing, existing_names);
         buf_done(&out);
         buf_done(&rewritten);
         return r;
@@ -964,7 +956,6 @@ struct proxier *proxier_free(struct proxier *p) {
                 free(v);
         hmap_done(&p->changed);
         for (size_t i = 0; i < p->n_fam; i++) {
-                drop_existing(&p->fam[i]);
                 ipt_owned_free(p->fam[i].owned);
                 iptables_delta_free(p->fam[i].delta);
                 iptables_known_free(p->fam[i].known);
