@@ -63,40 +63,52 @@
 /* Element ids: "<set>/<key in hex>". */
 #define ELEM_ID_MAX (64 + 2 * NFTMSG_KEY_MAX)
 
-struct rec_chain {
-        char *name;
-        uint64_t hash;
-};
-
-struct rec_set {
-        char *name;
-        uint32_t timeout;
-};
-
 struct rec_elem {
         char *id;
         uint64_t value;
 };
 
-/* What one service put in the kernel: one allocation, the arrays
- * (rec_chains(), rec_sets(), rec_elems(), in that order) and the strings
- * after the struct (50k services hold 600k chain names). */
+/* What one service put in the kernel, in one allocation: the struct,
+ * its chains' digests (rec_hashes()), its sets' timeouts
+ * (rec_timeouts()), the names of its chains then sets (names_len bytes,
+ * each coded against the one before it: name_pack()), its elements
+ * (rec_elems()), then its key and the elements' ids. 50k services × 10
+ * endpoints hold 600k chain names. */
 struct rec {
         char *key;
-        uint32_t n_chains, n_sets, n_elems;
+        uint32_t n_chains, n_sets, n_elems, names_len;
 };
 
-static struct rec_chain *rec_chains(const struct rec *r) {
-        return (struct rec_chain *) (r + 1);
+static uint64_t *rec_hashes(const struct rec *r) {
+        return (uint64_t *) (r + 1);
 }
 
-static struct rec_set *rec_sets(const struct rec *r) {
-        return (struct rec_set *) (rec_chains(r) + r->n_chains);
+static uint32_t *rec_timeouts(const struct rec *r) {
+        return (uint32_t *) (rec_hashes(r) + r->n_chains);
 }
+
+static const char *rec_names_coded(const struct rec *r) {
+        return (const char *) (rec_timeouts(r) + r->n_sets);
+}
+
+#define ALIGN8(x) (((x) + 7) & ~(size_t) 7)
 
 static struct rec_elem *rec_elems(const struct rec *r) {
-        return (struct rec_elem *) (rec_sets(r) + r->n_sets);
+        size_t off = ALIGN8(sizeof *r + r->n_chains * sizeof(uint64_t) + r->n_sets * sizeof(uint32_t) +
+                            r->names_len);
+        return (struct rec_elem *) ((char *) r + off);
 }
+
+#define NAME_MAX_LEN 256        /* NFT_NAME_MAXLEN, NUL included */
+#define NAME_REST_MAX (2 * NAME_MAX_LEN)
+
+/* Reads a record's names in order. */
+struct name_it {
+        const char *p;                  /* the next coded name */
+        const char *prefix;             /* the current name's, NULL: kept whole (in rest) */
+        const char *hash;               /* its 8 characters when kept, else NULL (derived) */
+        char rest[NAME_REST_MAX];
+};
 
 struct waiter {
         char *svc;
@@ -169,6 +181,7 @@ struct unit {
          * encoded (chain_len and rules_len 0), and unencoded says so; a
          * resync needs no bytes for a service that did not change. */
         const struct rec *like;
+        struct name_it like_names;      /* like's, at the last chain rendered */
         bool unencoded;
         /* The names of ch and st: chunks that never move (pointers into
          * them stay valid), reused from one service to the next. */
@@ -221,21 +234,25 @@ static void grow(void **p, size_t *cap, size_t n, size_t size) {
         *p = q;
 }
 
-/* Records keep a service's chain and set names without what every one of
- * them repeats: "<prefix><8 characters>-<key><rest>" is kept as a byte
- * for the prefix and the rest (a third of the records' memory at 10k
- * services × 10 endpoints). The 8 characters are the renderer's hash of
- * "<key><rest>" (render/nft.c, upstream's hashAndTruncate()), derived
- * again when the name is needed whole; a name cut short (240 characters
- * and "...") keeps them, after a byte of its own. Other names are kept
- * whole; no name kproxy renders starts with a control character. */
+/* Records keep a service's chain and set names without what they repeat.
+ * "<prefix><8 characters>-<key><rest>" is kept as a code for the prefix
+ * and the rest: the 8 characters are the renderer's hash of "<key><rest>"
+ * (render/nft.c, upstream's hashAndTruncate()), derived again when the
+ * name is needed whole; a name cut short (240 characters and "...")
+ * keeps them. Other names are kept whole, as their rest. And a rest is
+ * kept as the length of what it shares with the rest before it, then
+ * the remainder: a service's endpoint chains differ from one another in
+ * a few characters of an address. Each name is
+ *
+ *   [code][shared length][8 characters if kept][remainder]\0
+ *
+ * code 0: kept whole; 1 + k: prefix k, hash derived; 1 + NAME_PREFIXES
+ * + k: prefix k, hash kept. Together they were two thirds of the records'
+ * memory at 10k services × 10 endpoints. */
 static const char *const name_prefixes[] = {"service-", "local-", "external-", "firewall-", "endpoint-",
                                             "affinity-"};
 #define NAME_PREFIXES (sizeof name_prefixes / sizeof *name_prefixes)
-#define NAME_MAX_LEN 256        /* NFT_NAME_MAXLEN, NUL included */
 #define NAME_BODY_CUT 240       /* the renderer's bodies: this long when cut */
-/* Packed: byte 1 + k: prefix k, hash derived, then the rest; byte 1 +
- * NAME_PREFIXES + k: prefix k, the 8 characters, then the rest. */
 #define NAME_CODES (2 * NAME_PREFIXES)
 
 /* The renderer's 8 characters for key and rest, in out[9]. */
@@ -247,131 +264,149 @@ static void name_hash(const char *key, const char *rest, char out[9]) {
         chain_hash_str(base, 8, out);
 }
 
-/* The packed form of name (key: the record's) in out, which has room for
- * strlen(name) + 1 bytes (NULL: only measure); returns its length, NUL
- * excluded. */
-static size_t name_pack(const char *key, const char *name, char *out) {
+/* Splits name (key: the record's) into its code, its 8 characters when
+ * kept (*ret_hash, else NULL) and its rest (*ret_rest, in name). */
+static unsigned name_split(const char *key, const char *name, const char **ret_hash, const char **ret_rest) {
         size_t kl = strlen(key), n = strlen(name);
+        *ret_hash = NULL;
+        *ret_rest = name;
         for (size_t k = 0; k < NAME_PREFIXES && n < NAME_MAX_LEN; k++) {
                 size_t pl = strlen(name_prefixes[k]);
                 const char *h = name + pl;
                 if (strncmp(name, name_prefixes[k], pl) != 0 || strnlen(h, 9) < 9 || h[8] != '-' ||
                     strncmp(h + 9, key, kl) != 0)
                         continue;
-                const char *rest = h + 9 + kl;
-                size_t rl = strlen(rest);
+                *ret_rest = h + 9 + kl;
                 if (n - pl < NAME_BODY_CUT) {
-                        if (out) {
 #ifdef __SANITIZE_ADDRESS__
-                                /* The sanitizer build of the tests checks that the hash is
-                                 * the derived one; elsewhere the SHA-256 per name would
-                                 * add 10% to kproxy's CPU in a cold full sync (measured). */
-                                char want[9];
-                                name_hash(key, rest, want);
-                                assert(memcmp(h, want, 8) == 0);
+                        /* The sanitizer build of the tests checks that the hash is
+                         * the derived one; elsewhere the SHA-256 per name would
+                         * add 10% to kproxy's CPU in a cold full sync (measured). */
+                        char want[9];
+                        name_hash(key, *ret_rest, want);
+                        assert(memcmp(h, want, 8) == 0);
 #endif
-                                out[0] = (char) (1 + k);
-                                memcpy(out + 1, rest, rl + 1);
-                        }
-                        return 1 + rl;
+                        return (unsigned) (1 + k);
                 }
-                if (out) {
-                        out[0] = (char) (1 + NAME_PREFIXES + k);
-                        memcpy(out + 1, h, 8);
-                        memcpy(out + 9, rest, rl + 1);
-                }
-                return 9 + rl;
+                *ret_hash = h;
+                return (unsigned) (1 + NAME_PREFIXES + k);
         }
-        if (out)
-                memcpy(out, name, n + 1);
-        return n;
+        return 0;
 }
 
-/* The prefix of a packed name, or NULL (kept whole); *ret_rest: its rest,
- * *ret_hash: its 8 characters (NULL: derived). */
-static const char *name_parts(const char *packed, const char **ret_rest, const char **ret_hash) {
-        unsigned char c = (unsigned char) packed[0];
-        if (c < 1 || c > NAME_CODES)
-                return NULL;
-        if (c <= NAME_PREFIXES) {
-                *ret_hash = NULL;
-                *ret_rest = packed + 1;
-                return name_prefixes[c - 1];
+/* The coded form of name after a name whose rest was prev ("" for the
+ * first), at out (NULL: only measure); returns its size, NUL included.
+ * *ret_rest: name's rest, the next name's prev. */
+static size_t name_pack(const char *key, const char *name, const char *prev, char *out, const char **ret_rest) {
+        const char *hash, *rest;
+        unsigned code = name_split(key, name, &hash, &rest);
+        size_t shared = 0;
+        while (shared < 255 && rest[shared] && rest[shared] == prev[shared])
+                shared++;
+        size_t tail = strlen(rest + shared), size = 2 + (hash ? 8 : 0) + tail + 1;
+        *ret_rest = rest;
+        assert(shared + tail < NAME_REST_MAX);
+        if (out) {
+                out[0] = (char) code;
+                out[1] = (char) shared;
+                if (hash)
+                        memcpy(out + 2, hash, 8);
+                memcpy(out + size - tail - 1, rest + shared, tail + 1);
         }
-        *ret_hash = packed + 1;
-        *ret_rest = packed + 9;
-        return name_prefixes[c - 1 - NAME_PREFIXES];
+        return size;
 }
 
-/* The length of the name packed stands for. */
-static size_t name_unpacked_len(const char *key, const char *packed) {
-        const char *rest, *hash;
-        const char *prefix = name_parts(packed, &rest, &hash);
-        if (!prefix)
-                return strlen(packed);
-        return strlen(prefix) + 9 + strlen(key) + strlen(rest);
+static void name_it_init(struct name_it *it, const struct rec *r) {
+        it->p = rec_names_coded(r);
+        it->prefix = it->hash = NULL;
+        it->rest[0] = '\0';
 }
 
-/* The name packed stands for, in out (size bytes: name_unpacked_len() + 1
- * suffice). Returns out. */
-static const char *name_unpack(const char *key, const char *packed, char *out, size_t size) {
-        const char *rest, *hash;
-        const char *prefix = name_parts(packed, &rest, &hash);
+/* Moves to the next name (the first after name_it_init()). */
+static void name_next(struct name_it *it) {
+        unsigned code = (unsigned char) it->p[0];
+        size_t shared = (unsigned char) it->p[1];
+        const char *q = it->p + 2;
+        it->prefix = it->hash = NULL;
+        if (code >= 1 && code <= NAME_PREFIXES) {
+                it->prefix = name_prefixes[code - 1];
+        } else if (code > NAME_PREFIXES && code <= NAME_CODES) {
+                it->prefix = name_prefixes[code - 1 - NAME_PREFIXES];
+                it->hash = q;
+                q += 8;
+        }
+        size_t tail = strlen(q);
+        /* name_pack() never codes more; the bound keeps a bad record in
+         * the buffer. */
+        if (shared >= sizeof it->rest)
+                shared = sizeof it->rest - 1;
+        if (shared + tail >= sizeof it->rest)
+                tail = sizeof it->rest - 1 - shared;
+        memcpy(it->rest + shared, q, tail);
+        it->rest[shared + tail] = '\0';
+        it->p = q + strlen(q) + 1;
+}
+
+/* The length of the current name, whole. */
+static size_t name_len(const struct name_it *it, const char *key) {
+        if (!it->prefix)
+                return strlen(it->rest);
+        return strlen(it->prefix) + 9 + strlen(key) + strlen(it->rest);
+}
+
+/* The current name, whole, in out (size bytes: name_len() + 1 suffice).
+ * Returns out. */
+static const char *name_unpack(const struct name_it *it, const char *key, char *out, size_t size) {
         struct strb b = strb_init(out, size);
         char h[9];
-        if (!prefix) {
-                strb_puts(&b, packed);
+        if (!it->prefix) {
+                strb_puts(&b, it->rest);
                 return out;
         }
+        const char *hash = it->hash;
         if (!hash) {
-                name_hash(key, rest, h);
+                name_hash(key, it->rest, h);
                 hash = h;
         }
-        strb_puts(&b, prefix);
+        strb_puts(&b, it->prefix);
         strb_putn(&b, hash, 8);
         strb_putn(&b, "-", 1);
         strb_puts(&b, key);
-        strb_puts(&b, rest);
+        strb_puts(&b, it->rest);
         return out;
 }
 
-/* Whether packed stands for name, without unpacking it. name is the
- * renderer's: when its prefix, key and rest are packed's, so is its hash
- * (derived from them), which is then not compared. */
-static bool name_equal(const char *key, const char *packed, const char *name) {
-        const char *rest, *hash;
-        const char *prefix = name_parts(packed, &rest, &hash);
-        if (!prefix)
-                return strcmp(packed, name) == 0;
-        size_t pl = strlen(prefix), kl = strlen(key);
-        return strncmp(name, prefix, pl) == 0 && strnlen(name + pl, 9) == 9 &&
-               (!hash || memcmp(name + pl, hash, 8) == 0) && name[pl + 8] == '-' &&
-               strncmp(name + pl + 9, key, kl) == 0 && strcmp(name + pl + 9 + kl, rest) == 0;
+/* Whether the current name is name, without making it whole. name is the
+ * renderer's: when its prefix, key and rest are the current name's, so is
+ * its hash (derived from them), which is then not compared. */
+static bool name_equal(const struct name_it *it, const char *key, const char *name) {
+        if (!it->prefix)
+                return strcmp(it->rest, name) == 0;
+        size_t pl = strlen(it->prefix), kl = strlen(key);
+        return strncmp(name, it->prefix, pl) == 0 && strnlen(name + pl, 9) == 9 &&
+               (!it->hash || memcmp(name + pl, it->hash, 8) == 0) && name[pl + 8] == '-' &&
+               strncmp(name + pl + 9, key, kl) == 0 && strcmp(name + pl + 9 + kl, it->rest) == 0;
 }
 
 /* A record's names, whole, in one allocation (free() it): chains first,
  * then sets. */
 static char **rec_names(const struct rec *r) {
         size_t n = r->n_chains + r->n_sets, bytes = 0;
-        for (size_t i = 0; i < n; i++)
-                bytes += name_unpacked_len(r->key, i < r->n_chains ? rec_chains(r)[i].name :
-                                                       rec_sets(r)[i - r->n_chains].name) + 1;
+        struct name_it it;
+        name_it_init(&it, r);
+        for (size_t i = 0; i < n; i++) {
+                name_next(&it);
+                bytes += name_len(&it, r->key) + 1;
+        }
         char **v = xcalloc(1, (n + 1) * sizeof *v + bytes);
         char *p = (char *) (v + n + 1), *end = p + bytes;
+        name_it_init(&it, r);
         for (size_t i = 0; i < n; i++) {
-                const char *packed = i < r->n_chains ? rec_chains(r)[i].name : rec_sets(r)[i - r->n_chains].name;
+                name_next(&it);
                 v[i] = p;
-                p += strlen(name_unpack(r->key, packed, p, (size_t) (end - p))) + 1;
+                p += strlen(name_unpack(&it, r->key, p, (size_t) (end - p))) + 1;
         }
         return v;
-}
-
-/* A packed copy of name at *end, in r's storage (record_of() counted room
- * for it); *end moves past it. */
-static char *rec_name(const struct rec *r, char **end, const char *name) {
-        char *p = *end;
-        *end += name_pack(r->key, name, p) + 1;
-        return p;
 }
 
 static void drop_records(struct tsync *s) {
@@ -497,8 +532,9 @@ static void u_chain(void *ud, const struct nftir_chain *c) {
         x->hash = nftir_chain_hash(c);
         const struct rec *o = u->like;
         size_t i = u->n_ch - 1;
-        if (o && i < o->n_chains && rec_chains(o)[i].hash == x->hash &&
-            name_equal(o->key, rec_chains(o)[i].name, x->name)) {
+        if (o && i < o->n_chains)
+                name_next(&u->like_names);
+        if (o && i < o->n_chains && rec_hashes(o)[i] == x->hash && name_equal(&u->like_names, o->key, x->name)) {
                 x->chain_off = x->chain_len = x->rules_off = x->rules_len = 0;
                 u->unencoded = true;
                 return;
@@ -732,27 +768,31 @@ static void claim_elements(struct tsync *s, struct rec *r, char *end, const stru
 /* The record of what u puts in the kernel; its elements are
  * claim_elements()'s, their ids to go at *ret_end. */
 static struct rec *record_of(const char *key, const struct unit *u, char **ret_end) {
-        size_t strings = strlen(key) + 1;
-        for (size_t i = 0; i < u->n_ch; i++)
-                strings += name_pack(key, u->ch[i].name, NULL) + 1;
-        for (size_t i = 0; i < u->n_st; i++)
-                strings += name_pack(key, u->st[i].name, NULL) + 1;
+        size_t n = u->n_ch + u->n_st, names_len = 0, strings = strlen(key) + 1;
+        const char *prev = "";
+        for (size_t i = 0; i < n; i++)
+                names_len += name_pack(key, i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name, prev, NULL, &prev);
         for (size_t i = 0; i < u->n_el; i++)
                 strings += strlen(u->el[i].id) + 1;     /* claim_elements() copies those it keeps */
-        struct rec *r = xcalloc(1, sizeof *r + u->n_ch * sizeof(struct rec_chain) + u->n_st * sizeof(struct rec_set) +
-                                           u->n_el * sizeof(struct rec_elem) + strings);
+        size_t elems_off = ALIGN8(sizeof(struct rec) + u->n_ch * sizeof(uint64_t) + u->n_st * sizeof(uint32_t) +
+                                  names_len);
+        struct rec *r = xcalloc(1, elems_off + u->n_el * sizeof(struct rec_elem) + strings);
         r->n_chains = (uint32_t) u->n_ch;
         r->n_sets = (uint32_t) u->n_st;
+        r->names_len = (uint32_t) names_len;
+        for (size_t i = 0; i < u->n_ch; i++)
+                rec_hashes(r)[i] = u->ch[i].hash;
+        for (size_t i = 0; i < u->n_st; i++)
+                rec_timeouts(r)[i] = u->st[i].timeout;
+        char *out = (char *) rec_names_coded(r);
+        prev = "";
+        for (size_t i = 0; i < n; i++)
+                out += name_pack(key, i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name, prev, out, &prev);
         char *end = (char *) (rec_elems(r) + u->n_el);
         r->key = rec_str(&end, key);
-        for (size_t i = 0; i < u->n_ch; i++)
-                rec_chains(r)[i] = (struct rec_chain) {rec_name(r, &end, u->ch[i].name), u->ch[i].hash};
-        for (size_t i = 0; i < u->n_st; i++)
-                rec_sets(r)[i] = (struct rec_set) {rec_name(r, &end, u->st[i].name), u->st[i].timeout};
         *ret_end = end;
         return r;
 }
-
 
 /* Diffs u (the service's new rendering) against its record old (may be
  * NULL) into t, and returns the new record (NULL when the service puts
@@ -768,9 +808,9 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
         char **names = old ? rec_names(old) : NULL, **oc = names, **os = names ? names + old->n_chains : NULL;
 
         for (size_t i = 0; old && i < old->n_chains; i++)
-                hmap_put(&old_chains, oc[i], &rec_chains(old)[i]);
+                hmap_put(&old_chains, oc[i], &rec_hashes(old)[i]);
         for (size_t i = 0; old && i < old->n_sets; i++)
-                hmap_put(&old_sets, os[i], &rec_sets(old)[i]);
+                hmap_put(&old_sets, os[i], &rec_timeouts(old)[i]);
         for (size_t i = 0; old && i < old->n_elems; i++)
                 hmap_put(&old_elems, rec_elems(old)[i].id, &rec_elems(old)[i]);
         for (size_t i = 0; i < u->n_ch; i++)
@@ -781,26 +821,26 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
         /* A set added, gone or changed: every chain of the service is
          * rewritten, so none refers to a set about to change. */
         for (size_t i = 0; i < u->n_st; i++) {
-                const struct rec_set *o = hmap_get(&old_sets, u->st[i].name);
-                sets_changed |= !o || o->timeout != u->st[i].timeout;
+                const uint32_t *o = hmap_get(&old_sets, u->st[i].name);
+                sets_changed |= !o || *o != u->st[i].timeout;
         }
         sets_changed |= old && old->n_sets != u->n_st;
 
         /* 1. flush changed and stale chains */
         for (size_t i = 0; old && i < old->n_chains; i++) {
                 const struct unit_chain *n = hmap_get(&new_chains, oc[i]);
-                if (!n || n->hash != rec_chains(old)[i].hash || sets_changed)
+                if (!n || n->hash != rec_hashes(old)[i] || sets_changed)
                         nftmsg_chain_flush(&t->body, oc[i]);
         }
         /* 2. delete stale and changed sets; 3. add new and changed ones */
         for (size_t i = 0; old && i < old->n_sets; i++) {
                 const struct unit_set *n = hmap_get(&new_sets, os[i]);
-                if (!n || n->timeout != rec_sets(old)[i].timeout)
+                if (!n || n->timeout != rec_timeouts(old)[i])
                         nftmsg_set_del(&t->body, os[i]);
         }
         for (size_t i = 0; i < u->n_st; i++) {
-                const struct rec_set *o = hmap_get(&old_sets, u->st[i].name);
-                if (!o || o->timeout != u->st[i].timeout)
+                const uint32_t *o = hmap_get(&old_sets, u->st[i].name);
+                if (!o || *o != u->st[i].timeout)
                         nftmsg_append_range(&t->body, &u->sets, u->st[i].off, u->st[i].len);
         }
         /* 4. add new chains; 5. write the rules of new and changed ones */
@@ -808,8 +848,8 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
                 if (!hmap_get(&old_chains, u->ch[i].name))
                         nftmsg_append_range(&t->body, &u->chains, u->ch[i].chain_off, u->ch[i].chain_len);
         for (size_t i = 0; i < u->n_ch; i++) {
-                const struct rec_chain *o = hmap_get(&old_chains, u->ch[i].name);
-                if (!o || o->hash != u->ch[i].hash || sets_changed) {
+                const uint64_t *o = hmap_get(&old_chains, u->ch[i].name);
+                if (!o || *o != u->ch[i].hash || sets_changed) {
                         nftmsg_append_range(&t->body, &u->rules, u->ch[i].rules_off, u->ch[i].rules_len);
                         st->chains_written++;
                 }
@@ -869,6 +909,8 @@ static int render_unit(const struct tsync *s, const struct model *m, const struc
         struct nftir_sink sink = unit_sink(u);
         unit_reset(u);
         u->like = like;
+        if (like)
+                name_it_init(&u->like_names, like);
         u->unencoded = false;
         if (!svc || !holds(s, p, key))
                 return 0;
@@ -881,12 +923,18 @@ static int render_unit(const struct tsync *s, const struct model *m, const struc
 static bool same_as_record(const struct rec *old, const struct unit *u) {
         if (!old || old->n_chains != u->n_ch || old->n_sets != u->n_st || old->n_elems != u->n_el)
                 return false;
-        for (size_t i = 0; i < u->n_ch; i++)
-                if (rec_chains(old)[i].hash != u->ch[i].hash || !name_equal(old->key, rec_chains(old)[i].name, u->ch[i].name))
+        struct name_it it;
+        name_it_init(&it, old);
+        for (size_t i = 0; i < u->n_ch; i++) {
+                name_next(&it);
+                if (rec_hashes(old)[i] != u->ch[i].hash || !name_equal(&it, old->key, u->ch[i].name))
                         return false;
-        for (size_t i = 0; i < u->n_st; i++)
-                if (rec_sets(old)[i].timeout != u->st[i].timeout || !name_equal(old->key, rec_sets(old)[i].name, u->st[i].name))
+        }
+        for (size_t i = 0; i < u->n_st; i++) {
+                name_next(&it);
+                if (rec_timeouts(old)[i] != u->st[i].timeout || !name_equal(&it, old->key, u->st[i].name))
                         return false;
+        }
         /* Every element of the unit claimed (none refused or twice). */
         for (size_t i = 0; i < u->n_el; i++)
                 if (rec_elems(old)[i].value != u->el[i].value || strcmp(rec_elems(old)[i].id, u->el[i].id) != 0)

@@ -55,9 +55,20 @@ static unsigned rnd(unsigned n) {
         return (unsigned) ((rng >> 33) % n);
 }
 
+/* Service i's name: every other one as long as the API allows (63),
+ * so that chain names are as long as a real cluster's can be. */
+static const char *svc_name(int i, char name[64]) {
+        if (i % 2 == 0)
+                snprintf(name, 64, "svc%d", i);
+        else
+                snprintf(name, 64, "svc%d-%.*s", i, 58 - (i > 9),
+                         "a-service-name-as-long-as-the-api-allows-for-one-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+        return name;
+}
+
 static json_t *make_service(int i) {
-        char name[32], ip[32];
-        snprintf(name, sizeof name, "svc%d", i);
+        char name[64], ip[32];
+        svc_name(i, name);
         snprintf(ip, sizeof ip, "10.96.0.%d", 10 + i);
         static const char *const types[] = {"ClusterIP", "NodePort", "LoadBalancer"};
         const char *type = types[rnd(3)];
@@ -102,9 +113,8 @@ static json_t *make_service(int i) {
 }
 
 static json_t *make_slice(int i) {
-        char name[32], svc[32];
-        snprintf(name, sizeof name, "svc%d-x", i);
-        snprintf(svc, sizeof svc, "svc%d", i);
+        char name[80], svc[64];
+        snprintf(name, sizeof name, "%s-x", svc_name(i, svc));
         json_t *eps = json_array();
         int n = (int) rnd(5);
         for (int e = 0; e < n; e++) {
@@ -513,7 +523,7 @@ int main(int argc, char **argv) {
         for (int step = 0; step <= steps; step++) {
                 if (step > 0) {
                         struct hmap changed = HMAP_INIT;
-                        char keys[4][32];
+                        char keys[4][80];
                         int n = 1 + (int) rnd(3);
                         /* A restart over the table the last sync left
                          * writes only the chains it cannot compare (those
@@ -542,7 +552,8 @@ int main(int argc, char **argv) {
                         }
                         for (int k = 0; k < n; k++) {
                                 int i = (int) rnd(N_SVCS);
-                                snprintf(keys[k], sizeof keys[k], "walk/svc%d", i);
+                                char name[64];
+                                snprintf(keys[k], sizeof keys[k], "walk/%s", svc_name(i, name));
                                 switch (rnd(6)) {
                                 case 0:
                                         model_service_delete(m, keys[k]);
