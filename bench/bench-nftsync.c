@@ -89,15 +89,16 @@ static struct slice *moved_slice(const struct slice *s, int delta) {
         }
         c->n_endpoints = s->n_endpoints;
         c->endpoints = calloc(s->n_endpoints ? s->n_endpoints : 1, sizeof *c->endpoints);
+        c->addrs = calloc(s->n_endpoints ? s->n_endpoints : 1, slice_addr_len(s));
+        memcpy(c->addrs, s->addrs, s->n_endpoints * slice_addr_len(s));
         for (size_t i = 0; i < s->n_endpoints; i++) {
-                c->endpoints[i].addr = s->endpoints[i].addr;
-                c->endpoints[i].ready = s->endpoints[i].ready;
-                c->endpoints[i].serving = s->endpoints[i].serving;
-                c->endpoints[i].terminating = s->endpoints[i].terminating;
-                c->endpoints[i].node_name = s->endpoints[i].node_name ? intern(s->endpoints[i].node_name) : NULL;
+                c->endpoints[i] = s->endpoints[i];
+                c->endpoints[i].hints = 0;
+                if (s->endpoints[i].node)
+                        c->endpoints[i].node = intern(slice_endpoint_node(&s->endpoints[i]));
         }
         if (c->n_endpoints > 0)
-                c->endpoints[0].addr.bytes[3] = (uint8_t) (c->endpoints[0].addr.bytes[3] + delta);
+                c->addrs[3] = (uint8_t) (c->addrs[3] + delta);
         return c;
 }
 

@@ -566,17 +566,23 @@ static int decode_slice_endpoint(const json_t *e, struct slice *s, struct slice_
                 return 0;
         }
         const char *a = json_string_value(json_array_get(addrs, 0));
-        if (!a || inet_addr_parse(a, &ep->addr) < 0 || ep->addr.family != family)
+        struct inet_addr addr;
+        if (!a || inet_addr_parse(a, &addr) < 0 || addr.family != family)
                 return fail(err, "%s.addresses[0]: \"%.64s\" is not an IPv%u address", path, a ? a : "",
                             family);
+        slice_endpoint_set_addr(s, s->n_endpoints, &addr);
 
+        bool ready, serving, terminating;
         if ((r = get_object(e, "conditions", &cond, err, sub)) < 0)
                 return r;
         snprintf(sub, sizeof sub, "%s.conditions.", path);
-        if ((r = get_bool(cond, "ready", true, &ep->ready, err, sub)) < 0 ||
-            (r = get_bool(cond, "serving", true, &ep->serving, err, sub)) < 0 ||
-            (r = get_bool(cond, "terminating", false, &ep->terminating, err, sub)) < 0)
+        if ((r = get_bool(cond, "ready", true, &ready, err, sub)) < 0 ||
+            (r = get_bool(cond, "serving", true, &serving, err, sub)) < 0 ||
+            (r = get_bool(cond, "terminating", false, &terminating, err, sub)) < 0)
                 return r;
+        ep->ready = ready;
+        ep->serving = serving;
+        ep->terminating = terminating;
 
         snprintf(sub, sizeof sub, "%s.", path);
         if ((r = get_str(e, "nodeName", &node, err, sub)) < 0)
@@ -584,7 +590,7 @@ static int decode_slice_endpoint(const json_t *e, struct slice *s, struct slice_
         if (node) {
                 if (kube_valid_dns_subdomain(node) < 0)
                         return fail(err, "%s.nodeName: \"%.64s\" is not a valid node name", path, node);
-                ep->node_name = intern(node);
+                ep->node = intern(node);
         }
 
         if ((r = get_object(e, "hints", &hints, err, sub)) < 0)
@@ -708,6 +714,7 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
                 return r;
         size_t n = json_array_size(eps);
         s->endpoints = xcalloc(n, sizeof *s->endpoints);
+        s->addrs = xcalloc(n, slice_addr_len(s));
         for (size_t i = 0; i < n; i++) {
                 char path[48];
                 bool skip;

@@ -94,13 +94,13 @@ static int merge(const struct svc_port *port, uint8_t family, const struct slice
                         for (size_t k = 0; k < s->n_endpoints; k++) {
                                 const struct slice_endpoint *se = &s->endpoints[k];
                                 struct endpoint ep = {
-                                        .addr = se->addr,
+                                        .addr = slice_endpoint_addr(s, k),
                                         .port = sp->port,
                                         .ready = se->ready,
                                         .serving = se->serving,
                                         .terminating = se->terminating,
-                                        .local = se->node_name && node_name &&
-                                                 strcmp(se->node_name, node_name) == 0,
+                                        .local = se->node && node_name &&
+                                                 strcmp(slice_endpoint_node(se), node_name) == 0,
                                         .hints = slice_endpoint_hints(s, se),
                                 };
                                 endpoint_format(&ep.addr, ep.port, ep.str);

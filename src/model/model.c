@@ -75,7 +75,7 @@ enum traffic_policy traffic_policy_from_string(const char *s) {
         return table_lookup(traffic_policy_table, _TRAFFIC_POLICY_MAX, s);
 }
 
-_Static_assert(sizeof(void *) != 8 || sizeof(struct slice_endpoint) == 32, "slice_endpoint grew");
+_Static_assert(sizeof(struct slice_endpoint) == 8, "slice_endpoint grew");
 
 static void strv_free(char **v, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -109,7 +109,7 @@ struct slice *slice_free(struct slice *s) {
         if (!s)
                 return NULL;
         for (size_t i = 0; i < s->n_endpoints; i++)
-                intern_release(s->endpoints[i].node_name);
+                intern_release(s->endpoints[i].node);
         for (size_t i = 0; i < s->n_hints; i++)
                 endpoint_hints_done(&s->hints[i]);
         free(s->hints);
@@ -118,6 +118,7 @@ struct slice *slice_free(struct slice *s) {
                         free(s->ports[i].name);
                 free(s->ports);
                 free(s->endpoints);
+                free(s->addrs);
                 free(s->service_key);
                 free(s->key);
         }
@@ -184,7 +185,7 @@ struct svc *svc_pack(struct svc *s) {
 struct slice *slice_pack(struct slice *s) {
         size_t room = sizeof *s + pack_room(s->n_ports * sizeof *s->ports, _Alignof(struct slice_port)) +
                       pack_room(s->n_endpoints * sizeof *s->endpoints, _Alignof(struct slice_endpoint)) +
-                      strlen(s->key) + 1 + strlen(s->service_key) + 1;
+                      s->n_endpoints * slice_addr_len(s) + strlen(s->key) + 1 + strlen(s->service_key) + 1;
         for (size_t i = 0; i < s->n_ports; i++)
                 room += strlen(s->ports[i].name) + 1;
         struct packer k;
@@ -193,6 +194,7 @@ struct slice *slice_pack(struct slice *s) {
         p->ports = pack_put(&k, s->ports, s->n_ports * sizeof *s->ports, _Alignof(struct slice_port));
         p->endpoints = pack_put(&k, s->endpoints, s->n_endpoints * sizeof *s->endpoints,
                                 _Alignof(struct slice_endpoint));
+        p->addrs = pack_put(&k, s->addrs, s->n_endpoints * slice_addr_len(s), 1);
         p->key = pack_str(&k, s->key);
         p->service_key = pack_str(&k, s->service_key);
         for (size_t i = 0; i < s->n_ports; i++)

@@ -15,8 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string.h>
+
 #include "util/hmap.h"
 #include "util/inet.h"
+#include "util/intern.h"
 
 enum l4_proto {
         L4_TCP,
@@ -85,27 +88,49 @@ struct endpoint_hints {
         char **nodes;
 };
 
-/* 32 bytes: half a million of them at 50k services × 10 endpoints. */
+/* 8 bytes: half a million of them at 50k services × 10 endpoints. The
+ * address is the slice's (slice_endpoint_addr()): 4 bytes for IPv4. */
 struct slice_endpoint {
-        struct inet_addr addr;  /* addresses[0] */
-        bool ready, serving, terminating;
+        uint32_t node;          /* its node name's number (util/intern.h); 0: unset */
         uint16_t hints;         /* 1 + its index in the slice's hints; 0: none, as nearly always */
-        const char *node_name;  /* shared (util/intern.h); NULL when unset */
+        bool ready : 1, serving : 1, terminating : 1;
 };
 
 struct slice {
         char *key;              /* "namespace/name" */
         char *service_key;      /* "namespace/service-name" */
-        uint8_t family;         /* 4, 6, or 0 for FQDN (never used) */
+        uint8_t family;         /* 4 or 6 (FQDN slices are not decoded) */
         bool packed;            /* one allocation (but hints): slice_pack() */
         struct slice_port *ports;
         size_t n_ports;
         struct slice_endpoint *endpoints;
+        uint8_t *addrs;         /* the endpoints' addresses[0], slice_addr_len() bytes each */
         size_t n_endpoints;
         struct endpoint_hints *hints;   /* of the endpoints that have any */
         size_t n_hints;
         double trigger_time;    /* annotation endpoints.kubernetes.io/last-change-trigger-time (Unix s), or 0 */
 };
+
+static inline size_t slice_addr_len(const struct slice *s) {
+        return s->family == 6 ? 16 : 4;
+}
+
+/* The address of endpoint i of s. */
+static inline struct inet_addr slice_endpoint_addr(const struct slice *s, size_t i) {
+        struct inet_addr a = {.family = s->family};
+        memcpy(a.bytes, s->addrs + i * slice_addr_len(s), slice_addr_len(s));
+        return a;
+}
+
+/* Sets it; a's family must be the slice's. */
+static inline void slice_endpoint_set_addr(struct slice *s, size_t i, const struct inet_addr *a) {
+        memcpy(s->addrs + i * slice_addr_len(s), a->bytes, slice_addr_len(s));
+}
+
+/* The name of the endpoint's node, or NULL. */
+static inline const char *slice_endpoint_node(const struct slice_endpoint *e) {
+        return interned(e->node);
+}
 
 void endpoint_hints_done(struct endpoint_hints *h);
 

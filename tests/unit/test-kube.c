@@ -177,9 +177,9 @@ static void test_decode_slice(void) {
                 const struct endpoint_hints *h = slice_endpoint_hints(s, &s->endpoints[0]);
                 CHECK(s->n_hints == 1 && h && h->n_zones == 1 && h->n_nodes == 0);
                 CHECK_STREQ(h->zones[0], "z1");
-                CHECK(s->endpoints[1].ready && !s->endpoints[1].node_name);
+                CHECK(s->endpoints[1].ready && !slice_endpoint_node(&s->endpoints[1]));
                 CHECK(!slice_endpoint_hints(s, &s->endpoints[1]));
-                CHECK(s->packed && strcmp(s->endpoints[0].node_name, "n1") == 0);
+                CHECK(s->packed && strcmp(slice_endpoint_node(&s->endpoints[0]), "n1") == 0);
                 CHECK_STREQ(s->ports[0].name, "http");
         }
         slice_free(s);

@@ -42,13 +42,16 @@ static struct slice *mk_slice(const char *key, const char *svc_key, int n, const
         s->ports[0] = (struct slice_port) {strdup("p"), L4_TCP, 8080};
         s->n_endpoints = (size_t) n;
         s->endpoints = calloc((size_t) n, sizeof *s->endpoints);
+        s->addrs = calloc((size_t) n, 4);
         for (int i = 0; i < n; i++) {
                 struct slice_endpoint *e = &s->endpoints[i];
-                inet_addr_parse(ips[i], &e->addr);
+                struct inet_addr a;
+                inet_addr_parse(ips[i], &a);
+                slice_endpoint_set_addr(s, (size_t) i, &a);
                 e->ready = ready ? ready[i] : true;
                 e->terminating = terminating ? terminating[i] : false;
                 e->serving = true;
-                e->node_name = nodes && nodes[i] ? intern(nodes[i]) : NULL;
+                e->node = nodes && nodes[i] ? intern(nodes[i]) : 0;
         }
         return s;
 }
@@ -186,15 +189,20 @@ static void test_terminating_fallback_local(void) {
 static void test_intern(void) {
         size_t before = intern_count();
         char name[16] = "node-7";
-        const char *a = intern(name), *b = intern("node-7"), *c = intern("node-8");
-        CHECK(a == b && a != name && strcmp(a, "node-7") == 0);
-        CHECK(c != a && intern_count() == before + 2);
+        uint32_t a = intern(name), b = intern("node-7"), c = intern("node-8");
+        CHECK(a != 0 && a == b && interned(a) != name && strcmp(interned(a), "node-7") == 0);
+        CHECK(c != a && intern_count() == before + 2 && strcmp(interned(c), "node-8") == 0);
         intern_release(a);
-        CHECK(intern_count() == before + 2 && strcmp(b, "node-7") == 0);
+        CHECK(intern_count() == before + 2 && strcmp(interned(b), "node-7") == 0);
         intern_release(b);
+        CHECK(intern_count() == before + 1 && !interned(b) && strcmp(interned(c), "node-8") == 0);
+        /* A freed number is used again, for another string. */
+        uint32_t d = intern("node-9");
+        CHECK(d == b && strcmp(interned(d), "node-9") == 0 && strcmp(interned(c), "node-8") == 0);
+        intern_release(d);
         intern_release(c);
-        intern_release(NULL);
-        CHECK(intern_count() == before);
+        intern_release(0);
+        CHECK(intern_count() == before && !interned(0));
         /* Deleting a slice releases its endpoints' names. */
         struct model *m = model_new();
         const char *ips[] = {"10.0.0.1", "10.0.0.2"}, *nodes[] = {"n1", "n1"};
