@@ -9,12 +9,20 @@
 #include "util/intern.h"
 
 /* The slices that name one service: a small unsorted array (a service has a
- * handful of slices; 100 endpoints each by default). */
+ * handful of slices; 100 endpoints each by default), in the group's own
+ * allocation while there is one, as for nearly every service. */
 struct slice_group {
-        char *service_key;      /* owned */
-        struct slice **items;
-        size_t n, cap;
+        struct slice **items;   /* &one, or an array of cap */
+        uint32_t n, cap;
+        struct slice *one;
+        char service_key[];
 };
+
+static void group_free(struct slice_group *g) {
+        if (g->items != &g->one)
+                free(g->items);
+        free(g);
+}
 
 struct model {
         struct hmap services;   /* key -> struct svc */
@@ -234,10 +242,7 @@ struct model *model_free(struct model *m) {
         for (size_t i = 0; hmap_next(&m->slices, &i, &k, &v);)
                 slice_free(v);
         for (size_t i = 0; hmap_next(&m->groups, &i, &k, &v);) {
-                struct slice_group *g = v;
-                free(g->items);
-                free(g->service_key);
-                free(g);
+                group_free(v);
         }
         hmap_done(&m->services);
         hmap_done(&m->slices);
@@ -270,25 +275,31 @@ static void group_remove(struct model *m, struct slice *s) {
                 }
         if (g->n == 0) {
                 hmap_remove(&m->groups, g->service_key);
-                free(g->items);
-                free(g->service_key);
-                free(g);
+                group_free(g);
         }
 }
 
 static void group_add(struct model *m, struct slice *s) {
         struct slice_group *g = hmap_get(&m->groups, s->service_key);
         if (!g) {
-                g = calloc(1, sizeof *g);
-                if (!g || !(g->service_key = strdup(s->service_key)))
+                size_t len = strlen(s->service_key) + 1;
+                g = calloc(1, sizeof *g + len);
+                if (!g)
                         abort();
+                memcpy(g->service_key, s->service_key, len);
+                g->items = &g->one;
+                g->cap = 1;
                 hmap_put(&m->groups, g->service_key, g);
         }
         if (g->n == g->cap) {
-                g->cap = g->cap ? g->cap * 2 : 2;
-                g->items = realloc(g->items, g->cap * sizeof *g->items);
-                if (!g->items)
+                struct slice **items = g->items == &g->one ? NULL : g->items;
+                g->cap *= 2;
+                items = realloc(items, g->cap * sizeof *items);
+                if (!items)
                         abort();
+                if (g->items == &g->one)
+                        items[0] = g->one;
+                g->items = items;
         }
         g->items[g->n++] = s;
 }

@@ -92,6 +92,17 @@ static void test_model_slices_follow_their_service(void) {
         CHECK(model_slice_delete(m, "ns/b") == -ENOENT);
         CHECK(model_service_slices(m, "ns/api", &n) == NULL && n == 0);
         CHECK(model_n_slices(m) == 1);
+        /* A group grows from its one inline slice to an array and back. */
+        model_slice_upsert(m, mk_slice("ns/c", "ns/web", 1, ips, NULL, NULL, NULL));
+        model_slice_upsert(m, mk_slice("ns/d", "ns/web", 1, ips, NULL, NULL, NULL));
+        v = model_service_slices(m, "ns/web", &n);
+        CHECK(n == 3 && strcmp(v[0]->key, "ns/a") == 0 && strcmp(v[1]->key, "ns/c") == 0 &&
+              strcmp(v[2]->key, "ns/d") == 0);
+        free(v);
+        CHECK(model_slice_delete(m, "ns/a") == 0 && model_slice_delete(m, "ns/d") == 0);
+        v = model_service_slices(m, "ns/web", &n);
+        CHECK(n == 1 && strcmp(v[0]->key, "ns/c") == 0);
+        free(v);
         model_free(m);
 }
 
