@@ -228,7 +228,14 @@ struct node *node_free(struct node *n) {
 }
 
 struct model *model_new(void) {
-        return calloc(1, sizeof(struct model));
+        struct model *m = calloc(1, sizeof *m);
+        if (!m)
+                return NULL;
+        /* Every object keeps its key: the maps keep only the object. */
+        m->services = (struct hmap) HMAP_INIT_KEYED(struct svc, key);
+        m->slices = (struct hmap) HMAP_INIT_KEYED(struct slice, key);
+        m->groups = (struct hmap) HMAP_INIT_KEY_ARRAY(struct slice_group, service_key);
+        return m;
 }
 
 struct model *model_free(struct model *m) {

@@ -433,6 +433,7 @@ static int tsync_new(struct nftsync *g, unsigned table, struct tsync **ret) {
         snprintf(s->tname, sizeof s->tname, "%s", nftir_table_name(table, name));
         s->nl = g->nl;
         s->g = g;
+        s->recs = (struct hmap) HMAP_INIT_KEYED(struct rec, key);
         *ret = s;
         return 0;
 }

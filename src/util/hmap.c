@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "util/hmap.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,15 +25,42 @@ static uint8_t tag_of(uint64_t h) {
         return (uint8_t) (2 + (h >> 56) % 254);
 }
 
-static struct hmap_entry *find(const struct hmap *m, const char *key, uint64_t h) {
+static size_t slot_size(const struct hmap *m) {
+        return m->keys == HMAP_KEYS_OWN ? sizeof(struct hmap_entry) : sizeof(void *);
+}
+
+static void *slot_value(const struct hmap *m, size_t i) {
+        if (m->keys == HMAP_KEYS_OWN)
+                return ((struct hmap_entry *) m->slots)[i].value;
+        return ((void **) m->slots)[i];
+}
+
+static const char *slot_key(const struct hmap *m, size_t i) {
+        if (m->keys == HMAP_KEYS_OWN)
+                return ((struct hmap_entry *) m->slots)[i].key;
+        const char *v = ((void **) m->slots)[i];
+        if (m->keys == HMAP_KEYS_FIELD)
+                return *(const char *const *) (const void *) (v + m->key_off);
+        return v + m->key_off;
+}
+
+static void slot_set(struct hmap *m, size_t i, const char *key, void *value) {
+        if (m->keys == HMAP_KEYS_OWN)
+                ((struct hmap_entry *) m->slots)[i] = (struct hmap_entry) {key, value};
+        else
+                ((void **) m->slots)[i] = value;
+}
+
+/* The slot of key, or -1. */
+static ptrdiff_t find(const struct hmap *m, const char *key, uint64_t h) {
         if (m->cap == 0)
-                return NULL;
+                return -1;
         uint8_t tag = tag_of(h);
         for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
                 if (m->tags[i] == TAG_EMPTY)
-                        return NULL;
-                if (m->tags[i] == tag && strcmp(m->entries[i].key, key) == 0)
-                        return &m->entries[i];
+                        return -1;
+                if (m->tags[i] == tag && strcmp(slot_key(m, i), key) == 0)
+                        return (ptrdiff_t) i;
         }
 }
 
@@ -41,40 +69,45 @@ static void grow(struct hmap *m) {
         /* Rehash into the same size if tombstones, not live entries, filled it. */
         if (m->len * 2 < m->cap)
                 cap = m->cap;
-        struct hmap_entry *old = m->entries;
-        uint8_t *old_tags = m->tags;
-        size_t oldcap = m->cap;
-        m->entries = calloc(cap, sizeof *m->entries + 1);
-        if (!m->entries)
+        struct hmap old = *m;
+        m->slots = calloc(cap, slot_size(m) + 1);
+        if (!m->slots)
                 abort();
-        m->tags = (uint8_t *) (m->entries + cap);
+        m->tags = (uint8_t *) m->slots + cap * slot_size(m);
         m->cap = cap;
         m->used = m->len;
-        for (size_t i = 0; i < oldcap; i++) {
-                if (old_tags[i] < 2)
+        for (size_t i = 0; i < old.cap; i++) {
+                if (old.tags[i] < 2)
                         continue;
-                uint64_t h = hash_str(old[i].key);
+                uint64_t h = hash_str(slot_key(&old, i));
                 size_t j = h & (cap - 1);
                 while (m->tags[j] != TAG_EMPTY)
                         j = (j + 1) & (cap - 1);
-                m->entries[j] = old[i];
-                m->tags[j] = old_tags[i];
+                slot_set(m, j, slot_key(&old, i), slot_value(&old, i));
+                m->tags[j] = old.tags[i];
         }
-        free(old);
+        free(old.slots);
 }
 
 void *hmap_get(const struct hmap *m, const char *key) {
-        struct hmap_entry *e = find(m, key, hash_str(key));
-        return e ? e->value : NULL;
+        ptrdiff_t i = find(m, key, hash_str(key));
+        return i < 0 ? NULL : slot_value(m, (size_t) i);
 }
 
 void *hmap_put(struct hmap *m, const char *key, void *value) {
         uint64_t h = hash_str(key);
-        struct hmap_entry *e = find(m, key, h);
-        if (e) {
-                void *old = e->value;
-                e->key = key;
-                e->value = value;
+#ifndef NDEBUG
+        if (m->keys != HMAP_KEYS_OWN) {
+                /* The value's own key is the one kept: they must be equal. */
+                const char *v = value;
+                assert(strcmp(key, m->keys == HMAP_KEYS_FIELD ? *(const char *const *) (const void *) (v + m->key_off)
+                                                              : v + m->key_off) == 0);
+        }
+#endif
+        ptrdiff_t f = find(m, key, h);
+        if (f >= 0) {
+                void *old = slot_value(m, (size_t) f);
+                slot_set(m, (size_t) f, key, value);
                 return old;
         }
         if ((m->used + 1) * 10 >= m->cap * 7)
@@ -84,31 +117,30 @@ void *hmap_put(struct hmap *m, const char *key, void *value) {
                 i = (i + 1) & (m->cap - 1);
         if (m->tags[i] == TAG_EMPTY)
                 m->used++;
-        m->entries[i] = (struct hmap_entry) {key, value};
+        slot_set(m, i, key, value);
         m->tags[i] = tag_of(h);
         m->len++;
         return NULL;
 }
 
 void *hmap_remove(struct hmap *m, const char *key) {
-        struct hmap_entry *e = find(m, key, hash_str(key));
-        if (!e)
+        ptrdiff_t i = find(m, key, hash_str(key));
+        if (i < 0)
                 return NULL;
-        void *v = e->value;
-        *e = (struct hmap_entry) {NULL, NULL};
-        m->tags[e - m->entries] = TAG_DELETED;
+        void *v = slot_value(m, (size_t) i);
+        slot_set(m, (size_t) i, NULL, NULL);
+        m->tags[i] = TAG_DELETED;
         m->len--;
         return v;
 }
 
 int hmap_next(const struct hmap *m, size_t *iter, const char **ret_key, void **ret_value) {
         for (; *iter < m->cap; (*iter)++) {
-                struct hmap_entry *e = &m->entries[*iter];
                 if (m->tags[*iter] >= 2) {
                         if (ret_key)
-                                *ret_key = e->key;
+                                *ret_key = slot_key(m, *iter);
                         if (ret_value)
-                                *ret_value = e->value;
+                                *ret_value = slot_value(m, *iter);
                         (*iter)++;
                         return 1;
                 }
@@ -117,6 +149,8 @@ int hmap_next(const struct hmap *m, size_t *iter, const char **ret_key, void **r
 }
 
 void hmap_done(struct hmap *m) {
-        free(m->entries);
-        *m = (struct hmap) HMAP_INIT;
+        free(m->slots);
+        m->slots = NULL;
+        m->tags = NULL;
+        m->cap = m->len = m->used = 0;
 }

@@ -4,9 +4,13 @@
  * Open-addressing hash map from a NUL-terminated string key to a pointer.
  * The map borrows keys: each key must live as long as its entry (kproxy keys
  * objects by a "namespace/name" string the object itself owns). Linear
- * probing with tombstones; grows at 70% load (tombstones included). A slot
- * is 17 bytes: the key and value pointers, and a byte of the key's hash in
- * a separate array (most probes of other keys stop there, without strcmp).
+ * probing with tombstones; grows at 70% load (tombstones included).
+ *
+ * A slot is 17 bytes: the key and value pointers, and a byte of the key's
+ * hash in a separate array (most probes of other keys stop there, without
+ * strcmp). A map whose values hold their own key (HMAP_INIT_KEYED: a
+ * char * field; HMAP_INIT_KEY_ARRAY: a char array) keeps only the value:
+ * 9 bytes a slot, and its key passed to hmap_put() must be the value's.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -16,21 +20,32 @@ struct hmap_entry {
         void *value;
 };
 
+enum hmap_keys {
+        HMAP_KEYS_OWN,          /* slots hold key and value */
+        HMAP_KEYS_FIELD,        /* slots hold the value; its key is the char * at key_off */
+        HMAP_KEYS_ARRAY,        /* ... the chars at key_off */
+};
+
 struct hmap {
-        struct hmap_entry *entries;
-        uint8_t *tags;          /* per slot: 0 empty, 1 deleted, else a byte of the hash; after entries */
+        void *slots;            /* struct hmap_entry, or void * (values) for a keyed map */
+        uint8_t *tags;          /* per slot: 0 empty, 1 deleted, else a byte of the hash; after slots */
         size_t cap;             /* power of two, or 0 */
         size_t len;             /* live entries */
         size_t used;            /* live + tombstones */
+        uint32_t key_off;
+        uint8_t keys;           /* enum hmap_keys */
 };
 
-#define HMAP_INIT {NULL, NULL, 0, 0, 0}
+#define HMAP_INIT {NULL, NULL, 0, 0, 0, 0, HMAP_KEYS_OWN}
+#define HMAP_INIT_KEYED(type, field) {NULL, NULL, 0, 0, 0, offsetof(type, field), HMAP_KEYS_FIELD}
+#define HMAP_INIT_KEY_ARRAY(type, field) {NULL, NULL, 0, 0, 0, offsetof(type, field), HMAP_KEYS_ARRAY}
 
 void *hmap_get(const struct hmap *m, const char *key);
 /* Inserts or replaces; returns the previous value (or NULL). Aborts on OOM. */
 void *hmap_put(struct hmap *m, const char *key, void *value);
 /* Removes the entry; returns its value (or NULL if absent). */
 void *hmap_remove(struct hmap *m, const char *key);
+/* Frees the slots; the map stays usable (and keyed as it was). */
 void hmap_done(struct hmap *m);
 
 /* Iteration: for (size_t i = 0; hmap_next(m, &i, &k, &v); ) */

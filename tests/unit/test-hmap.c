@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "test.h"
 
@@ -79,7 +80,67 @@ static void test_against_array(void) {
         CHECK(m.cap == 0 && m.len == 0 && hmap_get(&m, keys[1]) == NULL);
 }
 
+struct obj {
+        int n;
+        char *key;
+};
+
+struct obj_inline {
+        int n;
+        char key[24];
+};
+
+/* Maps that keep only the values: a key is found through its value,
+ * through growth, removal and replacement by another object of the same
+ * key. */
+static void test_keyed(void) {
+        static struct obj objs[N];
+        static struct obj_inline inl[N];
+        struct hmap m = HMAP_INIT_KEYED(struct obj, key), a = HMAP_INIT_KEY_ARRAY(struct obj_inline, key);
+        for (int i = 0; i < N; i++) {
+                snprintf(keys[i], sizeof keys[i], "ns%d/k%d", i % 13, i);
+                objs[i] = (struct obj) {i, keys[i]};
+                inl[i].n = i;
+                memcpy(inl[i].key, keys[i], sizeof inl[i].key);
+                CHECK(hmap_put(&m, keys[i], &objs[i]) == NULL);
+                CHECK(hmap_put(&a, inl[i].key, &inl[i]) == NULL);
+        }
+        for (int i = 0; i < N; i += 2) {
+                CHECK(hmap_remove(&m, keys[i]) == &objs[i]);
+                CHECK(hmap_remove(&a, keys[i]) == &inl[i]);
+        }
+        CHECK(m.len == N / 2 && a.len == N / 2);
+        for (int i = 0; i < N; i++) {
+                CHECK(hmap_get(&m, keys[i]) == (i % 2 ? &objs[i] : NULL));
+                CHECK(hmap_get(&a, keys[i]) == (i % 2 ? (void *) &inl[i] : NULL));
+        }
+        /* A new object of an existing key replaces the old one, and its key
+         * is the one the map uses from then on. */
+        char copy[24];
+        memcpy(copy, keys[1], sizeof copy);
+        struct obj other = {-1, copy};
+        CHECK(hmap_put(&m, copy, &other) == &objs[1]);
+        keys[1][0] = 'X';       /* the old object's key changes: not the map's */
+        CHECK(hmap_get(&m, copy) == &other);
+        size_t seen = 0;
+        const char *k;
+        void *v;
+        for (size_t it = 0; hmap_next(&m, &it, &k, &v);) {
+                seen++;
+                CHECK(k == ((struct obj *) v)->key);
+        }
+        CHECK(seen == N / 2);
+        for (size_t it = 0; hmap_next(&a, &it, &k, &v);)
+                CHECK(k == ((struct obj_inline *) v)->key);
+        hmap_done(&m);
+        hmap_done(&a);
+        /* Emptied, they stay keyed. */
+        CHECK(hmap_put(&m, copy, &other) == NULL && hmap_get(&m, copy) == &other && m.keys == HMAP_KEYS_FIELD);
+        hmap_done(&m);
+}
+
 int main(void) {
         TEST_RUN(test_against_array);
+        TEST_RUN(test_keyed);
         TEST_DONE();
 }
