@@ -8,26 +8,10 @@
 #include "util/cleanup.h"
 #include "util/intern.h"
 
-/* The slices that name one service: a small unsorted array (a service has a
- * handful of slices; 100 endpoints each by default), in the group's own
- * allocation while there is one, as for nearly every service. */
-struct slice_group {
-        struct slice **items;   /* &one, or an array of cap */
-        uint32_t n, cap;
-        struct slice *one;
-        char service_key[];
-};
-
-static void group_free(struct slice_group *g) {
-        if (g->items != &g->one)
-                free(g->items);
-        free(g);
-}
-
 struct model {
         struct hmap services;   /* key -> struct svc */
         struct hmap slices;     /* key -> struct slice */
-        struct hmap groups;     /* service key -> struct slice_group */
+        struct hmap by_service; /* service key -> its slices (several values a key: hmap_add()) */
         struct node *node;
 };
 
@@ -234,7 +218,7 @@ struct model *model_new(void) {
         /* Every object keeps its key: the maps keep only the object. */
         m->services = (struct hmap) HMAP_INIT_KEYED(struct svc, key);
         m->slices = (struct hmap) HMAP_INIT_KEYED(struct slice, key);
-        m->groups = (struct hmap) HMAP_INIT_KEY_ARRAY(struct slice_group, service_key);
+        m->by_service = (struct hmap) HMAP_INIT_KEYED(struct slice, service_key);
         return m;
 }
 
@@ -248,12 +232,9 @@ struct model *model_free(struct model *m) {
                 svc_free(v);
         for (size_t i = 0; hmap_next(&m->slices, &i, &k, &v);)
                 slice_free(v);
-        for (size_t i = 0; hmap_next(&m->groups, &i, &k, &v);) {
-                group_free(v);
-        }
         hmap_done(&m->services);
         hmap_done(&m->slices);
-        hmap_done(&m->groups);
+        hmap_done(&m->by_service);
         node_free(m->node);
         free(m);
         return NULL;
@@ -271,60 +252,20 @@ int model_service_delete(struct model *m, const char *key) {
         return 0;
 }
 
-static void group_remove(struct model *m, struct slice *s) {
-        struct slice_group *g = hmap_get(&m->groups, s->service_key);
-        if (!g)
-                return;
-        for (size_t i = 0; i < g->n; i++)
-                if (g->items[i] == s) {
-                        g->items[i] = g->items[--g->n];
-                        break;
-                }
-        if (g->n == 0) {
-                hmap_remove(&m->groups, g->service_key);
-                group_free(g);
-        }
-}
-
-static void group_add(struct model *m, struct slice *s) {
-        struct slice_group *g = hmap_get(&m->groups, s->service_key);
-        if (!g) {
-                size_t len = strlen(s->service_key) + 1;
-                g = calloc(1, sizeof *g + len);
-                if (!g)
-                        abort();
-                memcpy(g->service_key, s->service_key, len);
-                g->items = &g->one;
-                g->cap = 1;
-                hmap_put(&m->groups, g->service_key, g);
-        }
-        if (g->n == g->cap) {
-                struct slice **items = g->items == &g->one ? NULL : g->items;
-                g->cap *= 2;
-                items = realloc(items, g->cap * sizeof *items);
-                if (!items)
-                        abort();
-                if (g->items == &g->one)
-                        items[0] = g->one;
-                g->items = items;
-        }
-        g->items[g->n++] = s;
-}
-
 void model_slice_upsert(struct model *m, struct slice *slice) {
         struct slice *old = hmap_get(&m->slices, slice->key);
         if (old)
-                group_remove(m, old);
+                hmap_remove_value(&m->by_service, old->service_key, old);
         hmap_put(&m->slices, slice->key, slice);
         slice_free(old);
-        group_add(m, slice);
+        hmap_add(&m->by_service, slice->service_key, slice);
 }
 
 int model_slice_delete(struct model *m, const char *key) {
         struct slice *s = hmap_remove(&m->slices, key);
         if (!s)
                 return -ENOENT;
-        group_remove(m, s);
+        hmap_remove_value(&m->by_service, s->service_key, s);
         slice_free(s);
         return 0;
 }
@@ -395,16 +336,24 @@ const struct svc **model_services_sorted(const struct model *m, size_t *ret_n) {
 
 const struct slice **model_service_slices(const struct model *m, const char *service_key,
                                           size_t *ret_n) {
-        const struct slice_group *g = hmap_get(&m->groups, service_key);
+        const struct slice *s, **arr = NULL;
+        size_t n = 0, cap = 0;
 
         *ret_n = 0;
-        if (!g || g->n == 0)
-                return NULL;
-        const struct slice **arr = malloc(g->n * sizeof *arr);
-        if (!arr)
-                return NULL;
-        memcpy(arr, g->items, g->n * sizeof *arr);
-        qsort(arr, g->n, sizeof *arr, cmp_slice);
-        *ret_n = g->n;
+        for (size_t i = 0; (s = hmap_next_of(&m->by_service, service_key, &i));) {
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 4;
+                        const struct slice **a = realloc(arr, cap * sizeof *arr);
+                        if (!a) {
+                                free(arr);
+                                return NULL;
+                        }
+                        arr = a;
+                }
+                arr[n++] = s;
+        }
+        if (n > 1)
+                qsort(arr, n, sizeof *arr, cmp_slice);
+        *ret_n = n;
         return arr;
 }

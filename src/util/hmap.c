@@ -94,6 +94,20 @@ void *hmap_get(const struct hmap *m, const char *key) {
         return i < 0 ? NULL : slot_value(m, (size_t) i);
 }
 
+/* Puts value in the first free slot from key's home (h: key's hash). */
+static void insert(struct hmap *m, const char *key, void *value, uint64_t h) {
+        if ((m->used + 1) * 10 >= m->cap * 7)
+                grow(m);
+        size_t i = h & (m->cap - 1);
+        while (m->tags[i] >= 2)
+                i = (i + 1) & (m->cap - 1);
+        if (m->tags[i] == TAG_EMPTY)
+                m->used++;
+        slot_set(m, i, key, value);
+        m->tags[i] = tag_of(h);
+        m->len++;
+}
+
 void *hmap_put(struct hmap *m, const char *key, void *value) {
         uint64_t h = hash_str(key);
 #ifndef NDEBUG
@@ -110,17 +124,47 @@ void *hmap_put(struct hmap *m, const char *key, void *value) {
                 slot_set(m, (size_t) f, key, value);
                 return old;
         }
-        if ((m->used + 1) * 10 >= m->cap * 7)
-                grow(m);
-        size_t i = h & (m->cap - 1);
-        while (m->tags[i] >= 2)
-                i = (i + 1) & (m->cap - 1);
-        if (m->tags[i] == TAG_EMPTY)
-                m->used++;
-        slot_set(m, i, key, value);
-        m->tags[i] = tag_of(h);
-        m->len++;
+        insert(m, key, value, h);
         return NULL;
+}
+
+void hmap_add(struct hmap *m, const char *key, void *value) {
+        insert(m, key, value, hash_str(key));
+}
+
+/* *iter: 0 to start, then 1 + the slot after the last value returned.
+ * Every value of key sits between its home slot and the first empty one. */
+void *hmap_next_of(const struct hmap *m, const char *key, size_t *iter) {
+        if (m->cap == 0)
+                return NULL;
+        uint64_t h = hash_str(key);
+        uint8_t tag = tag_of(h);
+        size_t i = *iter ? *iter - 1 : h & (m->cap - 1);
+        for (;; i = (i + 1) & (m->cap - 1)) {
+                if (m->tags[i] == TAG_EMPTY)
+                        return NULL;
+                if (m->tags[i] == tag && strcmp(slot_key(m, i), key) == 0) {
+                        *iter = ((i + 1) & (m->cap - 1)) + 1;
+                        return slot_value(m, i);
+                }
+        }
+}
+
+int hmap_remove_value(struct hmap *m, const char *key, const void *value) {
+        if (m->cap == 0)
+                return 0;
+        uint64_t h = hash_str(key);
+        uint8_t tag = tag_of(h);
+        for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+                if (m->tags[i] == TAG_EMPTY)
+                        return 0;
+                if (m->tags[i] == tag && slot_value(m, i) == value && strcmp(slot_key(m, i), key) == 0) {
+                        slot_set(m, i, NULL, NULL);
+                        m->tags[i] = TAG_DELETED;
+                        m->len--;
+                        return 1;
+                }
+        }
 }
 
 void *hmap_remove(struct hmap *m, const char *key) {

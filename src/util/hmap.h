@@ -45,6 +45,15 @@ void *hmap_get(const struct hmap *m, const char *key);
 void *hmap_put(struct hmap *m, const char *key, void *value);
 /* Removes the entry; returns its value (or NULL if absent). */
 void *hmap_remove(struct hmap *m, const char *key);
+/* A map of several values per key (the slices of one service) uses these
+ * instead of hmap_put(), hmap_get() and hmap_remove(). hmap_add() inserts
+ * value even when the key has others; hmap_next_of() iterates the values
+ * of key: for (size_t i = 0; (v = hmap_next_of(m, key, &i)); ); and
+ * hmap_remove_value() removes that value of key, returning whether it was
+ * there. */
+void hmap_add(struct hmap *m, const char *key, void *value);
+void *hmap_next_of(const struct hmap *m, const char *key, size_t *iter);
+int hmap_remove_value(struct hmap *m, const char *key, const void *value);
 /* Frees the slots; the map stays usable (and keyed as it was). */
 void hmap_done(struct hmap *m);
 

@@ -139,8 +139,48 @@ static void test_keyed(void) {
         hmap_done(&m);
 }
 
+/* Several values a key: each is found once, whichever of them goes, among
+ * other keys' values and tombstones, through growth. */
+static void test_multi(void) {
+        enum { KEYS = 3000, PER = 5 };
+        static struct obj objs[KEYS * PER];
+        struct hmap m = HMAP_INIT_KEYED(struct obj, key);
+        for (int i = 0; i < KEYS; i++)
+                snprintf(keys[i], sizeof keys[i], "svc/%d", i);
+        for (int j = 0; j < PER; j++)
+                for (int i = 0; i < KEYS; i++) {
+                        objs[i * PER + j] = (struct obj) {i * PER + j, keys[i]};
+                        hmap_add(&m, keys[i], &objs[i * PER + j]);
+                }
+        CHECK(m.len == KEYS * PER);
+        /* Remove value 1 and 3 of every key; 3 twice (the second finds nothing). */
+        for (int i = 0; i < KEYS; i++) {
+                CHECK(hmap_remove_value(&m, keys[i], &objs[i * PER + 1]) == 1);
+                CHECK(hmap_remove_value(&m, keys[i], &objs[i * PER + 3]) == 1);
+                CHECK(hmap_remove_value(&m, keys[i], &objs[i * PER + 3]) == 0);
+        }
+        CHECK(hmap_remove_value(&m, "svc/none", &objs[0]) == 0);
+        for (int i = 0; i < KEYS; i++) {
+                bool seen[PER] = {false};
+                int n = 0;
+                struct obj *o;
+                for (size_t it = 0; (o = hmap_next_of(&m, keys[i], &it));) {
+                        CHECK(o->key == keys[i] && o->n / PER == i && !seen[o->n % PER]);
+                        seen[o->n % PER] = true;
+                        n++;
+                }
+                CHECK(n == PER - 2 && seen[0] && !seen[1] && seen[2] && !seen[3] && seen[4]);
+        }
+        size_t it = 0;
+        CHECK(hmap_next_of(&m, "svc/none", &it) == NULL);
+        hmap_done(&m);
+        it = 0;
+        CHECK(hmap_next_of(&m, keys[0], &it) == NULL && hmap_remove_value(&m, keys[0], &objs[0]) == 0);
+}
+
 int main(void) {
         TEST_RUN(test_against_array);
+        TEST_RUN(test_multi);
         TEST_RUN(test_keyed);
         TEST_DONE();
 }

@@ -92,7 +92,7 @@ static void test_model_slices_follow_their_service(void) {
         CHECK(model_slice_delete(m, "ns/b") == -ENOENT);
         CHECK(model_service_slices(m, "ns/api", &n) == NULL && n == 0);
         CHECK(model_n_slices(m) == 1);
-        /* A group grows from its one inline slice to an array and back. */
+        /* Three slices of one service, then one. */
         model_slice_upsert(m, mk_slice("ns/c", "ns/web", 1, ips, NULL, NULL, NULL));
         model_slice_upsert(m, mk_slice("ns/d", "ns/web", 1, ips, NULL, NULL, NULL));
         v = model_service_slices(m, "ns/web", &n);
