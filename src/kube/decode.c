@@ -365,8 +365,10 @@ static int decode_service_ips(const json_t *spec, struct svc *s, char *err) {
 
         if ((r = get_array(spec, "externalIPs", &ips, err, "spec.")) < 0)
                 return r;
-        if ((r = decode_ip_list(ips, &s->external_ips, &s->n_external_ips, err, "spec.externalIPs")) < 0)
+        size_t n_external = 0;
+        if ((r = decode_ip_list(ips, &s->external_ips, &n_external, err, "spec.externalIPs")) < 0)
                 return r;
+        s->n_external_ips = (uint32_t) n_external;     /* a JSON array in memory: far fewer than 2^32 */
 
         if ((r = get_array(spec, "loadBalancerSourceRanges", &ips, err, "spec.")) < 0)
                 return r;
@@ -684,7 +686,9 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
 
         if ((r = get_array(obj, "ports", &ports, err, "")) < 0)
                 return r;
-        s->n_ports = json_array_size(ports);
+        if (json_array_size(ports) > UINT16_MAX)        /* the API allows 100 */
+                return fail(err, "ports: %zu ports, more than %u", json_array_size(ports), UINT16_MAX);
+        s->n_ports = (uint16_t) json_array_size(ports);
         s->ports = xcalloc(s->n_ports, sizeof *s->ports);
         for (size_t i = 0; i < s->n_ports; i++) {
                 const json_t *p = json_array_get(ports, i);

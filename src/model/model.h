@@ -52,26 +52,24 @@ struct svc_port {
         uint16_t node_port;     /* 0: none */
 };
 
+/* Fields ordered so that a service is 120 bytes, not 144 (50k of them). */
 struct svc {
         char *key;              /* "namespace/name" */
         const char *name;       /* points into key, past the slash */
-        enum svc_type type;
-        struct inet_addr cluster_ips[2];        /* at most one per family */
-        size_t n_cluster_ips;
         struct svc_port *ports;
-        size_t n_ports;
         struct inet_addr *external_ips;
-        size_t n_external_ips;
         struct inet_addr *lb_ips;               /* VIP-mode ingress IPs only */
-        size_t n_lb_ips;
         struct inet_cidr *source_ranges;
-        size_t n_source_ranges;
-        enum traffic_policy external_policy;
-        enum traffic_policy internal_policy;
-        uint16_t health_check_node_port;        /* only for LoadBalancer + ETP Local */
+        struct inet_addr cluster_ips[2];        /* at most one per family */
+        uint8_t n_cluster_ips;
         bool affinity_client_ip;
         bool packed;                            /* one allocation: svc_pack() */
+        uint16_t health_check_node_port;        /* only for LoadBalancer + ETP Local */
+        uint32_t n_ports, n_external_ips, n_lb_ips, n_source_ranges;
         uint32_t affinity_timeout;              /* seconds */
+        enum svc_type type;
+        enum traffic_policy external_policy;
+        enum traffic_policy internal_policy;
 };
 
 struct slice_port {
@@ -99,16 +97,16 @@ struct slice_endpoint {
 struct slice {
         char *key;              /* "namespace/name" */
         char *service_key;      /* "namespace/service-name" */
-        uint8_t family;         /* 4 or 6 (FQDN slices are not decoded) */
-        bool packed;            /* one allocation (but hints): slice_pack() */
         struct slice_port *ports;
-        size_t n_ports;
         struct slice_endpoint *endpoints;
         uint8_t *addrs;         /* the endpoints' addresses[0], slice_addr_len() bytes each */
-        size_t n_endpoints;
         struct endpoint_hints *hints;   /* of the endpoints that have any */
-        size_t n_hints;
         double trigger_time;    /* annotation endpoints.kubernetes.io/last-change-trigger-time (Unix s), or 0 */
+        uint32_t n_endpoints;
+        uint16_t n_ports;       /* the API allows 100 */
+        uint16_t n_hints;       /* at most n_endpoints: decode.c stops at UINT16_MAX - 1 */
+        uint8_t family;         /* 4 or 6 (FQDN slices are not decoded) */
+        bool packed;            /* one allocation (but hints): slice_pack() */
 };
 
 static inline size_t slice_addr_len(const struct slice *s) {

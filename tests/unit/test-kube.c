@@ -212,6 +212,17 @@ static void test_decode_slice(void) {
                 slice_free(s);
                 json_decref(j);
         }
+
+        /* A slice's port count is 16 bits: 65536 ports are refused, not cut. */
+        json_t *ports = json_array();
+        for (int i = 0; i <= UINT16_MAX; i++)
+                json_array_append_new(ports, json_pack("{s:i}", "port", 1 + i % 65535));
+        j = json_pack("{s:s, s:{s:s, s:s, s:{s:s}}, s:s, s:o, s:[]}", "kind", "EndpointSlice", "metadata", "name",
+                      "web-abc", "namespace", "ns", "labels", "kubernetes.io/service-name", "web", "addressType",
+                      "IPv4", "ports", ports, "endpoints");
+        s = NULL;
+        CHECK(kube_decode_slice(j, &s, err) == -EINVAL && !s && strstr(err, "ports: 65536 ports"));
+        json_decref(j);
 }
 
 static void test_names(void) {
