@@ -60,7 +60,7 @@
 #include "util/strb.h"
 
 #define DEFAULT_CHUNK 25000
-/* Element ids: "<set>/<key in hex>". */
+/* Element ids (elem_id()): a set's code and its key. */
 #define ELEM_ID_MAX (64 + 2 * NFTMSG_KEY_MAX)
 
 struct rec_elem {
@@ -548,6 +548,88 @@ static void u_chain(void *ud, const struct nftir_chain *c) {
         x->rules_len = u->rules.b.len - x->rules_off;
 }
 
+/* An element is known by an id, a string: its set, as a byte for the
+ * renderer's sets or else "<name>/", then its key's bytes six bits a
+ * character. 100k of them at 50k services, in the records and their
+ * owners' maps: "service-ips" and a 12-byte key in 17 characters, not 36
+ * in hex. */
+static const char *const elem_sets[] = {"cluster-ips", "service-ips", "service-nodeports", "no-endpoint-services",
+                                        "no-endpoint-nodeports", "firewall-ips", "nodeport-ips"};
+#define ELEM_SETS (sizeof elem_sets / sizeof *elem_sets)
+_Static_assert(ELEM_SETS < '\n', "a set's code is never a newline (give_released() splits ids at those)");
+static const char id_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+_";
+
+/* The id of key (n bytes) in set, in out[ELEM_ID_MAX]. */
+static void elem_id(const char *set, const uint8_t *key, size_t n, char *out) {
+        size_t o = 0;
+        for (size_t k = 0; k < ELEM_SETS && !o; k++)
+                if (strcmp(set, elem_sets[k]) == 0)
+                        out[o++] = (char) (1 + k);
+        if (!o) {
+                size_t len = strnlen(set, 63);
+                memcpy(out, set, len);
+                out[len] = '/';
+                o = len + 1;
+        }
+        for (size_t bit = 0; bit < 8 * n; bit += 6) {
+                unsigned v = 0;
+                for (size_t b = bit; b < bit + 6; b++)
+                        v = v << 1 | (b < 8 * n ? (key[b / 8] >> (7 - b % 8)) & 1u : 0);
+                out[o++] = id_digits[v];
+        }
+        out[o] = '\0';
+}
+
+/* Decodes an element id back into its set and key. */
+static int elem_id_parse(const char *id, char *set, size_t set_len, uint8_t *key, size_t *ret_len) {
+        const char *digits;
+        unsigned c = (unsigned char) id[0];
+        if (c >= 1 && c <= ELEM_SETS) {
+                snprintf(set, set_len, "%s", elem_sets[c - 1]);
+                digits = id + 1;
+        } else {
+                const char *slash = strchr(id, '/');
+                if (!slash || (size_t) (slash - id) >= set_len)
+                        return -EINVAL;
+                memcpy(set, id, (size_t) (slash - id));
+                set[slash - id] = '\0';
+                digits = slash + 1;
+        }
+        size_t chars = strlen(digits), n = chars * 6 / 8;
+        if (n > NFTMSG_KEY_MAX)
+                return -EINVAL;
+        memset(key, 0, n);
+        for (size_t i = 0; i < chars; i++) {
+                const char *d = strchr(id_digits, digits[i]);
+                if (!d || !*d)
+                        return -EINVAL;
+                unsigned v = (unsigned) (d - id_digits);
+                for (size_t b = 0; b < 6; b++) {
+                        size_t bit = i * 6 + b;
+                        if (bit < 8 * n && (v >> (5 - b)) & 1u)
+                                key[bit / 8] |= (uint8_t) (0x80u >> bit % 8);
+                }
+        }
+        *ret_len = n;
+        return 0;
+}
+
+/* The id for a log: "<set> <key in hex>", in out (size bytes). */
+static const char *elem_id_show(const char *id, char *out, size_t size) {
+        char set[64];
+        uint8_t key[NFTMSG_KEY_MAX];
+        size_t n;
+        struct strb b = strb_init(out, size);
+        if (elem_id_parse(id, set, sizeof set, key, &n) < 0) {
+                strb_puts(&b, "(bad id)");
+                return out;
+        }
+        strb_puts(&b, set);
+        strb_putn(&b, " ", 1);
+        strb_puthex(&b, key, n);
+        return out;
+}
+
 static void u_elem(void *ud, const struct nftir_elem *e) {
         struct unit *u = ud;
         uint8_t key[NFTMSG_KEY_MAX];
@@ -556,10 +638,7 @@ static void u_elem(void *ud, const struct nftir_elem *e) {
         size_t n = nftmsg_elem_key(u->elems.family, e, key);
         grow((void **) &u->el, &u->cap_el, u->n_el, sizeof *u->el);
         struct unit_elem *x = &u->el[u->n_el++];
-        struct strb b = strb_init(x->id, sizeof x->id);
-        strb_puts(&b, e->set);
-        strb_putn(&b, "/", 1);
-        strb_puthex(&b, key, n);
+        elem_id(e->set, key, n, x->id);
         x->value = nftir_elem_value_hash(e);
         x->off = u->elems.b.len;
         nftmsg_elem(&u->elems, e);
@@ -572,24 +651,6 @@ static struct nftir_sink unit_sink(struct unit *u) {
         struct nftir_sink k = unit_sink_ops;
         k.ud = u;
         return k;
-}
-
-/* Decodes an element id back into its set and key. */
-static int elem_id_parse(const char *id, char *set, size_t set_len, uint8_t *key, size_t *ret_len) {
-        const char *slash = strchr(id, '/');
-        size_t n = 0;
-        if (!slash || (size_t) (slash - id) >= set_len)
-                return -EINVAL;
-        memcpy(set, id, (size_t) (slash - id));
-        set[slash - id] = '\0';
-        for (const char *h = slash + 1; h[0] && h[1] && n < NFTMSG_KEY_MAX; h += 2) {
-                unsigned v;
-                if (sscanf(h, "%2x", &v) != 1)
-                        return -EINVAL;
-                key[n++] = (uint8_t) v;
-        }
-        *ret_len = n;
-        return 0;
 }
 
 static void elem_del(struct nftmsg *m, const char *id) {
@@ -744,8 +805,10 @@ static void claim_elements(struct tsync *s, struct rec *r, char *end, const stru
                 struct rec *owner = hmap_get(&s->owners, e->id);
                 if (owner && owner != r) {
                         st->conflicts++;
+                        char show[ELEM_ID_MAX + 64];
                         log_warning("Service %s wants %s, which service %s already has; ignoring it until %s "
-                                    "lets go", r->key, e->id, owner->key, owner->key);
+                                    "lets go", r->key, elem_id_show(e->id, show, sizeof show), owner->key,
+                                    owner->key);
                         wait_for_key(s, e->id, r->key);
                         continue;
                 }
@@ -973,7 +1036,8 @@ static int give_released(struct tsync *s, const struct model *m, const struct re
                 struct waiter *w = hmap_remove(&s->waiting, id);
                 if (!w)
                         continue;
-                log_v(2, "Service %s can now have %s", w->svc, id);
+                char show[ELEM_ID_MAX + 64];
+                log_v(2, "Service %s can now have %s", w->svc, elem_id_show(id, show, sizeof show));
                 r = resync_service(s, m, p, w->svc, u, t, released, st);
                 free(w->svc);
                 free(w);
