@@ -20,6 +20,17 @@ static uint64_t hash_str(const char *s) {
         return h ^ (h >> 29);
 }
 
+/* The home slot of hash h in cap slots, from its low 32 bits (cap is any
+ * size: a map grows by half, not double, so that it is not a third full
+ * after growing); the tag comes from the high ones. */
+static size_t home_of(uint64_t h, size_t cap) {
+        return (size_t) (((h & 0xffffffffu) * cap) >> 32);
+}
+
+static size_t next_slot(size_t i, size_t cap) {
+        return i + 1 == cap ? 0 : i + 1;
+}
+
 /* The slot comes from the low bits, the tag from the high ones. */
 static uint8_t tag_of(uint64_t h) {
         return (uint8_t) (2 + (h >> 56) % 254);
@@ -56,7 +67,7 @@ static ptrdiff_t find(const struct hmap *m, const char *key, uint64_t h) {
         if (m->cap == 0)
                 return -1;
         uint8_t tag = tag_of(h);
-        for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        for (size_t i = home_of(h, m->cap);; i = next_slot(i, m->cap)) {
                 if (m->tags[i] == TAG_EMPTY)
                         return -1;
                 if (m->tags[i] == tag && strcmp(slot_key(m, i), key) == 0)
@@ -65,7 +76,7 @@ static ptrdiff_t find(const struct hmap *m, const char *key, uint64_t h) {
 }
 
 static void grow(struct hmap *m) {
-        size_t cap = m->cap ? m->cap * 2 : 16;
+        size_t cap = m->cap ? m->cap + m->cap / 2 : 16;
         /* Rehash into the same size if tombstones, not live entries, filled it. */
         if (m->len * 2 < m->cap)
                 cap = m->cap;
@@ -80,9 +91,9 @@ static void grow(struct hmap *m) {
                 if (old.tags[i] < 2)
                         continue;
                 uint64_t h = hash_str(slot_key(&old, i));
-                size_t j = h & (cap - 1);
+                size_t j = home_of(h, cap);
                 while (m->tags[j] != TAG_EMPTY)
-                        j = (j + 1) & (cap - 1);
+                        j = next_slot(j, cap);
                 slot_set(m, j, slot_key(&old, i), slot_value(&old, i));
                 m->tags[j] = old.tags[i];
         }
@@ -98,9 +109,9 @@ void *hmap_get(const struct hmap *m, const char *key) {
 static void insert(struct hmap *m, const char *key, void *value, uint64_t h) {
         if ((m->used + 1) * 10 >= m->cap * 7)
                 grow(m);
-        size_t i = h & (m->cap - 1);
+        size_t i = home_of(h, m->cap);
         while (m->tags[i] >= 2)
-                i = (i + 1) & (m->cap - 1);
+                i = next_slot(i, m->cap);
         if (m->tags[i] == TAG_EMPTY)
                 m->used++;
         slot_set(m, i, key, value);
@@ -139,12 +150,12 @@ void *hmap_next_of(const struct hmap *m, const char *key, size_t *iter) {
                 return NULL;
         uint64_t h = hash_str(key);
         uint8_t tag = tag_of(h);
-        size_t i = *iter ? *iter - 1 : h & (m->cap - 1);
-        for (;; i = (i + 1) & (m->cap - 1)) {
+        size_t i = *iter ? *iter - 1 : home_of(h, m->cap);
+        for (;; i = next_slot(i, m->cap)) {
                 if (m->tags[i] == TAG_EMPTY)
                         return NULL;
                 if (m->tags[i] == tag && strcmp(slot_key(m, i), key) == 0) {
-                        *iter = ((i + 1) & (m->cap - 1)) + 1;
+                        *iter = next_slot(i, m->cap) + 1;
                         return slot_value(m, i);
                 }
         }
@@ -155,7 +166,7 @@ int hmap_remove_value(struct hmap *m, const char *key, const void *value) {
                 return 0;
         uint64_t h = hash_str(key);
         uint8_t tag = tag_of(h);
-        for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        for (size_t i = home_of(h, m->cap);; i = next_slot(i, m->cap)) {
                 if (m->tags[i] == TAG_EMPTY)
                         return 0;
                 if (m->tags[i] == tag && slot_value(m, i) == value && strcmp(slot_key(m, i), key) == 0) {

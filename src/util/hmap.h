@@ -4,7 +4,7 @@
  * Open-addressing hash map from a NUL-terminated string key to a pointer.
  * The map borrows keys: each key must live as long as its entry (kproxy keys
  * objects by a "namespace/name" string the object itself owns). Linear
- * probing with tombstones; grows at 70% load (tombstones included).
+ * probing with tombstones; grows by half at 70% load (tombstones included).
  *
  * A slot is 17 bytes: the key and value pointers, and a byte of the key's
  * hash in a separate array (most probes of other keys stop there, without
@@ -29,7 +29,7 @@ enum hmap_keys {
 struct hmap {
         void *slots;            /* struct hmap_entry, or void * (values) for a keyed map */
         uint8_t *tags;          /* per slot: 0 empty, 1 deleted, else a byte of the hash; after slots */
-        size_t cap;             /* power of two, or 0 */
+        size_t cap;             /* slots: 16 grown by half, or 0 */
         size_t len;             /* live entries */
         size_t used;            /* live + tombstones */
         uint32_t key_off;
