@@ -107,6 +107,7 @@ struct name_it {
         const char *p;                  /* the next coded name */
         const char *prefix;             /* the current name's, NULL: kept whole (in rest) */
         const char *hash;               /* its 8 characters when kept, else NULL (derived) */
+        size_t len;                     /* of rest */
         char rest[NAME_REST_MAX];
 };
 
@@ -240,11 +241,11 @@ static void grow(void **p, size_t *cap, size_t n, size_t size) {
  * (render/nft.c, upstream's hashAndTruncate()), derived again when the
  * name is needed whole; a name cut short (240 characters and "...")
  * keeps them. Other names are kept whole, as their rest. And a rest is
- * kept as the length of what it shares with the rest before it, then
- * the remainder: a service's endpoint chains differ from one another in
- * a few characters of an address. Each name is
+ * kept as the lengths of what its start and its end share with the rest
+ * before it, then what is between: a service's endpoint chains differ from
+ * one another in a few characters of an address. Each name is
  *
- *   [code][shared length][8 characters if kept][remainder]\0
+ *   [code][shared start][shared end][8 characters if kept][between]\0
  *
  * code 0: kept whole; 1 + k: prefix k, hash derived; 1 + NAME_PREFIXES
  * + k: prefix k, hash kept. Together they were two thirds of the records'
@@ -300,18 +301,23 @@ static unsigned name_split(const char *key, const char *name, const char **ret_h
 static size_t name_pack(const char *key, const char *name, const char *prev, char *out, const char **ret_rest) {
         const char *hash, *rest;
         unsigned code = name_split(key, name, &hash, &rest);
-        size_t shared = 0;
+        size_t rl = strlen(rest), pl = strlen(prev), shared = 0, suffix = 0;
         while (shared < 255 && rest[shared] && rest[shared] == prev[shared])
                 shared++;
-        size_t tail = strlen(rest + shared), size = 2 + (hash ? 8 : 0) + tail + 1;
+        while (suffix < 255 && suffix < rl - shared && suffix < pl - shared &&
+               rest[rl - 1 - suffix] == prev[pl - 1 - suffix])
+                suffix++;
+        size_t middle = rl - shared - suffix, size = 3 + (hash ? 8 : 0) + middle + 1;
         *ret_rest = rest;
-        assert(shared + tail < NAME_REST_MAX);
+        assert(rl < NAME_REST_MAX);
         if (out) {
                 out[0] = (char) code;
                 out[1] = (char) shared;
+                out[2] = (char) suffix;
                 if (hash)
-                        memcpy(out + 2, hash, 8);
-                memcpy(out + size - tail - 1, rest + shared, tail + 1);
+                        memcpy(out + 3, hash, 8);
+                memcpy(out + size - middle - 1, rest + shared, middle);
+                out[size - 1] = '\0';
         }
         return size;
 }
@@ -320,13 +326,14 @@ static void name_it_init(struct name_it *it, const struct rec *r) {
         it->p = rec_names_coded(r);
         it->prefix = it->hash = NULL;
         it->rest[0] = '\0';
+        it->len = 0;
 }
 
 /* Moves to the next name (the first after name_it_init()). */
 static void name_next(struct name_it *it) {
         unsigned code = (unsigned char) it->p[0];
-        size_t shared = (unsigned char) it->p[1];
-        const char *q = it->p + 2;
+        size_t shared = (unsigned char) it->p[1], suffix = (unsigned char) it->p[2];
+        const char *q = it->p + 3;
         it->prefix = it->hash = NULL;
         if (code >= 1 && code <= NAME_PREFIXES) {
                 it->prefix = name_prefixes[code - 1];
@@ -335,16 +342,22 @@ static void name_next(struct name_it *it) {
                 it->hash = q;
                 q += 8;
         }
-        size_t tail = strlen(q);
-        /* name_pack() never codes more; the bound keeps a bad record in
-         * the buffer. */
-        if (shared >= sizeof it->rest)
-                shared = sizeof it->rest - 1;
-        if (shared + tail >= sizeof it->rest)
-                tail = sizeof it->rest - 1 - shared;
-        memcpy(it->rest + shared, q, tail);
-        it->rest[shared + tail] = '\0';
-        it->p = q + strlen(q) + 1;
+        size_t middle = strlen(q);
+        it->p = q + middle + 1;
+        /* name_pack() never codes more than the name before has, nor a
+         * longer name than the buffer holds; the bounds keep a bad record
+         * in the buffer. */
+        if (shared > it->len)
+                shared = it->len;
+        if (suffix > it->len - shared)
+                suffix = it->len - shared;
+        if (shared + suffix + middle >= sizeof it->rest)
+                middle = sizeof it->rest - 1 - shared - suffix;
+        /* The shared end first: the middle may be written over it. */
+        memmove(it->rest + shared + middle, it->rest + it->len - suffix, suffix);
+        memcpy(it->rest + shared, q, middle);
+        it->len = shared + middle + suffix;
+        it->rest[it->len] = '\0';
 }
 
 /* The length of the current name, whole. */
