@@ -63,17 +63,14 @@
 /* Element ids (elem_id()): a set's code and its key. */
 #define ELEM_ID_MAX (64 + 2 * NFTMSG_KEY_MAX)
 
-struct rec_elem {
-        char *id;
-        uint64_t value;
-};
-
 /* What one service put in the kernel, in one allocation: the struct,
  * its chains' digests (rec_hashes()), its sets' timeouts
  * (rec_timeouts()), the names of its chains then sets (names_len bytes,
- * each coded against the one before it: name_pack()), its elements
- * (rec_elems()), then its key and the elements' ids. 50k services × 10
- * endpoints hold 600k chain names. */
+ * each coded against the one before it: name_pack()), its elements'
+ * value digests (rec_values()), then its key and its elements' ids, each
+ * after 4 bytes that say how far it is from the record's start
+ * (rec_of_id(): a table's owners map keeps only the id). 50k services ×
+ * 10 endpoints hold 600k chain names. */
 struct rec {
         char *key;
         uint32_t n_chains, n_sets, n_elems, names_len;
@@ -93,10 +90,27 @@ static const char *rec_names_coded(const struct rec *r) {
 
 #define ALIGN8(x) (((x) + 7) & ~(size_t) 7)
 
-static struct rec_elem *rec_elems(const struct rec *r) {
+static uint64_t *rec_values(const struct rec *r) {
         size_t off = ALIGN8(sizeof *r + r->n_chains * sizeof(uint64_t) + r->n_sets * sizeof(uint32_t) +
                             r->names_len);
-        return (struct rec_elem *) ((char *) r + off);
+        return (uint64_t *) (void *) ((char *) r + off);
+}
+
+/* The id of the record's first element (if it has one), and of the next
+ * after id. */
+static const char *rec_first_id(const struct rec *r) {
+        return r->key + strlen(r->key) + 1 + sizeof(uint32_t);
+}
+
+static const char *rec_next_id(const char *id) {
+        return id + strlen(id) + 1 + sizeof(uint32_t);
+}
+
+/* The record that holds the id. */
+static struct rec *rec_of_id(const char *id) {
+        uint32_t back;
+        memcpy(&back, id - sizeof back, sizeof back);
+        return (struct rec *) (void *) (id - back);
 }
 
 #define NAME_MAX_LEN 256        /* NFT_NAME_MAXLEN, NUL included */
@@ -122,7 +136,7 @@ struct tsync {
         char tname[NFTIR_TABLE_NAME_MAX];
         struct nftables *nl;
         struct hmap recs;               /* service key -> struct rec */
-        struct hmap owners;             /* element id -> struct rec that owns it */
+        struct hmap owners;             /* element ids of the records (rec_of_id(): whose) */
         struct hmap waiting;            /* element id -> struct waiter: a service refused it */
         struct nftsync *g;              /* the family's tables: the transactions are theirs */
 };
@@ -447,6 +461,7 @@ static int tsync_new(struct nftsync *g, unsigned table, struct tsync **ret) {
         s->nl = g->nl;
         s->g = g;
         s->recs = (struct hmap) HMAP_INIT_KEYED(struct rec, key);
+        s->owners = (struct hmap) HMAP_INIT_STRINGS;
         *ret = s;
         return 0;
 }
@@ -815,7 +830,8 @@ static void claim_elements(struct tsync *s, struct rec *r, char *end, const stru
                 if (hmap_get(&seen, e->id))
                         continue;       /* the same key twice in one service */
                 hmap_put(&seen, e->id, (void *) e);
-                struct rec *owner = hmap_get(&s->owners, e->id);
+                const char *owned = hmap_get(&s->owners, e->id);
+                struct rec *owner = owned ? rec_of_id(owned) : NULL;
                 if (owner && owner != r) {
                         st->conflicts++;
                         char show[ELEM_ID_MAX + 64];
@@ -825,17 +841,19 @@ static void claim_elements(struct tsync *s, struct rec *r, char *end, const stru
                         wait_for_key(s, e->id, r->key);
                         continue;
                 }
-                const struct rec_elem *prev = old ? hmap_get(old, e->id) : NULL;
-                if (!prev || prev->value != e->value) {
+                const uint64_t *prev = old ? hmap_get(old, e->id) : NULL;
+                if (!prev || *prev != e->value) {
                         if (prev)
                                 elem_del(&t->del_el, e->id);
                         nftmsg_append_range(&t->add_el, &u->elems, e->off, e->len);
                         st->elements_added++;
                 }
-                struct rec_elem *re = &rec_elems(r)[r->n_elems++];
-                re->id = rec_str(&end, e->id);
-                re->value = e->value;
-                hmap_put(&s->owners, re->id, r);
+                rec_values(r)[r->n_elems++] = e->value;
+                uint32_t back = (uint32_t) (end + sizeof back - (char *) r);
+                memcpy(end, &back, sizeof back);
+                end += sizeof back;
+                char *id = rec_str(&end, e->id);
+                hmap_put(&s->owners, id, id);
         }
         hmap_done(&seen);
 }
@@ -850,10 +868,10 @@ static struct rec *record_of(const char *key, const struct unit *u, char **ret_e
         for (size_t i = 0; i < n; i++)
                 names_len += name_pack(key, i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name, prev, NULL, &prev);
         for (size_t i = 0; i < u->n_el; i++)
-                strings += strlen(u->el[i].id) + 1;     /* claim_elements() copies those it keeps */
+                strings += sizeof(uint32_t) + strlen(u->el[i].id) + 1;  /* claim_elements() copies those it keeps */
         size_t elems_off = ALIGN8(sizeof(struct rec) + u->n_ch * sizeof(uint64_t) + u->n_st * sizeof(uint32_t) +
                                   names_len);
-        struct rec *r = xcalloc(1, elems_off + u->n_el * sizeof(struct rec_elem) + strings);
+        struct rec *r = xcalloc(1, elems_off + u->n_el * sizeof(uint64_t) + strings);
         r->n_chains = (uint32_t) u->n_ch;
         r->n_sets = (uint32_t) u->n_st;
         r->names_len = (uint32_t) names_len;
@@ -865,7 +883,7 @@ static struct rec *record_of(const char *key, const struct unit *u, char **ret_e
         prev = "";
         for (size_t i = 0; i < n; i++)
                 out += name_pack(key, i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name, prev, out, &prev);
-        char *end = (char *) (rec_elems(r) + u->n_el);
+        char *end = (char *) (rec_values(r) + u->n_el);
         r->key = rec_str(&end, key);
         *ret_end = end;
         return r;
@@ -888,8 +906,9 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
                 hmap_put(&old_chains, oc[i], &rec_hashes(old)[i]);
         for (size_t i = 0; old && i < old->n_sets; i++)
                 hmap_put(&old_sets, os[i], &rec_timeouts(old)[i]);
-        for (size_t i = 0; old && i < old->n_elems; i++)
-                hmap_put(&old_elems, rec_elems(old)[i].id, &rec_elems(old)[i]);
+        const char *id = old && old->n_elems ? rec_first_id(old) : NULL;
+        for (size_t i = 0; old && i < old->n_elems; i++, id = rec_next_id(id))
+                hmap_put(&old_elems, id, &rec_values(old)[i]);
         for (size_t i = 0; i < u->n_ch; i++)
                 hmap_put(&new_chains, u->ch[i].name, &u->ch[i]);
         for (size_t i = 0; i < u->n_st; i++)
@@ -944,13 +963,15 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
 
         /* Elements: let go of the old ones, claim the new ones (taking back
          * those kept), then delete what was not taken back. */
-        for (size_t i = 0; old && i < old->n_elems; i++)
-                hmap_remove(&s->owners, rec_elems(old)[i].id);
+        id = old && old->n_elems ? rec_first_id(old) : NULL;
+        for (size_t i = 0; old && i < old->n_elems; i++, id = rec_next_id(id))
+                hmap_remove(&s->owners, id);
         if (r)
                 claim_elements(s, r, end, u, t, &old_elems, st);
-        for (size_t i = 0; old && i < old->n_elems; i++) {
-                const char *id = rec_elems(old)[i].id;
-                if (r && hmap_get(&s->owners, id) == r)
+        id = old && old->n_elems ? rec_first_id(old) : NULL;
+        for (size_t i = 0; old && i < old->n_elems; i++, id = rec_next_id(id)) {
+                const char *owned = r ? hmap_get(&s->owners, id) : NULL;
+                if (owned && rec_of_id(owned) == r)
                         continue;       /* kept */
                 elem_del(&t->del_el, id);
                 st->elements_deleted++;
@@ -1013,8 +1034,9 @@ static bool same_as_record(const struct rec *old, const struct unit *u) {
                         return false;
         }
         /* Every element of the unit claimed (none refused or twice). */
-        for (size_t i = 0; i < u->n_el; i++)
-                if (rec_elems(old)[i].value != u->el[i].value || strcmp(rec_elems(old)[i].id, u->el[i].id) != 0)
+        const char *id = u->n_el ? rec_first_id(old) : NULL;
+        for (size_t i = 0; i < u->n_el; i++, id = rec_next_id(id))
+                if (rec_values(old)[i] != u->el[i].value || strcmp(id, u->el[i].id) != 0)
                         return false;
         return true;
 }

@@ -39,6 +39,8 @@ struct hmap {
 #define HMAP_INIT {NULL, NULL, 0, 0, 0, 0, HMAP_KEYS_OWN}
 #define HMAP_INIT_KEYED(type, field) {NULL, NULL, 0, 0, 0, offsetof(type, field), HMAP_KEYS_FIELD}
 #define HMAP_INIT_KEY_ARRAY(type, field) {NULL, NULL, 0, 0, 0, offsetof(type, field), HMAP_KEYS_ARRAY}
+/* A set of strings: each value is its own key. */
+#define HMAP_INIT_STRINGS {NULL, NULL, 0, 0, 0, 0, HMAP_KEYS_ARRAY}
 
 void *hmap_get(const struct hmap *m, const char *key);
 /* Inserts or replaces; returns the previous value (or NULL). Aborts on OOM. */
