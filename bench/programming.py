@@ -487,7 +487,7 @@ class Kproxy:
         with open("/proc/%d/status" % self.proc.pid) as f:
             for line in f:
                 k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM"):
+                if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                     out[k] = int(v.split()[0]) / 1024.0
         return out
 
@@ -949,11 +949,20 @@ def run_size(run, n, mode, args):
                         1e3 * f["median_s"], 1e3 * f["min_s"], f["reps"],
                         pct(c["lat"], .5) / f["median_s"] if c["lat"] else 0))
         res["mem"] = kp.mem()
-        log("  kproxy RSS %.0f MiB (peak %.0f MiB)" % (res["mem"].get("VmRSS", 0), res["mem"].get("VmHWM", 0)))
+        heap = ""
+        with open(kp.logfile, errors="replace") as f:
+            for line in f:
+                if "heap: " in line:
+                    heap = line.split("heap: ", 1)[1].strip()    # its last full sync's
+        log("  kproxy RSS %.0f MiB (peak %.0f MiB; anonymous %.0f, files %.0f; malloc after its last full sync: "
+            "%s)" % (res["mem"].get("VmRSS", 0), res["mem"].get("VmHWM", 0), res["mem"].get("RssAnon", 0),
+                     res["mem"].get("RssFile", 0), heap or "not logged"))
         if args.resync:
             res["resync_ms"] = full_resync(run, api, kp, mode, args.load_timeout)
-            log("  full resync over the loaded table (the hourly one; forced by %s): %d ms" % (
-                "removing the canary" if mode == "iptables" else "a Node label", res["resync_ms"]))
+            res["mem_after_resync"] = m = kp.mem()
+            log("  full resync over the loaded table (the hourly one; forced by %s): %d ms; RSS after it %.0f MiB" % (
+                "removing the canary" if mode == "iptables" else "a Node label", res["resync_ms"],
+                m.get("VmRSS", 0)))
         if args.default_period_changes:
             kp.stop()
             kp = Kproxy(run, api, mode, "1s")
