@@ -14,7 +14,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include <string.h>
 
 #include "util/hmap.h"
@@ -104,7 +103,7 @@ struct slice {
         double trigger_time;    /* annotation endpoints.kubernetes.io/last-change-trigger-time (Unix s), or 0 */
         uint32_t n_endpoints;
         uint16_t n_ports;       /* the API allows 100 */
-        uint16_t n_hints;       /* at most n_endpoints: decode.c stops at UINT16_MAX - 1 */
+        uint16_t n_hints;       /* decode.c refuses more than fit */
         uint8_t family;         /* 4 or 6 (FQDN slices are not decoded) */
         bool packed;            /* one allocation (but hints): slice_pack() */
 };
