@@ -98,8 +98,9 @@ with open(os.path.join(here, "RESULTS.md"), "w") as f:
             "endpoint of one service changed (median of 5, wall, nearly all of it the kernel's commit); "
             "*restart* is a new sync's full sync over the loaded table (wall, and the part reading the "
             "chains back); "
-            "*heap*: malloc's bytes in use with the model loaded, then also the sync's records after the first "
-            "full sync (the daemon's steady RSS adds the libraries and malloc's free space).\n\n")
+            "*heap*: malloc's bytes in use (its heap and the large blocks it maps apart) with the model loaded, "
+            "then also the sync's records after the first full sync (the daemon's steady RSS adds the "
+            "libraries and malloc's free space).\n\n")
     f.write("| services | shards | render (CPU) | messages | first full sync | kproxy (user) | kernel (system) "
             "| transactions | resync (CPU) | partial sync | restart (reading) | heap: model, + records |\n")
     f.write("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
