@@ -546,10 +546,10 @@ static int decode_hints(const json_t *arr, char ***ret, uint16_t *ret_n, bool la
         return r;
 }
 
-/* Decodes endpoint e of slice s into ep; its hints, if any, go to the
- * slice's list. */
-static int decode_slice_endpoint(const json_t *e, struct slice *s, struct slice_endpoint *ep,
-                                 bool *ret_skip, char *err, const char *path) {
+/* Decodes endpoint e into the slice's next one (s->n_endpoints); its
+ * hints, if any, go to the slice's list. */
+static int decode_slice_endpoint(const json_t *e, struct slice *s, bool *ret_skip, char *err, const char *path) {
+        struct slice_endpoint *ep = &s->endpoints[s->n_endpoints];
         uint8_t family = s->family;
         struct endpoint_hints h = {0};
         const json_t *addrs, *cond, *hints, *arr;
@@ -723,8 +723,7 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
                 char path[48];
                 bool skip;
                 snprintf(path, sizeof path, "endpoints[%zu]", i);
-                struct slice_endpoint *ep = &s->endpoints[s->n_endpoints];
-                r = decode_slice_endpoint(json_array_get(eps, i), s, ep, &skip, err, path);
+                r = decode_slice_endpoint(json_array_get(eps, i), s, &skip, err, path);
                 s->n_endpoints++;       /* so that slice_free() frees a half-built one */
                 if (r < 0)
                         return r;

@@ -262,7 +262,6 @@ void proxier_object(struct proxier *p, enum proxier_source src, const char *key,
 }
 
 void proxier_keys(struct proxier *p, enum proxier_source src, void (*each)(const char *key, void *ctx), void *ctx) {
-        const struct node *n = model_node(p->model);
         switch (src) {
         case PROXIER_SERVICES:
                 model_service_keys(p->model, each, ctx);
@@ -271,8 +270,8 @@ void proxier_keys(struct proxier *p, enum proxier_source src, void (*each)(const
                 model_slice_keys(p->model, each, ctx);
                 break;
         case PROXIER_NODE:
-                if (n)
-                        each(n->name, ctx);
+                if (model_node(p->model))
+                        each(model_node(p->model)->name, ctx);
                 break;
         default:
                 break;

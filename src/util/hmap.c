@@ -46,13 +46,18 @@ static void *slot_value(const struct hmap *m, size_t i) {
         return ((void **) m->slots)[i];
 }
 
-static const char *slot_key(const struct hmap *m, size_t i) {
-        if (m->keys == HMAP_KEYS_OWN)
-                return ((struct hmap_entry *) m->slots)[i].key;
-        const char *v = ((void **) m->slots)[i];
+/* The key a keyed map's value holds. */
+static const char *value_key(const struct hmap *m, const void *value) {
+        const char *v = value;
         if (m->keys == HMAP_KEYS_FIELD)
                 return *(const char *const *) (const void *) (v + m->key_off);
         return v + m->key_off;
+}
+
+static const char *slot_key(const struct hmap *m, size_t i) {
+        if (m->keys == HMAP_KEYS_OWN)
+                return ((struct hmap_entry *) m->slots)[i].key;
+        return value_key(m, ((void **) m->slots)[i]);
 }
 
 static void slot_set(struct hmap *m, size_t i, const char *key, void *value) {
@@ -121,14 +126,8 @@ static void insert(struct hmap *m, const char *key, void *value, uint64_t h) {
 
 void *hmap_put(struct hmap *m, const char *key, void *value) {
         uint64_t h = hash_str(key);
-#ifndef NDEBUG
-        if (m->keys != HMAP_KEYS_OWN) {
-                /* The value's own key is the one kept: they must be equal. */
-                const char *v = value;
-                assert(strcmp(key, m->keys == HMAP_KEYS_FIELD ? *(const char *const *) (const void *) (v + m->key_off)
-                                                              : v + m->key_off) == 0);
-        }
-#endif
+        /* A keyed map keeps the value's own key: they must be equal. */
+        assert(m->keys == HMAP_KEYS_OWN || strcmp(key, value_key(m, value)) == 0);
         ptrdiff_t f = find(m, key, h);
         if (f >= 0) {
                 void *old = slot_value(m, (size_t) f);
