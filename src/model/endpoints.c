@@ -20,13 +20,33 @@
 
 #include "model/model.h"
 
+/* Writes "ip:port" or "[ip]:port" and returns the address text's length.
+ * By hand: a full sync formats every endpoint of the cluster, and
+ * snprintf() was half of collecting them (perf, 10k services × 10). */
+static size_t format_endpoint(const struct inet_addr *a, uint16_t port, char *out) {
+        bool v6 = a->family == 6;
+        char *p = out + v6;
+        inet_addr_format(a, p);
+        size_t ip_len = strlen(p);
+        p += ip_len;
+        if (v6) {
+                out[0] = '[';
+                *p++ = ']';
+        }
+        *p++ = ':';
+        char digits[5];
+        size_t n = 0;
+        do
+                digits[n++] = (char) ('0' + port % 10);
+        while ((port /= 10) > 0);
+        while (n > 0)
+                *p++ = digits[--n];
+        *p = '\0';
+        return ip_len;
+}
+
 void endpoint_format(const struct inet_addr *a, uint16_t port, char *out) {
-        char ip[INET_ADDR_STRLEN];
-        inet_addr_format(a, ip);
-        if (a->family == 6)
-                snprintf(out, ENDPOINT_STRLEN, "[%s]:%u", ip, port);
-        else
-                snprintf(out, ENDPOINT_STRLEN, "%s:%u", ip, port);
+        format_endpoint(a, port, out);
 }
 
 void endpoints_done(struct svc_port_endpoints *e) {
@@ -103,9 +123,8 @@ static int merge(const struct svc_port *port, uint8_t family, const struct slice
                                                  strcmp(slice_endpoint_node(se), node_name) == 0,
                                         .hints = slice_endpoint_hints(s, se),
                                 };
-                                endpoint_format(&ep.addr, ep.port, ep.str);
+                                ep.ip_len = (uint8_t) format_endpoint(&ep.addr, ep.port, ep.str);
                                 ep.ip_off = family == 6;
-                                ep.ip_len = (uint8_t) (strrchr(ep.str, ':') - ep.str - 2 * ep.ip_off);
                                 r->all[r->n_all++] = ep;
                         }
                 }

@@ -160,6 +160,7 @@ struct nftsync {
         struct nftmsg ids;                      /* only its counter: set ids unique in a transaction */
         uint32_t seq;
         const struct svc **svcs;                /* a full sync's: the model's services in key order */
+        uint8_t *shards;                        /* and the shard of each (render_nft_shard()) */
         size_t n_svcs;
 };
 
@@ -1000,6 +1001,12 @@ static bool holds(const struct tsync *s, const struct render_params *p, const ch
         return s->table == 0 || render_nft_shard(key, p->nft_shards) == s->table;
 }
 
+/* The same for a full sync's i-th service: a hash per service, not one
+ * per service and table. */
+static bool holds_at(const struct tsync *s, size_t i) {
+        return s->table == 0 || s->g->shards[i] == s->table;
+}
+
 /* Renders one service's objects in s's table into u (emptied first). */
 static int render_unit(const struct tsync *s, const struct model *m, const struct render_params *p,
                        const char *key, const struct rec *like, struct unit *u) {
@@ -1337,7 +1344,7 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         svcs = s->g->svcs;
         n_svcs = s->g->n_svcs;
         for (size_t i = 0; i < n_svcs; i++) {
-                if (!holds(s, p, svcs[i]->key))
+                if (!holds_at(s, i))
                         continue;
                 r = render_unit(s, m, p, svcs[i]->key, NULL, &u);
                 if (r < 0)
@@ -1454,7 +1461,7 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
                 if (*k && !model_service_get(m, k))
                         gone[n_gone++] = xstrdup(k);
         for (size_t i = 0; r == 0 && i < n_svcs + n_gone; i++) {
-                if (i < n_svcs && !holds(s, p, svcs[i]->key))
+                if (i < n_svcs && !holds_at(s, i))
                         continue;
                 r = resync_service(s, m, p, i < n_svcs ? svcs[i]->key : gone[i - n_svcs], &u, &t, &released, st);
                 if (r == 0 && chunk && txn_size(&t) >= chunk)
@@ -1566,8 +1573,14 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
                 }
         } else {
                 g->svcs = model_services_sorted(m, &g->n_svcs);
-                if (!g->svcs && model_n_services(m) > 0)
+                g->shards = malloc(g->n_svcs + 1);
+                if ((!g->svcs && model_n_services(m) > 0) || !g->shards) {
+                        free(g->svcs);
+                        g->svcs = NULL;
                         return -ENOMEM;
+                }
+                for (size_t i = 0; i < g->n_svcs; i++)
+                        g->shards[i] = (uint8_t) render_nft_shard(g->svcs[i]->key, p->nft_shards);
         }
         for (size_t i = 1; i <= g->n && r == 0; i++) {
                 struct tsync *s = g->t[i % g->n];
@@ -1594,7 +1607,9 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
                 r = group_send(g, st);
         group_reset(g, true);
         free(g->svcs);
+        free(g->shards);
         g->svcs = NULL;
+        g->shards = NULL;
         g->n_svcs = 0;
         /* The shards of a larger shard count before (all of them, now 0). */
         if (r == 0 && (k == FULL || k == REBUILD)) {

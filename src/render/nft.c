@@ -84,7 +84,8 @@ static struct nftir_rule *rule_new(struct nrender *t) {
                 t->cap_rules = cap;
         }
         struct nftir_rule *r = &t->rules[t->n_rules++];
-        memset(r, 0, sizeof *r);
+        r->n = 0;               /* stmt() clears each statement it adds */
+        r->comment = NULL;
         return r;
 }
 
@@ -329,15 +330,14 @@ int render_nft_fixed(const struct render_params *p, const struct inet_cidr *cidr
 
 /* The endpoint part of a base name: "IP/port", IPv6 colons as dots. */
 static void endpoint_base(const char *svc_base, const struct endpoint *e, char *out, size_t len) {
-        char ip[INET_ADDR_STRLEN];
-        inet_addr_format(&e->addr, ip);
-        for (char *c = ip; *c; c++)
-                if (*c == ':')
-                        *c = '.';
         struct strb b = strb_init(out, len);
         strb_puts(&b, svc_base);
         strb_putn(&b, "__", 2);
-        strb_puts(&b, ip);
+        char *ip = b.p;
+        strb_putn(&b, e->str + e->ip_off, e->ip_len);
+        for (; e->addr.family == 6 && ip < b.p; ip++)
+                if (*ip == ':')
+                        *ip = '.';
         strb_putn(&b, "/", 1);
         strb_putu(&b, e->port);
 }

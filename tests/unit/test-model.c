@@ -4,6 +4,7 @@
 
 #include "model/endpoints.h"
 #include "model/model.h"
+#include "util/cleanup.h"
 #include "util/hmap.h"
 #include "util/intern.h"
 #include "test.h"
@@ -135,6 +136,50 @@ static void test_merge_sort_dedup(void) {
         slice_free(b);
 }
 
+/* "ip:port" as Go's JoinHostPort writes it, and where the address sits. */
+static void test_endpoint_format(void) {
+        static const struct {
+                const char *ip;
+                uint16_t port;
+                const char *want;
+        } cases[] = {
+                {"10.0.0.1", 1, "10.0.0.1:1"},
+                {"255.255.255.255", 65535, "255.255.255.255:65535"},
+                {"0.0.0.0", 0, "0.0.0.0:0"},
+                {"fd00::1", 8080, "[fd00::1]:8080"},
+                {"1111:2222:3333:4444:5555:6666:7777:8888", 65535, "[1111:2222:3333:4444:5555:6666:7777:8888]:65535"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct inet_addr a;
+                char out[ENDPOINT_STRLEN];
+                CHECK(inet_addr_parse(cases[i].ip, &a) == 0);
+                endpoint_format(&a, cases[i].port, out);
+                CHECK_STREQ(out, cases[i].want);
+        }
+        /* A collected endpoint's str, and its address inside it. */
+        const char *ips[] = {"fd00::a"};
+        struct slice *sl = mk_slice("ns/a", "ns/web", 1, ips, NULL, NULL, NULL);
+        sl->family = 6;
+        free(sl->addrs);
+        sl->addrs = calloc(1, 16);
+        struct inet_addr a6;
+        CHECK(inet_addr_parse("fd00::a", &a6) == 0);
+        slice_endpoint_set_addr(sl, 0, &a6);
+        const struct slice *v[] = {sl};
+        struct svc *s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_CLUSTER, 0);
+        struct endpoint_filter f = {.node_name = "n1"};
+        struct svc_port_endpoints e;
+        CHECK(endpoints_collect(s, &s->ports[0], 6, v, 1, &f, &e) == 0);
+        CHECK(e.n_all == 1);
+        if (e.n_all == 1) {
+                CHECK_STREQ(e.all[0].str, "[fd00::a]:8080");
+                CHECK(e.all[0].ip_off == 1 && e.all[0].ip_len == 7);
+        }
+        endpoints_done(&e);
+        svc_free(s);
+        slice_free(sl);
+}
+
 static void test_policies(void) {
         const char *ips[] = {"10.0.0.1", "10.0.0.2", "10.0.0.3"};
         const char *nodes[] = {"n1", "n2", "n1"};
@@ -229,6 +274,7 @@ int main(void) {
         TEST_RUN(test_intern);
         TEST_RUN(test_model_slices_follow_their_service);
         TEST_RUN(test_merge_sort_dedup);
+        TEST_RUN(test_endpoint_format);
         TEST_RUN(test_policies);
         TEST_RUN(test_terminating_fallback_local);
         TEST_DONE();
