@@ -76,6 +76,7 @@ struct proxier {
         bool need_full;
         bool other_mode_left;           /* the other mode's rules, to remove after the first sync */
         bool need_full_soon;            /* a full sync to check on one that could not listen */
+        bool node_deleted;              /* the API has no Node of ours (its last version is kept) */
         bool udp_changed;               /* a changed service has (or had) a UDP port */
         bool hcnp_changed;              /* ... or a health-check node port */
         uint64_t last_full_ms, last_sync_ms;
@@ -220,8 +221,10 @@ static void on_node(struct proxier *p, const char *key, const json_t *obj) {
         if (!obj) {
                 log_warning("Node %s was deleted", key);
                 health_server_set_node_eligible(p->health, false);
+                p->node_deleted = true;
                 return;         /* keep its last addresses and labels */
         }
+        p->node_deleted = false;
         if (kube_decode_node(obj, &n, err) < 0) {
                 log_warning("Invalid Node %s: %s; keeping its previous version", key, err);
                 return;
@@ -270,7 +273,8 @@ void proxier_keys(struct proxier *p, enum proxier_source src, void (*each)(const
                 model_slice_keys(p->model, each, ctx);
                 break;
         case PROXIER_NODE:
-                if (model_node(p->model))
+                /* Not a deleted one: each relist would report it gone again. */
+                if (model_node(p->model) && !p->node_deleted)
                         each(model_node(p->model)->name, ctx);
                 break;
         default:

@@ -134,6 +134,26 @@ class Suite:
         lab.kubectl("taint", "nodes", "node-1", "ToBeDeletedByClusterAutoscaler-")
         lab.wait_healthy("/healthz to recover")
 
+    def test_01b2_deleted_node_is_told_once(self):
+        # kproxy keeps a deleted Node's last version (its addresses); a
+        # relist of nodes (here after a 410 on the watch) must not report
+        # it deleted again, as it did once per relist before.
+        lab = self.lab
+        told = lambda: lab.kproxy_output().count("Node node-1 was deleted")
+        lists = lambda: len(re.findall(r"nodes\S*: listed ", lab.kproxy_output()))
+        lab.kubectl("delete", "node", "node-1")
+        wait_for("kproxy to see its Node deleted", lambda: told() == 1, timeout=20)
+        wait_for("/healthz to fail without the Node", lambda: lab.healthz() == "503", timeout=20)
+        before = lists()
+        lab.fault("error", {"count": 1, "code": 410, "match": "nodes"})
+        lab.fault("drop-watches")
+        # The relist logs its end after it told what it did not list.
+        wait_for("kproxy to relist nodes", lambda: lists() > before, timeout=30)
+        self.assertEqual(told(), 1, "the deleted Node was reported again by the relist")
+        lab.apply_objects("create", [node("node-1")])
+        lab.wait_healthy("/healthz back with the Node")
+        self.assertKproxyRunning()
+
     def scrape(self):
         out = self.lab.run(["curl", "-sf", "http://127.0.0.1:10249/metrics"], ns="n1").stdout
         return promtext.parse(out)
