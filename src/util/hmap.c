@@ -10,14 +10,20 @@
 #define TAG_DELETED 1
 
 /* FNV-1a: short keys, no adversarial pressure beyond what the API server
- * already validated (names are at most 253 bytes of DNS characters). */
+ * already validated (names are at most 253 bytes of DNS characters).
+ * Then MurmurHash3's finalizer: keys that differ in their last characters
+ * only (element ids, "ns/svc-000123") left FNV's low bits, where the home
+ * slot comes from, clustered: 2.8 probes per insert at half full, runs of
+ * 489 slots, against 1.5 and 17 with it (20k element ids). */
 static uint64_t hash_str(const char *s) {
         uint64_t h = 1469598103934665603ull;
         for (; *s; s++) {
                 h ^= (unsigned char) *s;
                 h *= 1099511628211ull;
         }
-        return h ^ (h >> 29);
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdull;
+        return h ^ (h >> 33);
 }
 
 /* The home slot of hash h in cap slots, from its low 32 bits (cap is any
