@@ -53,11 +53,6 @@
 #define EXPR_CONCAT 13
 #define BYTEORDER_BIG_ENDIAN 2
 
-/* The name of table idx, for the message being built (one at a time). */
-static const char *tname(unsigned idx) {
-        static char b[NFTIR_TABLE_NAME_MAX];
-        return nftir_table_name(idx, b);
-}
 #define MSG_ROOM 4096           /* bound on one message but element lists */
 
 void nftmsg_init(struct nftmsg *m, uint8_t family, uint32_t seq) {
@@ -119,6 +114,21 @@ static inline void attr_u64(struct nlmsghdr *nlh, uint16_t type, uint64_t v) {
 
 static inline void attr_strz(struct nlmsghdr *nlh, uint16_t type, const char *s) {
         attr_put(nlh, type, strlen(s) + 1, s);
+}
+
+/* The name of table idx as an attribute: every message carries one, so
+ * the names and their lengths are made once. */
+static void put_table(struct nlmsghdr *nlh, uint16_t type, unsigned idx) {
+        static char names[NFTIR_TABLES_MAX + 1][NFTIR_TABLE_NAME_MAX];
+        static uint8_t lens[NFTIR_TABLES_MAX + 1];
+        assert(idx <= NFTIR_TABLES_MAX);
+        if (!lens[idx]) {
+                char b[NFTIR_TABLE_NAME_MAX];
+                const char *n = nftir_table_name(idx, b);
+                lens[idx] = (uint8_t) (strlen(n) + 1);
+                memcpy(names[idx], n, lens[idx]);
+        }
+        attr_put(nlh, type, lens[idx], names[idx]);
 }
 
 static inline struct nlattr *nest_start(struct nlmsghdr *nlh, uint16_t type) {
@@ -210,7 +220,7 @@ static void put_name(struct nlmsghdr *nlh, uint16_t type, const struct nftir_nam
 void nftmsg_table(struct nftmsg *m) {
         struct udata u = {0};
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWTABLE, NLM_F_CREATE, 0);
-        attr_strz(nlh, NFTA_TABLE_NAME, tname(m->table));
+        put_table(nlh, NFTA_TABLE_NAME, m->table);
         attr_u32(nlh, NFTA_TABLE_FLAGS, 0);
         ud_str(&u, UDATA_COMMENT, "rules for kube-proxy");
         attr_put(nlh, NFTA_TABLE_USERDATA, u.len, u.b);
@@ -219,7 +229,7 @@ void nftmsg_table(struct nftmsg *m) {
 
 void nftmsg_table_del(struct nftmsg *m) {
         struct nlmsghdr *nlh = msg(m, NFT_MSG_DELTABLE, 0, 0);
-        attr_strz(nlh, NFTA_TABLE_NAME, tname(m->table));
+        put_table(nlh, NFTA_TABLE_NAME, m->table);
         msg_end(m, nlh);
 }
 
@@ -228,7 +238,7 @@ void nftmsg_set(struct nftmsg *m, const struct nftir_set *s) {
         uint32_t addr_type = m->family == 6 ? TYPE_IP6ADDR : TYPE_IPADDR;
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWSET, NLM_F_CREATE, 0);
 
-        attr_strz(nlh, NFTA_SET_TABLE, tname(s->table));
+        put_table(nlh, NFTA_SET_TABLE, s->table);
         put_name(nlh, NFTA_SET_NAME, &s->name);
         switch (s->type) {
         case NFTIR_SET_ADDR:
@@ -270,7 +280,7 @@ void nftmsg_set(struct nftmsg *m, const struct nftir_set *s) {
 
 static void obj_by_name(struct nftmsg *m, uint16_t type, uint16_t table_attr, uint16_t name_attr, const char *name) {
         struct nlmsghdr *nlh = msg(m, type, 0, 0);
-        attr_strz(nlh, table_attr, tname(m->table));
+        put_table(nlh, table_attr, m->table);
         attr_strz(nlh, name_attr, name);
         msg_end(m, nlh);
 }
@@ -306,7 +316,7 @@ static uint32_t hook_num(const char *hook) {
 
 void nftmsg_chain(struct nftmsg *m, const struct nftir_chain *c) {
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWCHAIN, NLM_F_CREATE, 0);
-        attr_strz(nlh, NFTA_CHAIN_TABLE, tname(c->table));
+        put_table(nlh, NFTA_CHAIN_TABLE, c->table);
         put_name(nlh, NFTA_CHAIN_NAME, &c->name);
         if (c->type) {
                 attr_strz(nlh, NFTA_CHAIN_TYPE, c->type);
@@ -325,9 +335,12 @@ void nftmsg_chain(struct nftmsg *m, const struct nftir_chain *c) {
 
 /* --- expressions --- */
 
-static struct nlattr *expr_begin(struct nlmsghdr *nlh, const char *name, struct nlattr **ret_data) {
+/* name is a string literal: its size is known, no strlen() per expression. */
+#define expr_begin(nlh, name, ret_data) expr_begin_n(nlh, name, sizeof(name), ret_data)
+
+static struct nlattr *expr_begin_n(struct nlmsghdr *nlh, const char *name, size_t size, struct nlattr **ret_data) {
         struct nlattr *e = nest_start(nlh, NFTA_LIST_ELEM);
-        attr_strz(nlh, NFTA_EXPR_NAME, name);
+        attr_put(nlh, NFTA_EXPR_NAME, size, name);
         *ret_data = nest_start(nlh, NFTA_EXPR_DATA);
         return e;
 }
@@ -525,7 +538,7 @@ static uint32_t anon_set(struct nftmsg *m, uint16_t table, const struct nftir_st
         uint32_t id = ++*m->set_id;
         struct udata u = {0};
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWSET, NLM_F_CREATE, 0);
-        attr_strz(nlh, NFTA_SET_TABLE, tname(table));
+        put_table(nlh, NFTA_SET_TABLE, table);
         attr_strz(nlh, NFTA_SET_NAME, "__set%d");
         attr_u32(nlh, NFTA_SET_FLAGS, htonl(NFT_SET_ANONYMOUS | NFT_SET_CONSTANT | NFT_SET_INTERVAL));
         attr_u32(nlh, NFTA_SET_KEY_TYPE, htonl(m->family == 6 ? TYPE_IP6ADDR : TYPE_IPADDR));
@@ -540,7 +553,7 @@ static uint32_t anon_set(struct nftmsg *m, uint16_t table, const struct nftir_st
         msg_end(m, nlh);
 
         nlh = msg(m, NFT_MSG_NEWSETELEM, NLM_F_CREATE, n_elems * 48);
-        attr_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, tname(table));
+        put_table(nlh, NFTA_SET_ELEM_LIST_TABLE, table);
         attr_strz(nlh, NFTA_SET_ELEM_LIST_SET, "__set%d");
         attr_u32(nlh, NFTA_SET_ELEM_LIST_SET_ID, htonl(id));
         struct nlattr *list = nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
@@ -708,7 +721,7 @@ static void e_stmt(struct nftmsg *m, struct nlmsghdr *nlh, const struct nftir_st
         }
 }
 
-static void rule(struct nftmsg *m, uint16_t table, const char *chain, const struct nftir_rule *r) {
+static void rule(struct nftmsg *m, uint16_t table, const char *chain, size_t chain_size, const struct nftir_rule *r) {
         uint32_t set_ids[NFTIR_RULE_MAX_STMTS] = {0};
         struct nftir_stmt single[NFTIR_RULE_MAX_STMTS];
         const struct nftir_stmt *s = r->s;
@@ -732,8 +745,8 @@ static void rule(struct nftmsg *m, uint16_t table, const char *chain, const stru
         }
 
         struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, 0);
-        attr_strz(nlh, NFTA_RULE_TABLE, tname(table));
-        attr_strz(nlh, NFTA_RULE_CHAIN, chain);
+        put_table(nlh, NFTA_RULE_TABLE, table);
+        attr_put(nlh, NFTA_RULE_CHAIN, chain_size, chain);
         struct nlattr *list = nest_start(nlh, NFTA_RULE_EXPRESSIONS);
         for (size_t i = 0; i < r->n; i++)
                 e_stmt(m, nlh, &s[i], set_ids, i);
@@ -748,9 +761,9 @@ static void rule(struct nftmsg *m, uint16_t table, const char *chain, const stru
 
 void nftmsg_rules(struct nftmsg *m, const struct nftir_chain *c) {
         char name[512];
-        nftir_name_join(&c->name, name, sizeof name);
+        size_t size = strlen(nftir_name_join(&c->name, name, sizeof name)) + 1;
         for (size_t i = 0; i < c->n_rules; i++)
-                rule(m, c->table, name, &c->rules[i]);
+                rule(m, c->table, name, size, &c->rules[i]);
 }
 
 /* --- elements --- */
@@ -775,7 +788,7 @@ size_t nftmsg_elem_key(uint8_t family, const struct nftir_elem *e, uint8_t key[N
 static void elem_msg(struct nftmsg *m, uint16_t type, const char *set, const uint8_t *key, size_t key_len,
                      const struct nftir_elem *e) {
         struct nlmsghdr *nlh = msg(m, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0, 0);
-        attr_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, tname(e ? e->table : m->table));
+        put_table(nlh, NFTA_SET_ELEM_LIST_TABLE, e ? e->table : m->table);
         attr_strz(nlh, NFTA_SET_ELEM_LIST_SET, set);
         struct nlattr *list = nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
         struct nlattr *el = nest_start(nlh, NFTA_LIST_ELEM);
