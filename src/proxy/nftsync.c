@@ -311,7 +311,7 @@ static unsigned name_split(const char *key, const char *name, const char **ret_h
 }
 
 /* The coded form of name after a name whose rest was prev ("" for the
- * first), at out (NULL: only measure); returns its size, NUL included.
+ * first), at out; returns its size, NUL included.
  * *ret_rest: name's rest, the next name's prev. */
 static size_t name_pack(const char *key, const char *name, const char *prev, char *out, const char **ret_rest) {
         const char *hash, *rest;
@@ -325,15 +325,13 @@ static size_t name_pack(const char *key, const char *name, const char *prev, cha
         size_t middle = rl - shared - suffix, size = 3 + (hash ? 8 : 0) + middle + 1;
         *ret_rest = rest;
         assert(rl < NAME_REST_MAX);
-        if (out) {
-                out[0] = (char) code;
-                out[1] = (char) shared;
-                out[2] = (char) suffix;
-                if (hash)
-                        memcpy(out + 3, hash, 8);
-                memcpy(out + size - middle - 1, rest + shared, middle);
-                out[size - 1] = '\0';
-        }
+        out[0] = (char) code;
+        out[1] = (char) shared;
+        out[2] = (char) suffix;
+        if (hash)
+                memcpy(out + 3, hash, 8);
+        memcpy(out + size - middle - 1, rest + shared, middle);
+        out[size - 1] = '\0';
         return size;
 }
 
@@ -864,10 +862,18 @@ static void claim_elements(struct tsync *s, struct rec *r, char *end, const stru
 /* The record of what u puts in the kernel; its elements are
  * claim_elements()'s, their ids to go at *ret_end. */
 static struct rec *record_of(const char *key, const struct unit *u, char **ret_end) {
-        size_t n = u->n_ch + u->n_st, names_len = 0, strings = strlen(key) + 1;
+        size_t n = u->n_ch + u->n_st, names_len = 0, strings = strlen(key) + 1, bound = 0;
         const char *prev = "";
+        /* The names are coded once, here (a coded name is at most 12 bytes
+         * longer than the name), and copied into the record below. */
         for (size_t i = 0; i < n; i++)
-                names_len += name_pack(key, i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name, prev, NULL, &prev);
+                bound += strlen(i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name) + 12;
+        char small[8192];
+        _cleanup_free_ char *big = bound > sizeof small ? xcalloc(1, bound) : NULL;
+        char *coded = big ? big : small;
+        for (size_t i = 0; i < n; i++)
+                names_len += name_pack(key, i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name, prev,
+                                       coded + names_len, &prev);
         for (size_t i = 0; i < u->n_el; i++)
                 strings += sizeof(uint32_t) + strlen(u->el[i].id) + 1;  /* claim_elements() copies those it keeps */
         size_t elems_off = ALIGN8(sizeof(struct rec) + u->n_ch * sizeof(uint64_t) + u->n_st * sizeof(uint32_t) +
@@ -880,10 +886,7 @@ static struct rec *record_of(const char *key, const struct unit *u, char **ret_e
                 rec_hashes(r)[i] = u->ch[i].hash;
         for (size_t i = 0; i < u->n_st; i++)
                 rec_timeouts(r)[i] = u->st[i].timeout;
-        char *out = (char *) rec_names_coded(r);
-        prev = "";
-        for (size_t i = 0; i < n; i++)
-                out += name_pack(key, i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name, prev, out, &prev);
+        memcpy((char *) rec_names_coded(r), coded, names_len);
         char *end = (char *) (rec_values(r) + u->n_el);
         r->key = rec_str(&end, key);
         *ret_end = end;
