@@ -1579,7 +1579,9 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
                 g->shards = malloc(g->n_svcs + 1);
                 if ((!g->svcs && model_n_services(m) > 0) || !g->shards) {
                         free(g->svcs);
+                        free(g->shards);
                         g->svcs = NULL;
+                        g->shards = NULL;
                         return -ENOMEM;
                 }
                 for (size_t i = 0; i < g->n_svcs; i++)

@@ -121,7 +121,11 @@ static inline void attr_strz(struct nlmsghdr *nlh, uint16_t type, const char *s)
 static void put_table(struct nlmsghdr *nlh, uint16_t type, unsigned idx) {
         static char names[NFTIR_TABLES_MAX + 1][NFTIR_TABLE_NAME_MAX];
         static uint8_t lens[NFTIR_TABLES_MAX + 1];
-        assert(idx <= NFTIR_TABLES_MAX);
+        if (idx > NFTIR_TABLES_MAX) {
+                char b[NFTIR_TABLE_NAME_MAX];
+                attr_strz(nlh, type, nftir_table_name(idx, b));
+                return;
+        }
         if (!lens[idx]) {
                 char b[NFTIR_TABLE_NAME_MAX];
                 const char *n = nftir_table_name(idx, b);
