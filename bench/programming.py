@@ -428,6 +428,19 @@ def klog_epoch(line):
     return datetime.datetime(year, mo, d, h, mi, s, us, tzinfo=datetime.timezone.utc).timestamp()
 
 
+STATE_DIR = True        # --no-state-dir: without it
+
+
+def state_flags(run):
+    """--state-dir, as the DaemonSet manifest gives it: a restart in
+    iptables mode then writes only the chains that changed."""
+    if not STATE_DIR:
+        return []
+    d = os.path.join(run.tmp, "state")
+    os.makedirs(d, exist_ok=True)
+    return ["--state-dir", d]
+
+
 class Kproxy:
     def __init__(self, run, api, mode, min_sync, extra=(), key="kproxy"):
         self.run, self.mode, self.key = run, mode, key
@@ -438,7 +451,7 @@ class Kproxy:
                 "--hostname-override", NODE, "--cluster-cidr", CLUSTER_CIDR,
                 "--iptables-min-sync-period", min_sync,
                 "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249",
-                "-v=2"] + (shard_flags() if mode == "nftables" else []) + list(extra)
+                "-v=2"] + (shard_flags() if mode == "nftables" else []) + state_flags(run) + list(extra)
         with open(self.logfile, "a") as f:
             f.write("=== start %s\n" % " ".join(args))
         self.log_offset = os.path.getsize(self.logfile)
@@ -1258,6 +1271,8 @@ def main():
     ap.add_argument("--ipt-max", type=int, default=20000,
                     help="iptables mode skips larger sizes (a restart there rewrites everything: minutes at 50k)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-state-dir", dest="state_dir", action="store_false",
+                    help="run kproxy without --state-dir (an iptables restart then writes every chain)")
     ap.add_argument("--nft-shards", type=int, default=0,
                     help="nftables mode with kproxy's --nftables-shards N (the services' nat side in N tables)")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="'' to write no file")
@@ -1273,8 +1288,9 @@ def main():
                          "named set per endpoint of those)")
     ap.add_argument("--tree", help="what the report names as the tree measured (default: git describe)")
     args = ap.parse_args()
-    global SHARDS
+    global SHARDS, STATE_DIR
     SHARDS = args.nft_shards
+    STATE_DIR = args.state_dir
     if args.from_json:
         with open(args.from_json) as f:
             results = json.load(f)

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "apply/iptables-known.h"
 
+#include <endian.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apply/iptables-lines.h"
 #include "util/buf.h"
@@ -329,4 +333,103 @@ void iptables_known_free(struct iptables_known *k) {
         free(k->obs);
         free(k->pending);
         free(k);
+}
+
+/* --- the file: "KPIPTKN1", the entry count, the entries (three 64-bit
+ * words each, little-endian, sorted by id), an FNV-1a of all before it --- */
+
+#define FILE_MAGIC "KPIPTKN1"
+#define FILE_MAX_ENTRIES (16u << 20)    /* 400 MB: far beyond any table */
+
+int iptables_known_save(const struct iptables_known *k, const char *path) {
+        struct buf b = BUF_INIT;
+        uint64_t n = 0, w;
+        for (size_t i = 0; i < k->n; i++)
+                n += k->e[i].kernel != 0;
+        buf_put(&b, FILE_MAGIC, 8);
+        w = htole64(n);
+        buf_put(&b, (const char *) &w, 8);
+        for (size_t i = 0; i < k->n; i++) {
+                if (!k->e[i].kernel)
+                        continue;
+                uint64_t v[3] = {htole64(k->e[i].id), htole64(k->e[i].rendered), htole64(k->e[i].kernel)};
+                buf_put(&b, (const char *) v, sizeof v);
+        }
+        w = htole64(fnv64(FNV64_INIT, b.data, b.len));
+        buf_put(&b, (const char *) &w, 8);
+
+        char tmp[4096];
+        int r = 0;
+        if ((size_t) snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long) getpid()) >= sizeof tmp) {
+                buf_done(&b);
+                return -ENAMETOOLONG;
+        }
+        FILE *f = fopen(tmp, "we");
+        if (!f) {
+                r = -errno;
+        } else {
+                if (fwrite(b.data, 1, b.len, f) != b.len)
+                        r = -EIO;
+                if (fclose(f) != 0 && r == 0)
+                        r = -errno;
+                if (r == 0 && rename(tmp, path) < 0)
+                        r = -errno;
+                if (r < 0)
+                        unlink(tmp);
+        }
+        buf_done(&b);
+        return r;
+}
+
+int iptables_known_load(struct iptables_known *k, const char *path) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        struct buf b = BUF_INIT;
+        char chunk[65536];
+        size_t got;
+        int r = 0;
+        while (r == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+                buf_put(&b, chunk, got);
+                if (b.len > 24 + (size_t) FILE_MAX_ENTRIES * 24)
+                        r = -EBADMSG;
+        }
+        if (r == 0 && ferror(f))
+                r = -EIO;
+        fclose(f);
+        uint64_t n = 0, sum = 0;
+        if (r == 0 && (b.len < 24 || memcmp(b.data, FILE_MAGIC, 8) != 0))
+                r = -EBADMSG;
+        if (r == 0) {
+                memcpy(&n, b.data + 8, 8);
+                n = le64toh(n);
+                memcpy(&sum, b.data + b.len - 8, 8);
+                if (n > FILE_MAX_ENTRIES || b.len != 24 + n * 24 ||
+                    le64toh(sum) != fnv64(FNV64_INIT, b.data, b.len - 8))
+                        r = -EBADMSG;
+        }
+        struct entry *e = NULL;
+        if (r == 0) {
+                e = malloc((n + 1) * sizeof *e);
+                if (!e)
+                        abort();
+                for (size_t i = 0; i < n && r == 0; i++) {
+                        uint64_t v[3];
+                        memcpy(v, b.data + 16 + i * 24, sizeof v);
+                        e[i] = (struct entry) {le64toh(v[0]), le64toh(v[1]), le64toh(v[2])};
+                        /* Sorted and unique, with a known print: as saved. */
+                        if (!e[i].kernel || (i > 0 && e[i - 1].id >= e[i].id))
+                                r = -EBADMSG;
+                }
+        }
+        buf_done(&b);
+        if (r < 0) {
+                free(e);
+                return r;
+        }
+        free(k->e);
+        k->e = e;
+        k->n = (size_t) n;
+        k->unlearned = 0;
+        return (int) n;
 }

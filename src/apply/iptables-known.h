@@ -52,3 +52,18 @@ void iptables_known_touch(struct iptables_known *k, const char *input, size_t le
 
 /* Forgets everything (a failed restore: the kernel's state is unknown). */
 void iptables_known_forget(struct iptables_known *k);
+
+/* The known chains in a file that outlives the process, so that a restart
+ * writes only the chains that changed (over a loaded table every restore
+ * costs the kernel a walk of the table). An entry says "these rule lines,
+ * written, made the kernel print that"; a chain is left out only while the
+ * kernel prints it as it did then, so a stale, older or foreign file can
+ * make kproxy write a chain again but never leave out one the kernel does
+ * not hold as rendered.
+ *
+ * save writes the entries whose kernel print is known (a temporary file
+ * renamed over path). load replaces k's entries with the file's, and
+ * returns how many, -ENOENT without a file, -EBADMSG for a file that is not
+ * one of these whole (k is then left as it was), or another -errno. */
+int iptables_known_save(const struct iptables_known *k, const char *path);
+int iptables_known_load(struct iptables_known *k, const char *path);

@@ -205,6 +205,7 @@ static int file_adopt(struct kproxy_config *c, struct kproxy_config *file) {
         c->config_file = TAKE_PTR(old.config_file);
         c->write_config_to = TAKE_PTR(old.write_config_to);
         c->master = TAKE_PTR(old.master);
+        c->state_dir = TAKE_PTR(old.state_dir);
         c->cleanup = old.cleanup;
         c->init_only = old.init_only;
         c->show_version = old.show_version;

@@ -540,6 +540,10 @@ static const struct config_flag flag_table[] = {
           .type = "string",
           .help = "Previous minor version, as 1.30, whose hidden metrics should still be "
                   "shown." },
+        { .name = "state-dir", .set = flag_set_string, CFG(state_dir), .type = "string",
+          .help = "kproxy's own: a directory (on tmpfs, such as /run/kproxy) where iptables mode keeps "
+                  "what it knows the kernel holds, so that a restart writes only the chains that changed "
+                  "instead of every one. Unset: nothing kept. Kept with --config too." },
         { .name = "v", .shorthand = 'v', .set = flag_set_verbosity, .type = "Level", .def = "0",
           .help = "Log verbosity (klog's V level)." },
         { .name = "version", .is_bool = true, .set = flag_set_version, .type = "version[=true]",
@@ -634,7 +638,8 @@ void config_print_help(const char *usage, const struct config_extra_flag *extra,
         if (!*usage || usage[strlen(usage) - 1] != '\n')
                 putchar('\n');
         printf("\nWhen --config is given, the file replaces every flag but --config, --write-config-to,\n"
-               "--cleanup, --init-only, --master, --hostname-override, --nftables-shards and the logging flags\n"
+               "--cleanup, --init-only, --master, --hostname-override, --nftables-shards, --state-dir and the\n"
+               "logging flags "
                "(-v, --vmodule, --logging-format, --log-flush-frequency).\n\n"
                "Flags:\n");
         for (int pass = 0; pass < 2; pass++) {

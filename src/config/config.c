@@ -268,6 +268,7 @@ void config_done(struct kproxy_config *c) {
         free(c->config_file);
         free(c->write_config_to);
         free(c->master);
+        free(c->state_dir);
         if (c->cmdline)
                 free(c->cmdline->hostname_override);
         free(c->cmdline);

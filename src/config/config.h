@@ -105,6 +105,7 @@ struct kproxy_config {
         char *config_file;              /* --config */
         char *write_config_to;          /* --write-config-to */
         char *master;                   /* --master */
+        char *state_dir;                /* --state-dir, kproxy's own: what outlives a restart */
         bool cleanup;                   /* --cleanup */
         bool init_only;                 /* --init-only */
         bool show_version;              /* --version */

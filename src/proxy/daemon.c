@@ -78,8 +78,15 @@ static bool ipv6_usable(void) {
 }
 
 int daemon_cleanup(const struct kproxy_config *c) {
-        (void) c;
-        /* Both modes' state, whatever mode is configured, as upstream. */
+        /* Both modes' state, whatever mode is configured, as upstream, and
+         * what --state-dir kept about it. */
+        for (unsigned family = 4; c->state_dir && *c->state_dir && family <= 6; family += 2) {
+                char path[4096];
+                if ((size_t) snprintf(path, sizeof path, "%s/iptables-known-ipv%u", c->state_dir, family) <
+                            sizeof path &&
+                    unlink(path) < 0 && errno != ENOENT)
+                        log_warning_errno(-errno, "Failed to remove %s, ignoring", path);
+        }
         int r = iptables_cleanup(4);
         if (ipv6_usable()) {
                 int q = iptables_cleanup(6);

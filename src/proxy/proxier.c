@@ -92,6 +92,14 @@ struct proxier {
 
 static void schedule_sync(struct proxier *p, uint64_t delay_ms);
 
+/* Where --state-dir keeps a family's known chains (apply/iptables-known.h);
+ * false without --state-dir. */
+static bool known_path(const struct proxier *p, uint8_t family, char *out, size_t len) {
+        if (!p->cfg->state_dir || !*p->cfg->state_dir)
+                return false;
+        return (size_t) snprintf(out, len, "%s/iptables-known-ipv%u", p->cfg->state_dir, family) < len;
+}
+
 
 static bool svc_has_udp(const struct svc *s) {
         for (size_t i = 0; s && i < s->n_ports; i++)
@@ -510,10 +518,20 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                         /* What the kernel printed for the chains just written,
                          * read back when they are many (a first sync, a
                          * restart); the few of a later full sync are simply
-                         * written again next time. */
-                        if (iptables_known_unlearned(f->known) > KNOWN_LEARN_MIN &&
+                         * written again next time. With --state-dir also
+                         * when the table is small (the read is cheap), so
+                         * that the next process knows every chain. */
+                        char path[4096];
+                        bool keep = known_path(p, f->family, path, sizeof path);
+                        size_t unlearned = iptables_known_unlearned(f->known);
+                        if ((unlearned > KNOWN_LEARN_MIN ||
+                             (keep && unlearned > 0 && ipt_owned_chains(f->owned) <= KNOWN_LEARN_MIN)) &&
                             iptables_observe(f->family, f->known) == 0)
                                 iptables_known_learn(f->known);
+                        int q = keep ? iptables_known_save(f->known, path) : 0;
+                        if (q < 0)
+                                log_warning_errno(q, "Failed to write %s (a restart will write every chain), "
+                                                  "ignoring", path);
                 } else {
                         iptables_known_touch(f->known, sent->data, sent->len);
                 }
@@ -921,6 +939,15 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                         proxier_free(p);
                         return -ENOMEM;
                 }
+                char path[4096];
+                if (p->cfg->mode != PROXY_MODE_IPTABLES || !known_path(p, p->fam[i].family, path, sizeof path))
+                        continue;
+                int r = iptables_known_load(p->fam[i].known, path);
+                if (r >= 0)
+                        log_v(2, "Read %d IPv%u chains known to be in the kernel from %s", r, p->fam[i].family,
+                              path);
+                else if (r != -ENOENT)
+                        log_warning_errno(r, "Failed to read %s (every chain will be written), ignoring", path);
         }
 
         if (p->cfg->mode == PROXY_MODE_NFTABLES) {

@@ -200,7 +200,7 @@ class Manifests(unittest.TestCase):
         self.assertEqual(pod["nodeSelector"], {"kubernetes.io/os": "linux"})
         (c,) = pod["containers"]
         self.assertEqual(c["command"], ["/usr/local/bin/kube-proxy", "--config=/var/lib/kube-proxy/config.conf",
-                                        "--hostname-override=$(NODE_NAME)"])
+                                        "--hostname-override=$(NODE_NAME)", "--state-dir=/run/kproxy"])
         self.assertNotIn("args", c)
         self.assertEqual(c["env"], [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}])
         self.assertIs(c["securityContext"]["privileged"], True)
@@ -213,7 +213,9 @@ class Manifests(unittest.TestCase):
 
         mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
         volumes = {v["name"]: v for v in pod["volumes"]}
-        self.assertEqual(sorted(mounts), ["/lib/modules", "/run/xtables.lock", CONFIG_PATH])
+        self.assertEqual(sorted(mounts), ["/lib/modules", "/run/kproxy", "/run/xtables.lock", CONFIG_PATH])
+        self.assertEqual(volumes[mounts["/run/kproxy"]["name"]]["hostPath"],
+                         {"path": "/run/kproxy", "type": "DirectoryOrCreate"})
         lock = volumes[mounts["/run/xtables.lock"]["name"]]
         self.assertEqual(lock["hostPath"], {"path": "/run/xtables.lock", "type": "FileOrCreate"})
         self.assertFalse(mounts["/run/xtables.lock"].get("readOnly", False))
@@ -301,7 +303,7 @@ class DeployLab(Lab):
         assert not extra and mode is None, "the mode comes from config.conf"
         self.kproxy_log = os.path.join(self.tmp, "kproxy.log")
         args = list(self.argv_prefix) + [self.kproxy_bin, "--config=" + self.config,
-                                         "--hostname-override=node-1", "-v=2"]
+                                         "--hostname-override=node-1", "--state-dir=" + self.state_dir, "-v=2"]
         with open(self.kproxy_log, "a") as f:
             f.write("=== start %s\n" % " ".join(args))
         self.kproxy = self.spawn("kproxy", args, ns="n1", log=self.kproxy_log)

@@ -59,6 +59,9 @@ class Lab:
         # Unique per Lab, so that both modes' labs can live in one process.
         self.prefix = "kpe%d-%d" % (os.getpid(), next(_lab_numbers))
         self.tmp = tempfile.mkdtemp(prefix="kproxy-e2e-")
+        # --state-dir: what kproxy keeps across its restarts (a DaemonSet's /run/kproxy).
+        self.state_dir = os.path.join(self.tmp, "state")
+        os.mkdir(self.state_dir)
         self.namespaces = []
         self.procs = {}
         self.pods = {}
@@ -222,7 +225,7 @@ class Lab:
                 "--hostname-override", "node-1",
                 "--cluster-cidr", "10.244.0.0/16", "--healthz-bind-address", "127.0.0.1:10256",
                 "--metrics-bind-address", "127.0.0.1:10249", "--watch-idle-timeout", "4s",
-                "--iptables-sync-period", "4s", "-v=2"] + list(extra)
+                "--iptables-sync-period", "4s", "--state-dir", self.state_dir, "-v=2"] + list(extra)
         with open(self.kproxy_log, "a") as f:
             f.write("=== start %s\n" % " ".join(args))
         self.kproxy = self.spawn("kproxy", args, ns="n1", log=self.kproxy_log)

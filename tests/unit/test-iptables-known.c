@@ -2,6 +2,12 @@
 /* Which chains a full sync leaves out: only those whose rendered rules and
  * kernel text are both what they were when kproxy last wrote and read
  * them back; changed, touched, deleted or unobserved chains are written. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "apply/iptables-known.h"
 #include "test.h"
 #include "util/buf.h"
@@ -72,7 +78,86 @@ static void test_left_out(void) {
         iptables_known_free(k);
 }
 
+static size_t file_size(const char *path) {
+        FILE *f = fopen(path, "rb");
+        if (!f)
+                return 0;
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        fclose(f);
+        return n > 0 ? (size_t) n : 0;
+}
+
+/* Damages byte at of the file, or cuts it there (cut). */
+static void damage(const char *path, size_t at, bool cut) {
+        if (cut) {
+                CHECK(truncate(path, (off_t) at) == 0);
+                return;
+        }
+        FILE *f = fopen(path, "r+b");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fseek(f, (long) at, SEEK_SET);
+        int c = fgetc(f);
+        fseek(f, (long) at, SEEK_SET);
+        fputc(c ^ 0x40, f);
+        fclose(f);
+}
+
+/* A restart: a new process reads what the last one saved and leaves out
+ * the chains the kernel still prints as they were after that write; a
+ * file that is not whole changes nothing. */
+static void test_saved_across_restart(void) {
+        char dir[] = "/tmp/test-known-XXXXXX", path[64];
+        CHECK(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof path, "%s/known", dir);
+        struct iptables_known *k = iptables_known_new();
+        struct buf out = BUF_INIT;
+        CHECK(iptables_known_load(k, path) == -ENOENT);
+        CHECK(sync_once(k, input, saved, &out) == 0);
+        CHECK(iptables_known_save(k, path) == 0);
+        iptables_known_free(k);
+
+        k = iptables_known_new();
+        CHECK(iptables_known_load(k, path) == 3);
+        CHECK(sync_once(k, input, saved, &out) == 3);
+        CHECK_STREQ(out.data, "*nat\n:KUBE-SEP-OLD - [0:0]\n-X KUBE-SEP-OLD\nCOMMIT\n");
+        iptables_known_free(k);
+
+        /* Someone changed KUBE-SEP-A while kproxy was down: written again. */
+        char changed[sizeof saved + 64];
+        snprintf(changed, sizeof changed, "%.*s-A KUBE-SEP-A -j RETURN\n%s",
+                 (int) (strstr(saved, "-A KUBE-SERVICES") - saved), saved, strstr(saved, "-A KUBE-SERVICES"));
+        k = iptables_known_new();
+        CHECK(iptables_known_load(k, path) == 3);
+        CHECK(sync_once(k, input, changed, &out) == 2);
+        CHECK(strstr(out.data, "-A KUBE-SEP-A -j DNAT") != NULL);
+        iptables_known_free(k);
+
+        /* A damaged or cut file is refused whole, and the process keeps
+         * what it knew. */
+        size_t size = file_size(path);
+        CHECK(size == 8 + 8 + 3 * 24 + 8);
+        for (size_t at = 0; at < size; at += 7) {
+                k = iptables_known_new();
+                CHECK(sync_once(k, input, saved, &out) == 0);
+                CHECK(iptables_known_save(k, path) == 0);
+                damage(path, at, at % 2);
+                CHECK(iptables_known_load(k, path) == -EBADMSG);
+                CHECK(sync_once(k, input, saved, &out) == 3);   /* what it learned itself */
+                iptables_known_free(k);
+        }
+        k = iptables_known_new();
+        CHECK(iptables_known_save(k, "/nonexistent-dir/known") < 0);
+        iptables_known_free(k);
+        unlink(path);
+        rmdir(dir);
+        buf_done(&out);
+}
+
 int main(void) {
         TEST_RUN(test_left_out);
+        TEST_RUN(test_saved_across_restart);
         TEST_DONE();
 }
