@@ -338,6 +338,11 @@ void iptables_known_free(struct iptables_known *k) {
 /* --- the file: "KPIPTKN1", the entry count, the entries (three 64-bit
  * words each, little-endian, sorted by id), an FNV-1a of all before it --- */
 
+bool iptables_known_file(const char *state_dir, unsigned family, char *out, size_t len) {
+        return state_dir && *state_dir &&
+               (size_t) snprintf(out, len, "%s/iptables-known-ipv%u", state_dir, family) < len;
+}
+
 #define FILE_MAGIC "KPIPTKN1"
 #define FILE_MAX_ENTRIES (16u << 20)    /* 400 MB: far beyond any table */
 

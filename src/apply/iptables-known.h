@@ -15,6 +15,7 @@
  * Digests are 64-bit FNV-1a of the rule lines; a chain is found by a digest
  * of its table and name, in a sorted vector (24 bytes a chain).
  */
+#include <stdbool.h>
 #include <stddef.h>
 
 struct buf;
@@ -67,3 +68,6 @@ void iptables_known_forget(struct iptables_known *k);
  * one of these whole (k is then left as it was), or another -errno. */
 int iptables_known_save(const struct iptables_known *k, const char *path);
 int iptables_known_load(struct iptables_known *k, const char *path);
+/* The file of family 4 or 6 in state_dir, into out; false when state_dir
+ * is NULL or empty, or the path does not fit. */
+bool iptables_known_file(const char *state_dir, unsigned family, char *out, size_t len);

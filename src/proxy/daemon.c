@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "apply/exec.h"
+#include "apply/iptables-known.h"
 #include "apply/iptables.h"
 #include "apply/nftables.h"
 #include "config/config.h"
@@ -80,11 +81,10 @@ static bool ipv6_usable(void) {
 int daemon_cleanup(const struct kproxy_config *c) {
         /* Both modes' state, whatever mode is configured, as upstream, and
          * what --state-dir kept about it. */
-        for (unsigned family = 4; c->state_dir && *c->state_dir && family <= 6; family += 2) {
+        for (unsigned family = 4; family <= 6; family += 2) {
                 char path[4096];
-                if ((size_t) snprintf(path, sizeof path, "%s/iptables-known-ipv%u", c->state_dir, family) <
-                            sizeof path &&
-                    unlink(path) < 0 && errno != ENOENT)
+                if (iptables_known_file(c->state_dir, family, path, sizeof path) && unlink(path) < 0 &&
+                    errno != ENOENT)
                         log_warning_errno(-errno, "Failed to remove %s, ignoring", path);
         }
         int r = iptables_cleanup(4);

@@ -92,12 +92,9 @@ struct proxier {
 
 static void schedule_sync(struct proxier *p, uint64_t delay_ms);
 
-/* Where --state-dir keeps a family's known chains (apply/iptables-known.h);
- * false without --state-dir. */
+/* Where --state-dir keeps a family's known chains; false without it. */
 static bool known_path(const struct proxier *p, uint8_t family, char *out, size_t len) {
-        if (!p->cfg->state_dir || !*p->cfg->state_dir)
-                return false;
-        return (size_t) snprintf(out, len, "%s/iptables-known-ipv%u", p->cfg->state_dir, family) < len;
+        return iptables_known_file(p->cfg->state_dir, family, out, len);
 }
 
 
