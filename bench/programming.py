@@ -1269,7 +1269,7 @@ def main():
     ap.add_argument("--no-ref", action="store_true",
                     help="no one-service reference node next to each size's packet path")
     ap.add_argument("--ipt-max", type=int, default=20000,
-                    help="iptables mode skips larger sizes (a restart there rewrites everything: minutes at 50k)")
+                    help="iptables mode skips larger sizes (its first load takes minutes at 50k)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-state-dir", dest="state_dir", action="store_false",
                     help="run kproxy without --state-dir (an iptables restart then writes every chain)")
