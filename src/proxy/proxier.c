@@ -394,6 +394,13 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
 
 /* --- sync --- */
 
+static double realtime_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+
 /* nftables mode: a full sync reads back what the table holds and writes in
  * place what differs (after a failed one, it rebuilds the table), unless
  * the table is known to be as kproxy left it (the hourly one, a Node
@@ -462,6 +469,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         struct hmap existing = HMAP_INIT;
         char *existing_names = NULL;
         size_t by_rule = 0, kept = 0, sent_bytes = 0;
+        double reading = 0, restoring = 0, t0 = realtime_s();
         int r;
 
         if (full) {
@@ -470,6 +478,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                  * and whether the jump rules are in place; only missing jumps
                  * cost more tool runs. */
                 r = iptables_scan(f->family, &existing, &existing_names, &jumps_ok, f->known);
+                reading = realtime_s() - t0;
                 if (r < 0)
                         goto out;
                 if (!jumps_ok) {
@@ -500,7 +509,9 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                         by_rule = iptables_delta_rewrite(f->delta, out.data, out.len, &rewritten);
                 const struct buf *sent = kept > 0 || by_rule > 0 ? &rewritten : &out;
                 sent_bytes = sent->len;
+                t0 = realtime_s();
                 r = iptables_restore(f->family, sent->data, sent->len, loaded);
+                restoring = realtime_s() - t0;
                 if (r < 0) {
                         f->have_hash = false;
                         iptables_delta_forget(f->delta);
@@ -521,10 +532,12 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                         char path[4096];
                         bool keep = known_path(p, f->family, path, sizeof path);
                         size_t unlearned = iptables_known_unlearned(f->known);
+                        t0 = realtime_s();
                         if ((unlearned > KNOWN_LEARN_MIN ||
                              (keep && unlearned > 0 && ipt_owned_chains(f->owned) <= KNOWN_LEARN_MIN)) &&
                             iptables_observe(f->family, f->known) == 0)
                                 iptables_known_learn(f->known);
+                        reading += realtime_s() - t0;
                         int q = keep ? iptables_known_save(f->known, path) : 0;
                         if (q < 0)
                                 log_warning_errno(q, "Failed to write %s (a restart will write every chain), "
@@ -539,10 +552,14 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         /* Rendered: the top-level chains whole, and the own chains of the
          * services written (all of them in a full sync); sent: what of it
          * iptables-restore got (0 bytes: nothing changed, no restore). */
+        char read_text[64] = "";
+        if (full)
+                snprintf(read_text, sizeof read_text, ", %.0f ms reading the tables", reading * 1000);
         log_v(2, "Reloading service iptables data: IPv%u, %zu services, %zu filter rules, %zu of %zu nat rules "
               "rendered, %zu bytes sent (%zu top-level chains changed by rule or left alone, %zu chains the "
-              "kernel holds as rendered left out)", f->family, model_n_services(p->model), s.n_filter_rules,
-              s.n_nat_rules, s.n_nat_rules_total, sent_bytes, by_rule, kept);
+              "kernel holds as rendered left out), %.0f ms restoring%s", f->family, model_n_services(p->model),
+              s.n_filter_rules, s.n_nat_rules, s.n_nat_rules_total, sent_bytes, by_rule, kept, restoring * 1000,
+              read_text);
 out:
         iptables_names_free(&existing, existing_names);
         buf_done(&out);
@@ -571,12 +588,6 @@ static int sync_family(struct proxier *p, struct family_state *f, bool full, str
                 r = sync_family_ipt(p, f, true, rp, ret_counts);
         }
         return r;
-}
-
-static double realtime_s(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
 /* Health-check node ports: one per LoadBalancer service with ETP Local,
