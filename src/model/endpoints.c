@@ -20,10 +20,9 @@
 
 #include "model/model.h"
 
-/* Writes "ip:port" or "[ip]:port" and returns the address text's length.
- * By hand: a full sync formats every endpoint of the cluster, and
+/* By hand: a full sync formats every endpoint of the cluster, and
  * snprintf() was half of collecting them (perf, 10k services × 10). */
-static size_t format_endpoint(const struct inet_addr *a, uint16_t port, char *out) {
+size_t endpoint_format(const struct inet_addr *a, uint16_t port, char *out) {
         bool v6 = a->family == 6;
         char *p = out + v6;
         inet_addr_format(a, p);
@@ -43,10 +42,6 @@ static size_t format_endpoint(const struct inet_addr *a, uint16_t port, char *ou
                 *p++ = digits[--n];
         *p = '\0';
         return ip_len;
-}
-
-void endpoint_format(const struct inet_addr *a, uint16_t port, char *out) {
-        format_endpoint(a, port, out);
 }
 
 void endpoints_done(struct svc_port_endpoints *e) {
@@ -123,7 +118,7 @@ static int merge(const struct svc_port *port, uint8_t family, const struct slice
                                                  strcmp(slice_endpoint_node(se), node_name) == 0,
                                         .hints = slice_endpoint_hints(s, se),
                                 };
-                                ep.ip_len = (uint8_t) format_endpoint(&ep.addr, ep.port, ep.str);
+                                ep.ip_len = (uint8_t) endpoint_format(&ep.addr, ep.port, ep.str);
                                 ep.ip_off = family == 6;
                                 r->all[r->n_all++] = ep;
                         }

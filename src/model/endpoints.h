@@ -63,5 +63,6 @@ int endpoints_collect(const struct svc *svc, const struct svc_port *port, uint8_
                       const struct endpoint_filter *filter, struct svc_port_endpoints *ret);
 void endpoints_done(struct svc_port_endpoints *e);
 
-/* "ip:port" as Go's net.JoinHostPort writes it. out holds ENDPOINT_STRLEN. */
-void endpoint_format(const struct inet_addr *a, uint16_t port, char *out);
+/* "ip:port" as Go's net.JoinHostPort writes it. out holds ENDPOINT_STRLEN.
+ * Returns the length of the address text in it (after '[' for IPv6). */
+size_t endpoint_format(const struct inet_addr *a, uint16_t port, char *out);

@@ -96,10 +96,10 @@ static uint64_t *rec_values(const struct rec *r) {
         return (uint64_t *) (void *) ((char *) r + off);
 }
 
-/* The id of the record's first element (if it has one), and of the next
- * after id. */
+/* The id of the record's first element (NULL without a record or
+ * elements), and of the next after id. */
 static const char *rec_first_id(const struct rec *r) {
-        return r->key + strlen(r->key) + 1 + sizeof(uint32_t);
+        return r && r->n_elems ? r->key + strlen(r->key) + 1 + sizeof(uint32_t) : NULL;
 }
 
 static const char *rec_next_id(const char *id) {
@@ -910,7 +910,7 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
                 hmap_put(&old_chains, oc[i], &rec_hashes(old)[i]);
         for (size_t i = 0; old && i < old->n_sets; i++)
                 hmap_put(&old_sets, os[i], &rec_timeouts(old)[i]);
-        const char *id = old && old->n_elems ? rec_first_id(old) : NULL;
+        const char *id = rec_first_id(old);
         for (size_t i = 0; old && i < old->n_elems; i++, id = rec_next_id(id))
                 hmap_put(&old_elems, id, &rec_values(old)[i]);
         for (size_t i = 0; i < u->n_ch; i++)
@@ -967,12 +967,12 @@ static struct rec *diff_service(struct tsync *s, const char *key, struct rec *ol
 
         /* Elements: let go of the old ones, claim the new ones (taking back
          * those kept), then delete what was not taken back. */
-        id = old && old->n_elems ? rec_first_id(old) : NULL;
+        id = rec_first_id(old);
         for (size_t i = 0; old && i < old->n_elems; i++, id = rec_next_id(id))
                 hmap_remove(&s->owners, id);
         if (r)
                 claim_elements(s, r, end, u, t, &old_elems, st);
-        id = old && old->n_elems ? rec_first_id(old) : NULL;
+        id = rec_first_id(old);
         for (size_t i = 0; old && i < old->n_elems; i++, id = rec_next_id(id)) {
                 const char *owned = r ? hmap_get(&s->owners, id) : NULL;
                 if (owned && rec_of_id(owned) == r)
@@ -1044,7 +1044,7 @@ static bool same_as_record(const struct rec *old, const struct unit *u) {
                         return false;
         }
         /* Every element of the unit claimed (none refused or twice). */
-        const char *id = u->n_el ? rec_first_id(old) : NULL;
+        const char *id = rec_first_id(old);
         for (size_t i = 0; i < u->n_el; i++, id = rec_next_id(id))
                 if (rec_values(old)[i] != u->el[i].value || strcmp(id, u->el[i].id) != 0)
                         return false;

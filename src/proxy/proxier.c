@@ -92,12 +92,6 @@ struct proxier {
 
 static void schedule_sync(struct proxier *p, uint64_t delay_ms);
 
-/* Where --state-dir keeps a family's known chains; false without it. */
-static bool known_path(const struct proxier *p, uint8_t family, char *out, size_t len) {
-        return iptables_known_file(p->cfg->state_dir, family, out, len);
-}
-
-
 static bool svc_has_udp(const struct svc *s) {
         for (size_t i = 0; s && i < s->n_ports; i++)
                 if (s->ports[i].proto == L4_UDP)
@@ -400,7 +394,6 @@ static double realtime_s(void) {
         return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
-
 /* nftables mode: a full sync reads back what the table holds and writes in
  * place what differs (after a failed one, it rebuilds the table), unless
  * the table is known to be as kproxy left it (the hourly one, a Node
@@ -530,7 +523,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                          * when the table is small (the read is cheap), so
                          * that the next process knows every chain. */
                         char path[4096];
-                        bool keep = known_path(p, f->family, path, sizeof path);
+                        bool keep = iptables_known_file(p->cfg->state_dir, f->family, path, sizeof path);
                         size_t unlearned = iptables_known_unlearned(f->known);
                         t0 = realtime_s();
                         if ((unlearned > KNOWN_LEARN_MIN ||
@@ -948,7 +941,8 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                         return -ENOMEM;
                 }
                 char path[4096];
-                if (p->cfg->mode != PROXY_MODE_IPTABLES || !known_path(p, p->fam[i].family, path, sizeof path))
+                if (p->cfg->mode != PROXY_MODE_IPTABLES ||
+                    !iptables_known_file(p->cfg->state_dir, p->fam[i].family, path, sizeof path))
                         continue;
                 int r = iptables_known_load(p->fam[i].known, path);
                 if (r >= 0)

@@ -2,6 +2,7 @@
 #include "util/hmap.h"
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,17 +74,33 @@ static void slot_set(struct hmap *m, size_t i, const char *key, void *value) {
                 ((void **) m->slots)[i] = value;
 }
 
-/* The slot of key, or -1. */
-static ptrdiff_t find(const struct hmap *m, const char *key, uint64_t h) {
-        if (m->cap == 0)
-                return -1;
+/* The first slot of key (h: its hash) from slot i on, holding value
+ * unless any_value; -1 when there is none before an empty slot. Every
+ * value of key sits between its home slot and the first empty one. */
+static ptrdiff_t probe(const struct hmap *m, const char *key, uint64_t h, size_t i, bool any_value,
+                       const void *value) {
         uint8_t tag = tag_of(h);
-        for (size_t i = home_of(h, m->cap);; i = next_slot(i, m->cap)) {
+        for (;; i = next_slot(i, m->cap)) {
                 if (m->tags[i] == TAG_EMPTY)
                         return -1;
-                if (m->tags[i] == tag && strcmp(slot_key(m, i), key) == 0)
+                if (m->tags[i] == tag && (any_value || slot_value(m, i) == value) &&
+                    strcmp(slot_key(m, i), key) == 0)
                         return (ptrdiff_t) i;
         }
+}
+
+/* The slot of key, or -1. */
+static ptrdiff_t find(const struct hmap *m, const char *key, uint64_t h) {
+        return m->cap ? probe(m, key, h, home_of(h, m->cap), true, NULL) : -1;
+}
+
+/* Empties slot i; returns its value. */
+static void *remove_at(struct hmap *m, size_t i) {
+        void *v = slot_value(m, i);
+        slot_set(m, i, NULL, NULL);
+        m->tags[i] = TAG_DELETED;
+        m->len--;
+        return v;
 }
 
 static void grow(struct hmap *m) {
@@ -150,50 +167,32 @@ void hmap_add(struct hmap *m, const char *key, void *value) {
         insert(m, key, value, hash_str(key));
 }
 
-/* *iter: 0 to start, then 1 + the slot after the last value returned.
- * Every value of key sits between its home slot and the first empty one. */
+/* *iter: 0 to start, then 1 + the slot after the last value returned. */
 void *hmap_next_of(const struct hmap *m, const char *key, size_t *iter) {
         if (m->cap == 0)
                 return NULL;
         uint64_t h = hash_str(key);
-        uint8_t tag = tag_of(h);
-        size_t i = *iter ? *iter - 1 : home_of(h, m->cap);
-        for (;; i = next_slot(i, m->cap)) {
-                if (m->tags[i] == TAG_EMPTY)
-                        return NULL;
-                if (m->tags[i] == tag && strcmp(slot_key(m, i), key) == 0) {
-                        *iter = next_slot(i, m->cap) + 1;
-                        return slot_value(m, i);
-                }
-        }
+        ptrdiff_t i = probe(m, key, h, *iter ? *iter - 1 : home_of(h, m->cap), true, NULL);
+        if (i < 0)
+                return NULL;
+        *iter = next_slot((size_t) i, m->cap) + 1;
+        return slot_value(m, (size_t) i);
 }
 
 int hmap_remove_value(struct hmap *m, const char *key, const void *value) {
         if (m->cap == 0)
                 return 0;
         uint64_t h = hash_str(key);
-        uint8_t tag = tag_of(h);
-        for (size_t i = home_of(h, m->cap);; i = next_slot(i, m->cap)) {
-                if (m->tags[i] == TAG_EMPTY)
-                        return 0;
-                if (m->tags[i] == tag && slot_value(m, i) == value && strcmp(slot_key(m, i), key) == 0) {
-                        slot_set(m, i, NULL, NULL);
-                        m->tags[i] = TAG_DELETED;
-                        m->len--;
-                        return 1;
-                }
-        }
+        ptrdiff_t i = probe(m, key, h, home_of(h, m->cap), false, value);
+        if (i < 0)
+                return 0;
+        remove_at(m, (size_t) i);
+        return 1;
 }
 
 void *hmap_remove(struct hmap *m, const char *key) {
         ptrdiff_t i = find(m, key, hash_str(key));
-        if (i < 0)
-                return NULL;
-        void *v = slot_value(m, (size_t) i);
-        slot_set(m, (size_t) i, NULL, NULL);
-        m->tags[i] = TAG_DELETED;
-        m->len--;
-        return v;
+        return i < 0 ? NULL : remove_at(m, (size_t) i);
 }
 
 int hmap_next(const struct hmap *m, size_t *iter, const char **ret_key, void **ret_value) {
