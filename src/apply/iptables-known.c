@@ -18,7 +18,7 @@
 struct entry {
         uint64_t id;            /* digest of "table\0chain" */
         uint64_t rendered;      /* digest of the rule lines written */
-        uint64_t kernel;        /* digest of iptables-save's lines for it; 0: unknown */
+        uint64_t kernel;        /* digest of the kernel's rules for it; 0: unknown */
 };
 
 /* A chain of an observed iptables-save, or of the last rewrite's input. */
@@ -37,6 +37,7 @@ struct iptables_known {
         size_t n_obs, cap_obs, n_pending;
         bool obs_sorted;
         size_t unlearned;
+        bool netlink;           /* kernel digests of nf_tables' rules, not of iptables-save's text */
 };
 
 static uint64_t chain_id(const char *table, size_t table_len, const char *chain, size_t chain_len) {
@@ -80,6 +81,13 @@ static void push_obs(struct iptables_known *k, struct seen s) {
         }
         k->obs[k->n_obs++] = s;
         k->obs_sorted = false;
+}
+
+void iptables_known_observe_digest(struct iptables_known *k, const char *table, const char *chain,
+                                   uint64_t digest) {
+        push_obs(k, (struct seen) {.id = chain_id(table, strlen(table), chain, strlen(chain)),
+                                   .digest = digest ? digest : 1,
+                                   .groups = 1});
 }
 
 void iptables_known_observe(struct iptables_known *k, const char *table, const char *saved, size_t len) {
@@ -319,10 +327,11 @@ void iptables_known_forget(struct iptables_known *k) {
         drop_obs(k);
 }
 
-struct iptables_known *iptables_known_new(void) {
+struct iptables_known *iptables_known_new(bool netlink) {
         struct iptables_known *k = calloc(1, sizeof *k);
         if (!k)
                 abort();
+        k->netlink = netlink;
         return k;
 }
 
@@ -335,7 +344,7 @@ void iptables_known_free(struct iptables_known *k) {
         free(k);
 }
 
-/* --- the file: "KPIPTKN1", the entry count, the entries (three 64-bit
+/* --- the file: "KPIPTKN1" (text digests) or "KPIPTKN2" (netlink), the entry count, the entries (three 64-bit
  * words each, little-endian, sorted by id), an FNV-1a of all before it --- */
 
 bool iptables_known_file(const char *state_dir, unsigned family, char *out, size_t len) {
@@ -343,7 +352,9 @@ bool iptables_known_file(const char *state_dir, unsigned family, char *out, size
                (size_t) snprintf(out, len, "%s/iptables-known-ipv%u", state_dir, family) < len;
 }
 
-#define FILE_MAGIC "KPIPTKN1"
+#define FILE_MAGIC_TEXT "KPIPTKN1"
+#define FILE_MAGIC_NETLINK "KPIPTKN2"
+#define FILE_MAGIC(k) ((k)->netlink ? FILE_MAGIC_NETLINK : FILE_MAGIC_TEXT)
 #define FILE_MAX_ENTRIES (16u << 20)    /* 400 MB: far beyond any table */
 
 int iptables_known_save(const struct iptables_known *k, const char *path) {
@@ -351,7 +362,7 @@ int iptables_known_save(const struct iptables_known *k, const char *path) {
         uint64_t n = 0, w;
         for (size_t i = 0; i < k->n; i++)
                 n += k->e[i].kernel != 0;
-        buf_put(&b, FILE_MAGIC, 8);
+        buf_put(&b, FILE_MAGIC(k), 8);
         w = htole64(n);
         buf_put(&b, (const char *) &w, 8);
         for (size_t i = 0; i < k->n; i++) {
@@ -403,7 +414,10 @@ int iptables_known_load(struct iptables_known *k, const char *path) {
                 r = -EIO;
         fclose(f);
         uint64_t n = 0, sum = 0;
-        if (r == 0 && (b.len < 24 || memcmp(b.data, FILE_MAGIC, 8) != 0))
+        if (r == 0 && b.len >= 8 && memcmp(b.data, FILE_MAGIC(k), 8) != 0 &&
+            memcmp(b.data, k->netlink ? FILE_MAGIC_TEXT : FILE_MAGIC_NETLINK, 8) == 0)
+                r = -ESTALE;    /* the other kind's digests: none would match */
+        else if (r == 0 && (b.len < 24 || memcmp(b.data, FILE_MAGIC(k), 8) != 0))
                 r = -EBADMSG;
         if (r == 0) {
                 memcpy(&n, b.data + 8, 8);

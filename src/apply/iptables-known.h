@@ -5,28 +5,36 @@
  * A full sync must repair whatever anyone changed, so upstream rewrites
  * every chain; over a loaded table that costs the kernel a walk of the
  * whole table per commit (100 s at 20k services x 10 endpoints). kproxy
- * reads the tables anyway (iptables-save, for the owned chains and jump
- * rules); this keeps, per chain, a digest of the rules it last wrote and a
- * digest of the same chain as iptables-save printed it after that write.
+ * reads the tables anyway (for the owned chains and jump rules); this
+ * keeps, per chain, a digest of the rules it last wrote and a digest of the
+ * same chain as the kernel held it after that write: of its rules as
+ * nf_tables dumps them (apply/nftables.h's canonical digest, counters left
+ * out) where the tools are iptables-nft, else of iptables-save's lines.
  * A chain whose rendered rules are the ones last written and whose kernel
- * text is still the one seen then is left out of the restore; any other
+ * digest is still the one seen then is left out of the restore; any other
  * chain, changed by kproxy or by someone else, is written whole.
  *
- * Digests are 64-bit FNV-1a of the rule lines; a chain is found by a digest
- * of its table and name, in a sorted vector (24 bytes a chain).
+ * Digests are 64-bit FNV-1a; a chain is found by a digest of its table and
+ * name, in a sorted vector (24 bytes a chain).
  */
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf;
 struct iptables_known;
 
-struct iptables_known *iptables_known_new(void);
+/* netlink: kernel digests come from iptables_known_observe_digest(), else
+ * from iptables_known_observe(); the two never match each other. */
+struct iptables_known *iptables_known_new(bool netlink);
 void iptables_known_free(struct iptables_known *k);
 
-/* What the kernel holds now: one table's iptables-save text. Observations
- * add up until the next commit or learn. */
+/* What the kernel holds now: one table's iptables-save text, or one chain's
+ * digest of its nf_tables rules. Observations add up until the next commit
+ * or learn. */
 void iptables_known_observe(struct iptables_known *k, const char *table, const char *saved, size_t len);
+void iptables_known_observe_digest(struct iptables_known *k, const char *table, const char *chain,
+                                   uint64_t digest);
 
 /* Appends to out the full restore input minus the chains (declaration and
  * rules) known to be in the kernel as rendered. Returns how many were left
@@ -64,8 +72,9 @@ void iptables_known_forget(struct iptables_known *k);
  *
  * save writes the entries whose kernel print is known (a temporary file
  * renamed over path). load replaces k's entries with the file's, and
- * returns how many, -ENOENT without a file, -EBADMSG for a file that is not
- * one of these whole (k is then left as it was), or another -errno. */
+ * returns how many, -ENOENT without a file, -ESTALE for a file of the
+ * other kind of kernel digests, -EBADMSG for a file that is not one of
+ * these whole (k is then left as it was), or another -errno. */
 int iptables_known_save(const struct iptables_known *k, const char *path);
 int iptables_known_load(struct iptables_known *k, const char *path);
 /* The file of family 4 or 6 in state_dir, into out; false when state_dir

@@ -17,6 +17,7 @@
 #include "apply/iptables-known.h"
 #include "apply/iptables-lines.h"
 #include "apply/iptables-split.h"
+#include "apply/nftables.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/hmap.h"
@@ -58,6 +59,13 @@ static const struct jump jumps[] = {
         {"filter", "OUTPUT", "KUBE-FIREWALL", a_none},
 };
 
+
+static const char *const nat_fixed[] = {"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ",
+                                        "KUBE-PROXY-CANARY"};
+static const char *const filter_fixed[] = {"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD",
+                                           "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"};
+
+static const char *const mangle_fixed[] = {"KUBE-PROXY-CANARY"};
 
 /* "-A BUILTIN args -j TARGET" as iptables-save prints it. */
 static void jump_text(const struct jump *j, struct buf *b) {
@@ -111,12 +119,131 @@ static bool next_chain(const char **p, char chain[64]) {
         return false;
 }
 
-int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
-                  struct iptables_known *known) {
-        struct buf nat = BUF_INIT, filter = BUF_INIT, names = BUF_INIT, line = BUF_INIT;
+/* Whether every jump rule of the table is in its built-in chain, from the
+ * text the chain's listing (or the table's iptables-save) printed. */
+static bool jumps_in(const char *table, const char *builtin, const struct buf *saved) {
+        struct buf line = BUF_INIT;
+        bool ok = true;
+        for (size_t i = 0; i < ELEMENTSOF(jumps) && ok; i++) {
+                if (strcmp(jumps[i].table, table) != 0 || (builtin && strcmp(jumps[i].builtin, builtin) != 0))
+                        continue;
+                buf_clear(&line);
+                jump_text(&jumps[i], &line);
+                ok = saved_has_line(saved, line.data);
+        }
+        buf_done(&line);
+        return ok;
+}
+
+/* Names (each NUL-terminated, one after the other in store) as a map over
+ * store, which must not change while the map is used. */
+static void map_names(const struct buf *store, struct hmap *out) {
+        for (size_t off = 0; off < store->len; off += strlen(store->data + off) + 1)
+                hmap_put(out, store->data + off, NULL);
+}
+
+/* The digests of the named chains of a table that exist, into found
+ * (name -> struct nftables_chain_digest) and known. A dump the table's
+ * changes interrupted is tried again. */
+static int read_digests(struct nftables *nl, uint8_t family, const char *table, const char *const *names, size_t n,
+                        struct hmap *found, struct iptables_known *known) {
+        int r = -EINTR;
+        for (int attempt = 0; attempt < 3 && r == -EINTR; attempt++) {
+                nftables_names_done(found);
+                r = nftables_rule_digests(nl, family, table, names, n, found);
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the IPv%u %s chains over nf_tables netlink", family,
+                                       table);
+        const char *k;
+        void *v;
+        for (size_t i = 0; known && hmap_next(found, &i, &k, &v);)
+                iptables_known_observe_digest(known, table, k, ((const struct nftables_chain_digest *) v)->digest);
+        return 0;
+}
+
+/* The netlink side of iptables_scan(). */
+static int scan_nft(struct nftables *nl, uint8_t family, const char *const *candidates, size_t n_candidates,
+                    struct hmap *existing, char **ret_names, bool *ret_jumps_ok, struct iptables_known *known) {
+        struct hmap listed = HMAP_INIT, found = HMAP_INIT;
+        struct buf store = BUF_INIT;
+        const char **names = NULL;
+        const char *k;
+        size_t n = 0;
+        int r = 0;
+
+        if (!candidates) {
+                /* Nothing says which owned chains may exist: list them all. */
+                r = nftables_list(nl, family, "nat", &listed, NULL);
+                if (r == -ENOENT)
+                        r = 0;
+                else if (r < 0)
+                        goto out;
+                n_candidates = listed.len;
+        }
+        names = malloc((n_candidates + ELEMENTSOF(nat_fixed) + 1) * sizeof *names);
+        if (!names) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if (candidates) {
+                for (size_t i = 0; i < n_candidates; i++)
+                        names[n++] = candidates[i];
+        } else {
+                for (size_t i = 0; hmap_next(&listed, &i, &k, NULL);)
+                        if (has_owned_prefix(k))
+                                names[n++] = k;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(nat_fixed); i++)
+                names[n++] = nat_fixed[i];
+        r = read_digests(nl, family, "nat", names, n, &found, known);
+        if (r < 0)
+                goto out;
+        for (size_t i = 0; hmap_next(&found, &i, &k, NULL);)
+                if (has_owned_prefix(k)) {
+                        buf_puts(&store, k);
+                        buf_putc(&store, '\0');
+                }
+        map_names(&store, existing);
+        *ret_names = store.data ? buf_steal(&store) : NULL;
+        r = read_digests(nl, family, "filter", filter_fixed, ELEMENTSOF(filter_fixed), &found, known);
+        if (r < 0)
+                goto out;
+
+        /* The jump rules: each built-in chain listed alone (iptables-save
+         * lists every table's chains: seconds at 20k services). */
+        *ret_jumps_ok = true;
+        for (size_t i = 0; i < ELEMENTSOF(jumps) && *ret_jumps_ok; i++) {
+                bool listed_before = false;
+                for (size_t j = 0; j < i && !listed_before; j++)
+                        listed_before = strcmp(jumps[j].table, jumps[i].table) == 0 &&
+                                        strcmp(jumps[j].builtin, jumps[i].builtin) == 0;
+                if (listed_before)
+                        continue;
+                struct buf listing = BUF_INIT;
+                const char *argv[] = {family == 6 ? "ip6tables" : "iptables", "-t", jumps[i].table, "-S",
+                                      jumps[i].builtin, NULL};
+                *ret_jumps_ok = exec_run(argv, NULL, 0, &listing, NULL) == 0 &&
+                                jumps_in(jumps[i].table, jumps[i].builtin, &listing);
+                buf_done(&listing);
+        }
+out:
+        free(names);
+        buf_done(&store);
+        nftables_names_done(&found);
+        nftables_names_done(&listed);
+        return r;
+}
+
+int iptables_scan(struct nftables *nl, uint8_t family, const char *const *candidates, size_t n_candidates,
+                  struct hmap *existing, char **ret_names, bool *ret_jumps_ok, struct iptables_known *known) {
+        struct buf nat = BUF_INIT, filter = BUF_INIT, store = BUF_INIT;
+        char chain[64];
         int r;
 
         *ret_names = NULL;
+        if (nl)
+                return scan_nft(nl, family, candidates, n_candidates, existing, ret_names, ret_jumps_ok, known);
         r = save(family, "nat", &nat);
         if (r == 0)
                 r = save(family, "filter", &filter);
@@ -126,39 +253,65 @@ int iptables_scan(uint8_t family, struct hmap *existing, char **ret_names, bool 
                 iptables_known_observe(known, "nat", nat.data, nat.len);
                 iptables_known_observe(known, "filter", filter.data, filter.len);
         }
-
-        /* Names first into one buffer, then the map over it (stable pointers). */
-        char chain[64];
         for (const char *p = nat.data; next_chain(&p, chain);)
                 if (has_owned_prefix(chain)) {
-                        buf_puts(&names, chain);
-                        buf_putc(&names, '\0');
+                        buf_puts(&store, chain);
+                        buf_putc(&store, '\0');
                 }
-        for (size_t off = 0; off < names.len; off += strlen(names.data + off) + 1)
-                hmap_put(existing, names.data + off, NULL);
-
-        *ret_jumps_ok = true;
-        for (size_t i = 0; i < ELEMENTSOF(jumps); i++) {
-                buf_clear(&line);
-                jump_text(&jumps[i], &line);
-                const struct buf *saved = strcmp(jumps[i].table, "nat") == 0 ? &nat : &filter;
-                if (!saved_has_line(saved, line.data))
-                        *ret_jumps_ok = false;
-        }
-        *ret_names = names.data ? buf_steal(&names) : NULL;
+        map_names(&store, existing);
+        *ret_names = store.data ? buf_steal(&store) : NULL;
+        *ret_jumps_ok = jumps_in("nat", NULL, &nat) && jumps_in("filter", NULL, &filter);
 out:
         buf_done(&nat);
         buf_done(&filter);
-        buf_done(&names);
-        buf_done(&line);
+        buf_done(&store);
         return r;
 }
 
-int iptables_observe(uint8_t family, struct iptables_known *known) {
+/* The chains a restore input declares in table, read into known. */
+static int observe_declared(struct nftables *nl, uint8_t family, const char *table, const char *input, size_t len,
+                            struct iptables_known *known) {
+        const char *end = input + len, *name;
+        struct buf store = BUF_INIT;
+        struct hmap found = HMAP_INIT;
+        struct iptables_line l;
+        size_t tl = strlen(table), n = 0;
+        bool in = false;
+
+        for (const char *p = input; iptables_line_next(&p, end, &l);) {
+                if (l.len > 0 && l.p[0] == '*') {
+                        in = l.len - 1 == tl && memcmp(l.p + 1, table, tl) == 0;
+                } else if (in && l.len > 1 && l.p[0] == ':') {
+                        size_t name_len = iptables_line_chain(&l, 1, &name);
+                        buf_put(&store, name, name_len);
+                        buf_putc(&store, '\0');
+                        n++;
+                }
+        }
+        const char **names = malloc((n + 1) * sizeof *names);
+        int r = -ENOMEM;
+        if (names) {
+                n = 0;
+                for (size_t off = 0; off < store.len; off += strlen(store.data + off) + 1)
+                        names[n++] = store.data + off;
+                r = read_digests(nl, family, table, names, n, &found, known);
+        }
+        nftables_names_done(&found);
+        free(names);
+        buf_done(&store);
+        return r;
+}
+
+int iptables_observe(struct nftables *nl, uint8_t family, const char *input, size_t len,
+                     struct iptables_known *known) {
         static const char *const tables[] = {"nat", "filter"};
         struct buf saved = BUF_INIT;
         int r = 0;
         for (size_t i = 0; i < ELEMENTSOF(tables) && r == 0; i++) {
+                if (nl) {
+                        r = observe_declared(nl, family, tables[i], input, len, known);
+                        continue;
+                }
                 buf_clear(&saved);
                 r = save(family, tables[i], &saved);
                 if (r == 0)
@@ -335,13 +488,6 @@ bool iptables_canary_present(uint8_t family) {
          * so it disappears only when someone flushes everything. */
         return run_iptables(family, "mangle", "-S", "KUBE-PROXY-CANARY", false, NULL, NULL) == 0;
 }
-
-static const char *const nat_fixed[] = {"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ",
-                                        "KUBE-PROXY-CANARY"};
-static const char *const filter_fixed[] = {"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD",
-                                           "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"};
-
-static const char *const mangle_fixed[] = {"KUBE-PROXY-CANARY"};
 
 const char *const *iptables_fixed_chains(const char *table, size_t *ret_n) {
         if (strcmp(table, "nat") == 0)

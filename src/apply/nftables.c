@@ -337,9 +337,10 @@ int nftables_chain_present(struct nftables *n, uint8_t family, const char *table
 /* Rule digests are of a canonical form of the expressions, so that a rule
  * as kproxy encodes it and as the kernel dumps it digest alike: attributes
  * of an expression in type order (the kernel dumps in its own order),
- * without flags or padding, and without what the kernel adds when dumping
- * (canon_default(), canon_nat()). Which attributes nest is known per
- * expression, as the kernel's dumps do not flag nests. */
+ * without flags or padding, without what the kernel adds when dumping
+ * (canon_default(), canon_nat()), and without a counter's values. Which
+ * attributes nest is known per expression, as the kernel's dumps do not
+ * flag nests. */
 #define CANON_MAX_ATTRS 16
 
 struct canon_attr {
@@ -487,6 +488,10 @@ static uint64_t canon_expr(uint64_t h, const uint8_t *p, size_t len, int depth) 
         memcpy(nm, name->p, name->len);
         nm[name->len] = '\0';
         h = fnv64(h, nm, strlen(nm) + 1);
+        /* A counter's values are traffic, not the rule (iptables-nft puts
+         * one in every rule). */
+        if (strcmp(nm, "counter") == 0)
+                return h;
         int m = data ? canon_split(data->p, data->len, a, CANON_MAX_ATTRS) : 0;
         if (m < 0)
                 return fnv64(h ^ 3, data->p, data->len);

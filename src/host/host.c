@@ -101,8 +101,9 @@ static int probe_addresses(struct host_facts *h) {
         return 0;
 }
 
-/* iptables >= 1.6.2 has --random-fully (upstream's check). */
-static bool probe_random_fully(void) {
+/* iptables >= 1.6.2 has --random-fully (upstream's check); "(nf_tables)"
+ * in its version says it is iptables-nft, whose tables netlink can read. */
+static bool probe_iptables(bool *ret_nft) {
         char *argv[] = {(char *) "iptables", (char *) "--version", NULL};
         posix_spawn_file_actions_t fa;
         char out[256] = {0};
@@ -130,6 +131,7 @@ static bool probe_random_fully(void) {
                 ;
         unsigned a = 0, b = 0, c = 0;
         const char *v = strstr(out, " v");
+        *ret_nft = strstr(out, "(nf_tables)") != NULL;
         if (!v || sscanf(v + 2, "%u.%u.%u", &a, &b, &c) < 2)
                 return false;
         return a > 1 || (a == 1 && (b > 6 || (b == 6 && c >= 2)));
@@ -225,7 +227,7 @@ int host_probe(struct host_facts *ret) {
                 for (char *p = h.hostname; *p; p++)
                         *p = (char) tolower((unsigned char) *p);
         }
-        h.random_fully = probe_random_fully();
+        h.random_fully = probe_iptables(&h.iptables_nft);
         h.nfacct = probe_nfacct();
         h.tcp_be_liberal = probe_tcp_be_liberal();
         *ret = h;

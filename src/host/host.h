@@ -4,8 +4,8 @@
  * What kproxy needs to know about the machine it programs: its interface
  * addresses (for nodePortAddresses), its hostname (the default node name),
  * and three capabilities that change the rules: iptables' --random-fully,
- * the nfacct counters, and the conntrack tcp_be_liberal sysctl. Probed once
- * at start-up, read-only; `render` lets each be overridden by a flag.
+ * the nfacct counters, and the conntrack tcp_be_liberal sysctl; and whether
+ * the iptables tools are iptables-nft. Probed once at start-up, read-only; `render` lets each be overridden by a flag.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,6 +17,7 @@ struct host_facts {
         size_t n_addrs;
         char *hostname;                 /* lower-cased */
         bool random_fully;
+        bool iptables_nft;              /* the iptables tools are iptables-nft, not legacy */
         bool nfacct;
         bool tcp_be_liberal;
 };

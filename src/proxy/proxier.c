@@ -43,7 +43,8 @@
 
 #define FULL_SYNC_PERIOD_MS (3600 * 1000)
 
-/* A full sync that wrote more chains than this reads them back at once. */
+/* A full sync that wrote more chains than this reads them back at once
+ * when reading means iptables-save (over netlink it reads only those). */
 #define KNOWN_LEARN_MIN 1000
 
 struct family_state {
@@ -57,6 +58,7 @@ struct family_state {
         bool have_hash;
         struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
         struct iptables_known *known;   /* chains the kernel holds as kproxy wrote them */
+        bool ipt_listed;        /* owned holds every owned chain the kernel may have (a full sync worked) */
 };
 
 struct proxier {
@@ -469,8 +471,18 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 bool jumps_ok = false;
                 /* One read of the tables tells both which owned chains exist
                  * and whether the jump rules are in place; only missing jumps
-                 * cost more tool runs. */
-                r = iptables_scan(f->family, &existing, &existing_names, &jumps_ok, f->known);
+                 * cost more tool runs. Over netlink, the owned chains asked
+                 * about are the ones the last full sync and the partial syncs
+                 * since wrote; all of them after a failure or at start. */
+                size_t n_candidates = 0;
+                const char **candidates = NULL;
+                if (p->nl && f->ipt_listed && !(candidates = ipt_owned_list(f->owned, &n_candidates))) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                r = iptables_scan(p->nl, f->family, candidates, n_candidates, &existing, &existing_names,
+                                  &jumps_ok, f->known);
+                free(candidates);
                 reading = realtime_s() - t0;
                 if (r < 0)
                         goto out;
@@ -507,6 +519,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 restoring = realtime_s() - t0;
                 if (r < 0) {
                         f->have_hash = false;
+                        f->ipt_listed = false;
                         iptables_delta_forget(f->delta);
                         iptables_known_forget(f->known);
                         if (by_rule > 0)
@@ -516,19 +529,23 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 iptables_delta_commit(f->delta, out.data, out.len);
                 if (full) {
                         iptables_known_commit(f->known);
-                        /* What the kernel printed for the chains just written,
-                         * read back when they are many (a first sync, a
-                         * restart); the few of a later full sync are simply
-                         * written again next time. With --state-dir also
-                         * when the table is small (the read is cheap), so
-                         * that the next process knows every chain. */
+                        f->ipt_listed = true;
+                        /* What the kernel holds for the chains just written.
+                         * Over netlink, those chains are read back. With
+                         * iptables-save, which reads whole tables, only when
+                         * they are many (a first sync, a restart; the few of
+                         * a later full sync are simply written again next
+                         * time), or with --state-dir when the table is small
+                         * (the read is cheap), so that the next process
+                         * knows every chain. */
                         char path[4096];
                         bool keep = iptables_known_file(p->cfg->state_dir, f->family, path, sizeof path);
                         size_t unlearned = iptables_known_unlearned(f->known);
                         t0 = realtime_s();
-                        if ((unlearned > KNOWN_LEARN_MIN ||
-                             (keep && unlearned > 0 && ipt_owned_chains(f->owned) <= KNOWN_LEARN_MIN)) &&
-                            iptables_observe(f->family, f->known) == 0)
+                        if (unlearned > 0 &&
+                            (p->nl || unlearned > KNOWN_LEARN_MIN ||
+                             (keep && ipt_owned_chains(f->owned) <= KNOWN_LEARN_MIN)) &&
+                            iptables_observe(p->nl, f->family, sent->data, sent->len, f->known) == 0)
                                 iptables_known_learn(f->known);
                         reading += realtime_s() - t0;
                         int q = keep ? iptables_known_save(f->known, path) : 0;
@@ -545,15 +562,18 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         /* Rendered: the top-level chains whole, and the own chains of the
          * services written (all of them in a full sync); sent: what of it
          * iptables-restore got (0 bytes: nothing changed, no restore). */
-        char read_text[64] = "";
+        char read_text[96] = "";
         if (full)
-                snprintf(read_text, sizeof read_text, ", %.0f ms reading the tables", reading * 1000);
+                snprintf(read_text, sizeof read_text, ", %.0f ms reading the tables %s", reading * 1000,
+                         p->nl ? "over nf_tables netlink" : "with iptables-save");
         log_v(2, "Reloading service iptables data: IPv%u, %zu services, %zu filter rules, %zu of %zu nat rules "
               "rendered, %zu bytes sent (%zu top-level chains changed by rule or left alone, %zu chains the "
               "kernel holds as rendered left out), %.0f ms restoring%s", f->family, model_n_services(p->model),
               s.n_filter_rules, s.n_nat_rules, s.n_nat_rules_total, sent_bytes, by_rule, kept, restoring * 1000,
               read_text);
 out:
+        if (r < 0)
+                f->ipt_listed = false;  /* whatever the kernel holds now, list it */
         iptables_names_free(&existing, existing_names);
         buf_done(&out);
         buf_done(&rewritten);
@@ -932,9 +952,17 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->fam[p->n_fam++].family = 4;
         if (o->ipv6)
                 p->fam[p->n_fam++].family = 6;
+        /* iptables-nft's tables are read over netlink, not with
+         * iptables-save (apply/iptables.h). */
+        if (p->cfg->mode == PROXY_MODE_IPTABLES && p->host.iptables_nft) {
+                int r = nftables_open(&p->nl);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to open nf_tables netlink (full syncs will read the "
+                                             "tables with iptables-save), ignoring");
+        }
         for (size_t i = 0; i < p->n_fam; i++) {
                 p->fam[i].delta = iptables_delta_new();
-                p->fam[i].known = iptables_known_new();
+                p->fam[i].known = iptables_known_new(p->nl != NULL);
                 p->fam[i].owned = ipt_owned_new();
                 if (!p->fam[i].delta || !p->fam[i].known || !p->fam[i].owned) {
                         proxier_free(p);
@@ -948,6 +976,8 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 if (r >= 0)
                         log_v(2, "Read %d IPv%u chains known to be in the kernel from %s", r, p->fam[i].family,
                               path);
+                else if (r == -ESTALE)
+                        log_v(2, "%s holds digests of the other way of reading the tables, ignoring it", path);
                 else if (r != -ENOENT)
                         log_warning_errno(r, "Failed to read %s (every chain will be written), ignoring", path);
         }

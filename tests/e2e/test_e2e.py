@@ -533,6 +533,8 @@ class E2EIptables(Suite, unittest.TestCase):
         line = [l for l in out.splitlines() if "Reloading service iptables data: IPv4" in l][0]
         m = re.search(r"(\d+) chains the kernel holds as rendered left out", line)
         self.assertIsNotNone(m, line)
+        # This machine's iptables is iptables-nft: read over netlink.
+        self.assertIn("ms reading the tables over nf_tables netlink", line)
         declared = len([l for l in before if l.startswith(":KUBE-")])
         # Every chain of kproxy's in nat but web's service chain (and the
         # filter table's few, not counted here) left out.

@@ -44,6 +44,10 @@ render_state "$tmp/state.json" "$tmp/in" >"$tmp/why" || fail_all "render failed:
 chains=$(grep -c '^:' "$tmp/in")
 sep=$(grep -o '^:KUBE-SEP-[A-Z0-9]*' "$tmp/in" | sed -n 7p | tr -d :)
 svc=$(grep -o '^:KUBE-SVC-[A-Z0-9]*' "$tmp/in" | sed -n 3p | tr -d :)
+# A TCP cluster IP and port, for a connection through the rules.
+read -r vip vport < <(sed -n 's|^-A KUBE-SERVICES .*-p tcp -d \([0-9.]*[1-9]\) --dport \([0-9]*\) -j KUBE-SVC-.*|\1 \2|p' \
+                      "$tmp/in" | head -1)
+[ -n "$vip" ] || fail_all "no TCP cluster IP in the input"
 
 
 check() {  # check NAME GOT WANT NS
@@ -65,12 +69,28 @@ check() {  # check NAME GOT WANT NS
 }
 
 ip netns exec "$C" iptables-restore -w 5 --noflush <"$tmp/in" || fail_all "fresh load failed"
-got=$(ip netns exec "$A" "$tmp/restore-known" 4 "$tmp/in") || fail_all "full syncs failed"
-check "unchanged: the second full sync writes nothing" "$got" "$chains 0 $chains" "$A"
-got=$(ip netns exec "$B" "$tmp/restore-known" 4 "$tmp/in" sh -c \
-      "iptables -t nat -A $sep -j RETURN && iptables -t nat -F $svc") || fail_all "full syncs failed"
-check "two chains changed by someone else: the second full sync writes them" "$got" \
-      "$chains 2 $((chains - 2))" "$B"
+for how in nl text; do
+    for ns in "$A" "$B"; do
+        ip netns del "$ns" && ip netns add "$ns" || fail_all "cannot recreate $ns"
+    done
+    got=$(ip netns exec "$A" "$tmp/restore-known" 4 $how "$tmp/in") || fail_all "full syncs failed ($how)"
+    check "$how: unchanged: the second full sync writes nothing" "$got" "$chains 0 $chains" "$A"
+    # A connection through a service changes only its rules' counters:
+    # nothing is written.
+    got=$(ip netns exec "$A" "$tmp/restore-known" 4 $how "$tmp/in" sh -c "
+          ip link set lo up && ip route add $vip/32 dev lo &&
+          iptables -t nat -I OUTPUT -j KUBE-SERVICES &&
+          { timeout 2 bash -c 'echo >/dev/tcp/$vip/$vport' 2>/dev/null; true; } &&
+          iptables -t nat -D OUTPUT 1 && ip route del $vip/32 dev lo &&
+          iptables-save -c -t nat | grep -q '^\[[1-9][0-9]*:[0-9]*\] -A KUBE-SEP-'") \
+          || fail_all "full syncs failed, or the connection counted nothing ($how)"
+    check "$how: counters changed by traffic: the second full sync writes nothing" "$got" \
+          "$chains 0 $chains" "$A"
+    got=$(ip netns exec "$B" "$tmp/restore-known" 4 $how "$tmp/in" sh -c \
+          "iptables -t nat -A $sep -j RETURN && iptables -t nat -F $svc") || fail_all "full syncs failed ($how)"
+    check "$how: two chains changed by someone else: the second full sync writes them" "$got" \
+          "$chains 2 $((chains - 2))" "$B"
+done
 
 echo "netns-restore-known: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

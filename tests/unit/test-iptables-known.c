@@ -38,7 +38,7 @@ static size_t sync_once(struct iptables_known *k, const char *in, const char *be
 }
 
 static void test_left_out(void) {
-        struct iptables_known *k = iptables_known_new();
+        struct iptables_known *k = iptables_known_new(false);
         struct buf out = BUF_INIT;
         CHECK(sync_once(k, input, saved, &out) == 0);           /* nothing known yet */
         CHECK_STREQ(out.data, input);
@@ -112,14 +112,14 @@ static void test_saved_across_restart(void) {
         char dir[] = "/tmp/test-known-XXXXXX", path[64];
         CHECK(mkdtemp(dir) != NULL);
         snprintf(path, sizeof path, "%s/known", dir);
-        struct iptables_known *k = iptables_known_new();
+        struct iptables_known *k = iptables_known_new(false);
         struct buf out = BUF_INIT;
         CHECK(iptables_known_load(k, path) == -ENOENT);
         CHECK(sync_once(k, input, saved, &out) == 0);
         CHECK(iptables_known_save(k, path) == 0);
         iptables_known_free(k);
 
-        k = iptables_known_new();
+        k = iptables_known_new(false);
         CHECK(iptables_known_load(k, path) == 3);
         CHECK(sync_once(k, input, saved, &out) == 3);
         CHECK_STREQ(out.data, "*nat\n:KUBE-SEP-OLD - [0:0]\n-X KUBE-SEP-OLD\nCOMMIT\n");
@@ -129,7 +129,7 @@ static void test_saved_across_restart(void) {
         char changed[sizeof saved + 64];
         snprintf(changed, sizeof changed, "%.*s-A KUBE-SEP-A -j RETURN\n%s",
                  (int) (strstr(saved, "-A KUBE-SERVICES") - saved), saved, strstr(saved, "-A KUBE-SERVICES"));
-        k = iptables_known_new();
+        k = iptables_known_new(false);
         CHECK(iptables_known_load(k, path) == 3);
         CHECK(sync_once(k, input, changed, &out) == 2);
         CHECK(strstr(out.data, "-A KUBE-SEP-A -j DNAT") != NULL);
@@ -140,7 +140,7 @@ static void test_saved_across_restart(void) {
         size_t size = file_size(path);
         CHECK(size == 8 + 8 + 3 * 24 + 8);
         for (size_t at = 0; at < size; at += 7) {
-                k = iptables_known_new();
+                k = iptables_known_new(false);
                 CHECK(sync_once(k, input, saved, &out) == 0);
                 CHECK(iptables_known_save(k, path) == 0);
                 damage(path, at, at % 2);
@@ -148,8 +148,42 @@ static void test_saved_across_restart(void) {
                 CHECK(sync_once(k, input, saved, &out) == 3);   /* what it learned itself */
                 iptables_known_free(k);
         }
-        k = iptables_known_new();
+        k = iptables_known_new(false);
         CHECK(iptables_known_save(k, "/nonexistent-dir/known") < 0);
+        iptables_known_free(k);
+        unlink(path);
+        rmdir(dir);
+        buf_done(&out);
+}
+
+/* Over netlink: one digest per chain of what nf_tables holds; a file of
+ * the other kind of digests is not read. */
+static void test_netlink_digests(void) {
+        char dir[] = "/tmp/test-known-XXXXXX", path[64];
+        CHECK(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof path, "%s/known", dir);
+        static const char *const chains[] = {"KUBE-SERVICES", "KUBE-SVC-A", "KUBE-SEP-A"};
+        struct iptables_known *k = iptables_known_new(true);
+        struct buf out = BUF_INIT;
+        for (int round = 0; round < 3; round++) {
+                buf_clear(&out);
+                for (size_t i = 0; round > 0 && i < 3; i++)
+                        iptables_known_observe_digest(k, "nat", chains[i], 0x1000 + i + (round == 2 && i == 1));
+                size_t left = iptables_known_rewrite(k, input, strlen(input), &out);
+                CHECK(left == (size_t) (round == 1 ? 3 : round == 2 ? 2 : 0));
+                iptables_known_commit(k);
+                for (size_t i = 0; i < 3; i++)
+                        iptables_known_observe_digest(k, "nat", chains[i], 0x1000 + i);
+                iptables_known_learn(k);
+        }
+        CHECK(strstr(out.data, ":KUBE-SVC-A") && !strstr(out.data, ":KUBE-SEP-A -"));
+        CHECK(iptables_known_save(k, path) == 0);
+        iptables_known_free(k);
+        k = iptables_known_new(false);
+        CHECK(iptables_known_load(k, path) == -ESTALE);
+        iptables_known_free(k);
+        k = iptables_known_new(true);
+        CHECK(iptables_known_load(k, path) == 3);
         iptables_known_free(k);
         unlink(path);
         rmdir(dir);
@@ -158,6 +192,7 @@ static void test_saved_across_restart(void) {
 
 int main(void) {
         TEST_RUN(test_left_out);
+        TEST_RUN(test_netlink_digests);
         TEST_RUN(test_saved_across_restart);
         TEST_DONE();
 }
