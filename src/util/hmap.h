@@ -34,6 +34,7 @@ struct hmap {
         size_t used;            /* live + tombstones */
         uint32_t key_off;
         uint8_t keys;           /* enum hmap_keys */
+        uint32_t salt;          /* odd, this map's own: set when it first grows */
 };
 
 #define HMAP_INIT {NULL, NULL, 0, 0, 0, 0, HMAP_KEYS_OWN}

@@ -178,9 +178,47 @@ static void test_multi(void) {
         CHECK(hmap_next_of(&m, keys[0], &it) == NULL && hmap_remove_value(&m, keys[0], &objs[0]) == 0);
 }
 
+/* The longest run of occupied slots (a lookup's worst walk). */
+static size_t longest_run(const struct hmap *m) {
+        size_t best = 0, run = 0;
+        for (size_t i = 0; i < 2 * m->cap; i++) {
+                run = m->tags[i % m->cap] >= 2 ? run + 1 : 0;
+                if (run > best)
+                        best = run;
+        }
+        return best > m->cap ? m->cap : best;
+}
+
+/* Keys walked out of one map into another arrive in the first map's slot
+ * order; the second must not pile them up (each map has its own order of
+ * home slots). */
+static void test_copy_in_walk_order(void) {
+        struct hmap a = HMAP_INIT, b = HMAP_INIT;
+        const char *k;
+        for (int i = 0; i < N; i++) {
+                snprintf(keys[i], sizeof keys[i], "KUBE-SEP-%08dX", i * 7919);
+                hmap_put(&a, keys[i], keys[i]);
+        }
+        /* Halfway is where a shared order hurts most: the keys so far all
+         * have the first half of the homes, and the map is half the size. */
+        size_t run_b = 0;
+        for (size_t i = 0; hmap_next(&a, &i, &k, NULL);) {
+                CHECK(hmap_put(&b, k, (void *) k) == NULL);
+                if (b.len == N / 2)
+                        run_b = longest_run(&b);
+        }
+        CHECK(b.len == N);
+        size_t run_a = longest_run(&a);
+        printf("longest runs: %zu filled in order, %zu half copied in walk order\n", run_a, run_b);
+        CHECK(run_b < 200);
+        hmap_done(&a);
+        hmap_done(&b);
+}
+
 int main(void) {
         TEST_RUN(test_against_array);
         TEST_RUN(test_multi);
         TEST_RUN(test_keyed);
+        TEST_RUN(test_copy_in_walk_order);
         TEST_DONE();
 }
