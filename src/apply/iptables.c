@@ -59,12 +59,10 @@ static const struct jump jumps[] = {
         {"filter", "OUTPUT", "KUBE-FIREWALL", a_none},
 };
 
-
 static const char *const nat_fixed[] = {"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ",
                                         "KUBE-PROXY-CANARY"};
 static const char *const filter_fixed[] = {"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD",
                                            "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"};
-
 static const char *const mangle_fixed[] = {"KUBE-PROXY-CANARY"};
 
 /* "-A BUILTIN args -j TARGET" as iptables-save prints it. */
