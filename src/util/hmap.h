@@ -37,11 +37,11 @@ struct hmap {
         uint32_t salt;          /* odd, this map's own: set when it first grows */
 };
 
-#define HMAP_INIT {NULL, NULL, 0, 0, 0, 0, HMAP_KEYS_OWN}
-#define HMAP_INIT_KEYED(type, field) {NULL, NULL, 0, 0, 0, offsetof(type, field), HMAP_KEYS_FIELD}
-#define HMAP_INIT_KEY_ARRAY(type, field) {NULL, NULL, 0, 0, 0, offsetof(type, field), HMAP_KEYS_ARRAY}
+#define HMAP_INIT {NULL, NULL, 0, 0, 0, 0, HMAP_KEYS_OWN, 0}
+#define HMAP_INIT_KEYED(type, field) {NULL, NULL, 0, 0, 0, offsetof(type, field), HMAP_KEYS_FIELD, 0}
+#define HMAP_INIT_KEY_ARRAY(type, field) {NULL, NULL, 0, 0, 0, offsetof(type, field), HMAP_KEYS_ARRAY, 0}
 /* A set of strings: each value is its own key. */
-#define HMAP_INIT_STRINGS {NULL, NULL, 0, 0, 0, 0, HMAP_KEYS_ARRAY}
+#define HMAP_INIT_STRINGS {NULL, NULL, 0, 0, 0, 0, HMAP_KEYS_ARRAY, 0}
 
 void *hmap_get(const struct hmap *m, const char *key);
 /* Inserts or replaces; returns the previous value (or NULL). Aborts on OOM. */
