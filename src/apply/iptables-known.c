@@ -136,7 +136,8 @@ void iptables_known_observe(struct iptables_known *k, const char *table, const c
 static void obs_fold(struct iptables_known *k) {
         if (k->obs_sorted)
                 return;
-        qsort(k->obs, k->n_obs, sizeof *k->obs, cmp_seen);
+        if (k->n_obs)
+                qsort(k->obs, k->n_obs, sizeof *k->obs, cmp_seen);
         size_t w = 0;
         for (size_t i = 0; i < k->n_obs;) {
                 struct seen s = {.id = k->obs[i].id, .digest = FNV64_INIT};
