@@ -140,63 +140,122 @@ static void map_names(const struct buf *store, struct hmap *out) {
                 hmap_put(out, store->data + off, NULL);
 }
 
-/* The digests of the named chains of a table that exist, into found
- * (name -> struct nftables_chain_digest) and known. A dump the table's
- * changes interrupted is tried again. */
+/* Reads the digests of the named chains of a table that exist into known,
+ * and moves them into found (name -> struct nftables_chain_digest); fn
+ * (may be NULL) gets the chains their rules jump or go to. A dump the
+ * table's changes interrupted is tried again. */
 static int read_digests(struct nftables *nl, uint8_t family, const char *table, const char *const *names, size_t n,
-                        struct hmap *found, struct iptables_known *known) {
+                        nftables_target_fn fn, void *userdata, struct hmap *found, struct iptables_known *known) {
+        struct hmap got = HMAP_INIT;
         int r = -EINTR;
         for (int attempt = 0; attempt < 3 && r == -EINTR; attempt++) {
-                nftables_names_done(found);
-                r = nftables_rule_digests(nl, family, table, names, n, found);
+                nftables_names_done(&got);
+                r = nftables_rule_digests_walk(nl, family, table, names, n, &got, fn, userdata);
         }
+        const char *k;
+        void *v;
+        for (size_t i = 0; r == 0 && hmap_next(&got, &i, &k, &v);) {
+                if (known)
+                        iptables_known_observe_digest(known, table, k,
+                                                      ((const struct nftables_chain_digest *) v)->digest);
+                free(hmap_put(found, ((struct nftables_chain_digest *) v)->name, v));
+        }
+        if (r == 0)
+                hmap_done(&got);        /* its values now belong to found */
+        else
+                nftables_names_done(&got);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the IPv%u %s chains over nf_tables netlink", family,
                                        table);
-        const char *k;
-        void *v;
-        for (size_t i = 0; known && hmap_next(found, &i, &k, &v);)
-                iptables_known_observe_digest(known, table, k, ((const struct nftables_chain_digest *) v)->digest);
         return 0;
 }
 
+/* The chains of the jump graph not asked about yet: a set of names
+ * (owned), and the next round's. */
+struct walk {
+        struct hmap seen;
+        const char **next;
+        size_t n_next, cap_next;
+};
+
+static void walk_add(const char *chain, void *userdata) {
+        struct walk *w = userdata;
+        if (hmap_get(&w->seen, chain))
+                return;
+        char *name = strdup(chain);
+        if (!name)
+                abort();
+        hmap_put(&w->seen, name, name);
+        if (w->n_next == w->cap_next) {
+                w->cap_next = w->cap_next ? 2 * w->cap_next : 64;
+                w->next = realloc(w->next, w->cap_next * sizeof *w->next);
+                if (!w->next)
+                        abort();
+        }
+        w->next[w->n_next++] = name;
+}
+
+/* In nat, the built-in chains, and what other node agents keep there that
+ * no rule jumps to (kubelet's canary). */
+static const char *const nat_builtin[] = {"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING", "KUBE-KUBELET-CANARY"};
+
 /* The netlink side of iptables_scan(). */
-static int scan_nft(struct nftables *nl, uint8_t family, const char *const *candidates, size_t n_candidates,
-                    struct hmap *existing, char **ret_names, bool *ret_jumps_ok, struct iptables_known *known) {
-        struct hmap listed = HMAP_INIT, found = HMAP_INIT;
+static int scan_nft(struct nftables *nl, uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
+                    struct iptables_known *known) {
+        struct hmap found = HMAP_INIT, listed = HMAP_INIT;
+        struct walk w = {.seen = HMAP_INIT};
         struct buf store = BUF_INIT;
-        const char **names = NULL;
-        const char *k;
-        size_t n = 0;
+        const char **level = NULL, *k;
+        uint32_t use = 0;
         int r = 0;
 
-        if (!candidates) {
-                /* Nothing says which owned chains may exist: list them all. */
+        /* nat: the jump graph from the built-in and fixed chains, a round
+         * of rule dumps per depth: every chain anything jumps to. */
+        for (size_t i = 0; i < ELEMENTSOF(nat_builtin); i++)
+                walk_add(nat_builtin[i], &w);
+        for (size_t i = 0; i < ELEMENTSOF(nat_fixed); i++)
+                walk_add(nat_fixed[i], &w);
+        while (r == 0 && w.n_next > 0) {
+                size_t n = w.n_next;
+                free(level);
+                level = w.next;
+                w.next = NULL;
+                w.n_next = w.cap_next = 0;
+                r = read_digests(nl, family, "nat", level, n, walk_add, &w, &found, known);
+        }
+        if (r < 0)
+                goto out;
+        /* A chain nothing jumps to, left by a failed sync or made by someone
+         * else, shows as one more chain in the table than were found: then
+         * list them all (a dump the kernel walks from the first chain for
+         * every message: seconds at 20k services). */
+        r = nftables_table_use(nl, family, "nat", &use);
+        if (r == -ENOENT)
+                r = 0;
+        if (r < 0)
+                goto out;
+        if (use != found.len) {
+                log_v(2, "IPv%u nat holds %u chains, %u reached by jumps: listing them", family, use,
+                      (unsigned) found.len);
                 r = nftables_list(nl, family, "nat", &listed, NULL);
                 if (r == -ENOENT)
                         r = 0;
-                else if (r < 0)
+                if (r < 0)
                         goto out;
-                n_candidates = listed.len;
-        }
-        names = malloc((n_candidates + ELEMENTSOF(nat_fixed) + 1) * sizeof *names);
-        if (!names) {
-                r = -ENOMEM;
-                goto out;
-        }
-        if (candidates) {
-                for (size_t i = 0; i < n_candidates; i++)
-                        names[n++] = candidates[i];
-        } else {
+                size_t n = 0;
+                free(level);
+                level = malloc((listed.len + 1) * sizeof *level);
+                if (!level) {
+                        r = -ENOMEM;
+                        goto out;
+                }
                 for (size_t i = 0; hmap_next(&listed, &i, &k, NULL);)
-                        if (has_owned_prefix(k))
-                                names[n++] = k;
+                        if (has_owned_prefix(k) && !hmap_get(&found, k))
+                                level[n++] = k;
+                r = read_digests(nl, family, "nat", level, n, NULL, NULL, &found, known);
+                if (r < 0)
+                        goto out;
         }
-        for (size_t i = 0; i < ELEMENTSOF(nat_fixed); i++)
-                names[n++] = nat_fixed[i];
-        r = read_digests(nl, family, "nat", names, n, &found, known);
-        if (r < 0)
-                goto out;
         for (size_t i = 0; hmap_next(&found, &i, &k, NULL);)
                 if (has_owned_prefix(k)) {
                         buf_puts(&store, k);
@@ -204,7 +263,7 @@ static int scan_nft(struct nftables *nl, uint8_t family, const char *const *cand
                 }
         map_names(&store, existing);
         *ret_names = store.data ? buf_steal(&store) : NULL;
-        r = read_digests(nl, family, "filter", filter_fixed, ELEMENTSOF(filter_fixed), &found, known);
+        r = read_digests(nl, family, "filter", filter_fixed, ELEMENTSOF(filter_fixed), NULL, NULL, &found, known);
         if (r < 0)
                 goto out;
 
@@ -226,22 +285,24 @@ static int scan_nft(struct nftables *nl, uint8_t family, const char *const *cand
                 buf_done(&listing);
         }
 out:
-        free(names);
+        free(level);
+        free(w.next);
         buf_done(&store);
+        nftables_names_done(&w.seen);
         nftables_names_done(&found);
         nftables_names_done(&listed);
         return r;
 }
 
-int iptables_scan(struct nftables *nl, uint8_t family, const char *const *candidates, size_t n_candidates,
-                  struct hmap *existing, char **ret_names, bool *ret_jumps_ok, struct iptables_known *known) {
+int iptables_scan(struct nftables *nl, uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
+                  struct iptables_known *known) {
         struct buf nat = BUF_INIT, filter = BUF_INIT, store = BUF_INIT;
         char chain[64];
         int r;
 
         *ret_names = NULL;
         if (nl)
-                return scan_nft(nl, family, candidates, n_candidates, existing, ret_names, ret_jumps_ok, known);
+                return scan_nft(nl, family, existing, ret_names, ret_jumps_ok, known);
         r = save(family, "nat", &nat);
         if (r == 0)
                 r = save(family, "filter", &filter);
@@ -292,7 +353,7 @@ static int observe_declared(struct nftables *nl, uint8_t family, const char *tab
                 n = 0;
                 for (size_t off = 0; off < store.len; off += strlen(store.data + off) + 1)
                         names[n++] = store.data + off;
-                r = read_digests(nl, family, table, names, n, &found, known);
+                r = read_digests(nl, family, table, names, n, NULL, NULL, &found, known);
         }
         nftables_names_done(&found);
         free(names);

@@ -20,18 +20,20 @@ struct hmap;
  * KUBE-SEP-), and *ret_jumps_ok with whether every jump rule from the
  * built-in chains is in place; passes what it read to known (may be NULL).
  *
- * With nl (the tools are iptables-nft), over nf_tables netlink: of the nat
- * chains, the candidates (the owned chains kproxy may have left; NULL: all
- * the kernel lists, a dump that costs it a walk of the family's chains per
- * message, seconds at 20k services) and the fixed ones, and filter's fixed
- * chains, one rule dump each (linear: 4 s at 20k services x 10 endpoints,
- * where iptables-save takes 15 s); the jump rules from `iptables -S` of
- * each built-in chain. Without nl: iptables-save of nat and filter.
+ * With nl (the tools are iptables-nft), over nf_tables netlink, one rule
+ * dump per chain (linear: 4 s at 20k services x 10 endpoints, where
+ * iptables-save takes 15 s): in nat, the jump graph from the built-in and
+ * fixed chains, depth by depth; if the table holds more chains than that
+ * reached (one nothing jumps to: a failed sync's, someone else's), every
+ * owned chain it lists too (a dump that costs the kernel a walk of the
+ * family's chains per message, seconds at 20k); filter's fixed chains;
+ * the jump rules from `iptables -S` of each built-in chain. Without nl:
+ * iptables-save of nat and filter.
  * Returns 0 or -errno (a read failed). */
 struct iptables_known;
 struct nftables;
-int iptables_scan(struct nftables *nl, uint8_t family, const char *const *candidates, size_t n_candidates,
-                  struct hmap *existing, char **ret_names, bool *ret_jumps_ok, struct iptables_known *known);
+int iptables_scan(struct nftables *nl, uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
+                  struct iptables_known *known);
 /* What the kernel holds after input (a restore input) was applied, into
  * known: with nl, the chains input declares; without, the nat and filter
  * tables whole (iptables-save). Returns 0 or -errno. */

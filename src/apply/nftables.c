@@ -678,7 +678,54 @@ static int probe_chains(struct nftables *nft, uint8_t family, const char *table,
 struct rules_dump {
         uint32_t seq;
         struct nftables_chain_digest *d;
+        nftables_target_fn fn;
+        void *userdata;
 };
+
+/* The chain of an immediate jump or goto: NFTA_IMMEDIATE_DATA's verdict. */
+static const char *verdict_chain(const struct nlattr *data) {
+        const struct nlattr *a, *v, *chain = NULL;
+        uint32_t code = 0;
+        mnl_attr_for_each_nested(a, data) {
+                if (mnl_attr_get_type(a) != NFTA_DATA_VERDICT)
+                        continue;
+                mnl_attr_for_each_nested(v, a) {
+                        if (mnl_attr_get_type(v) == NFTA_VERDICT_CODE && mnl_attr_get_payload_len(v) == 4)
+                                code = ntohl(mnl_attr_get_u32(v));
+                        else if (mnl_attr_get_type(v) == NFTA_VERDICT_CHAIN &&
+                                 mnl_attr_validate(v, MNL_TYPE_NUL_STRING) == 0)
+                                chain = v;
+                }
+        }
+        return chain && ((int32_t) code == NFT_JUMP || (int32_t) code == NFT_GOTO) ? mnl_attr_get_str(chain)
+                                                                                   : NULL;
+}
+
+void nftables_rule_targets(const struct nlmsghdr *nlh, nftables_target_fn fn, void *userdata) {
+        const struct nlattr *a, *el, *e, *x;
+        mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+                if (mnl_attr_get_type(a) != NFTA_RULE_EXPRESSIONS)
+                        continue;
+                mnl_attr_for_each_nested(el, a) {
+                        const struct nlattr *name = NULL, *data = NULL;
+                        mnl_attr_for_each_nested(e, el) {
+                                if (mnl_attr_get_type(e) == NFTA_EXPR_NAME &&
+                                    mnl_attr_validate(e, MNL_TYPE_NUL_STRING) == 0)
+                                        name = e;
+                                else if (mnl_attr_get_type(e) == NFTA_EXPR_DATA)
+                                        data = e;
+                        }
+                        if (!name || !data || strcmp(mnl_attr_get_str(name), "immediate") != 0)
+                                continue;
+                        mnl_attr_for_each_nested(x, data) {
+                                const char *chain = mnl_attr_get_type(x) == NFTA_IMMEDIATE_DATA ? verdict_chain(x)
+                                                                                              : NULL;
+                                if (chain)
+                                        fn(chain, userdata);
+                        }
+                }
+        }
+}
 
 static int on_rule(const struct nlmsghdr *nlh, void *ctx) {
         struct rules_dump *rd = ctx;
@@ -690,26 +737,34 @@ static int on_rule(const struct nlmsghdr *nlh, void *ctx) {
                 return 1;
         if (nlh->nlmsg_type == NLMSG_ERROR)
                 return reply_error(nlh);        /* 0: an acknowledgement */
-        if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWRULE)
+        if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWRULE) {
                 rd->d->digest = nftables_rule_msg_digest(rd->d->digest, nlh);
+                if (rd->fn)
+                        nftables_rule_targets(nlh, rd->fn, rd->userdata);
+        }
         return 0;
 }
 
 /* The rules of one chain, folded into d (a dump on n's probe socket). */
 static int probe_rules(struct nftables *nft, uint8_t family, const char *table, const char *name,
-                       struct nftables_chain_digest *d, char *rbuf) {
+                       struct nftables_chain_digest *d, char *rbuf, nftables_target_fn fn, void *userdata) {
         char buf[128 + NFT_CHAIN_MAXNAMELEN];
         struct nlmsghdr *req = request(nft, buf, NFT_MSG_GETRULE, NLM_F_DUMP, family);
         mnl_attr_put_strz(req, NFTA_RULE_TABLE, table);
         mnl_attr_put_strz(req, NFTA_RULE_CHAIN, name);
         if (mnl_socket_sendto(nft->probe, req, req->nlmsg_len) < 0)
                 return -errno;
-        struct rules_dump rd = {req->nlmsg_seq, d};
+        struct rules_dump rd = {req->nlmsg_seq, d, fn, userdata};
         return read_replies(nft->probe, rbuf, on_rule, &rd);
 }
 
 int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table, const char *const *names,
                           size_t n_names, struct hmap *ret) {
+        return nftables_rule_digests_walk(n, family, table, names, n_names, ret, NULL, NULL);
+}
+
+int nftables_rule_digests_walk(struct nftables *n, uint8_t family, const char *table, const char *const *names,
+                               size_t n_names, struct hmap *ret, nftables_target_fn fn, void *userdata) {
         _cleanup_free_ char *rbuf = malloc(PROBE_RECV_BUF);
         uint64_t spec[PROBE_ROUND];
         int r = 0;
@@ -748,7 +803,7 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table,
                         d->spec = spec[i];
                         strcpy(d->name, name);
                         free(hmap_put(ret, d->name, d));
-                        r = probe_rules(n, family, table, name, d, rbuf);
+                        r = probe_rules(n, family, table, name, d, rbuf, fn, userdata);
                 }
         }
         if (r < 0) {

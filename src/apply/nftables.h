@@ -15,6 +15,7 @@
 
 struct nftmsg;
 struct hmap;
+struct nlmsghdr;
 struct nftables;
 
 int nftables_open(struct nftables **ret);
@@ -59,6 +60,13 @@ struct nftables_chain_digest {
 };
 int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table, const char *const *names,
                           size_t n_names, struct hmap *ret);
+/* The same, also calling fn for each chain a rule of the chains read jumps
+ * or goes to (once per such rule; fn may be NULL). */
+typedef void (*nftables_target_fn)(const char *chain, void *userdata);
+int nftables_rule_digests_walk(struct nftables *n, uint8_t family, const char *table, const char *const *names,
+                               size_t n_names, struct hmap *ret, nftables_target_fn fn, void *userdata);
+/* Calls fn for each chain a rule message's immediate verdicts jump or go to. */
+void nftables_rule_targets(const struct nlmsghdr *nlh, nftables_target_fn fn, void *userdata);
 /* The digest of one rule message (NFT_MSG_NEWRULE: its expressions and
  * user data), as kproxy sends it or the kernel dumps it, folded into h
  * (start with NFTABLES_DIGEST_INIT). Of a canonical form: nested
@@ -67,7 +75,6 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table,
  * the kernel adds to a dump; so a rule as kproxy encodes it and as the
  * kernel dumps it have one digest when they are the same rule. */
 #define NFTABLES_DIGEST_INIT FNV64_INIT
-struct nlmsghdr;
 uint64_t nftables_rule_msg_digest(uint64_t h, const struct nlmsghdr *nlh);
 /* What a chain message (NFT_MSG_NEWCHAIN, kproxy's or the kernel's reply)
  * says of the chain itself: 1 for a regular chain, else a digest of its

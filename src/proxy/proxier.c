@@ -58,7 +58,6 @@ struct family_state {
         bool have_hash;
         struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
         struct iptables_known *known;   /* chains the kernel holds as kproxy wrote them */
-        bool ipt_listed;        /* owned holds every owned chain the kernel may have (a full sync worked) */
 };
 
 struct proxier {
@@ -471,18 +470,8 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 bool jumps_ok = false;
                 /* One read of the tables tells both which owned chains exist
                  * and whether the jump rules are in place; only missing jumps
-                 * cost more tool runs. Over netlink, the owned chains asked
-                 * about are the ones the last full sync and the partial syncs
-                 * since wrote; all of them after a failure or at start. */
-                size_t n_candidates = 0;
-                const char **candidates = NULL;
-                if (p->nl && f->ipt_listed && !(candidates = ipt_owned_list(f->owned, &n_candidates))) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-                r = iptables_scan(p->nl, f->family, candidates, n_candidates, &existing, &existing_names,
-                                  &jumps_ok, f->known);
-                free(candidates);
+                 * cost more tool runs. */
+                r = iptables_scan(p->nl, f->family, &existing, &existing_names, &jumps_ok, f->known);
                 reading = realtime_s() - t0;
                 if (r < 0)
                         goto out;
@@ -519,7 +508,6 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 restoring = realtime_s() - t0;
                 if (r < 0) {
                         f->have_hash = false;
-                        f->ipt_listed = false;
                         iptables_delta_forget(f->delta);
                         iptables_known_forget(f->known);
                         if (by_rule > 0)
@@ -529,7 +517,6 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 iptables_delta_commit(f->delta, out.data, out.len);
                 if (full) {
                         iptables_known_commit(f->known);
-                        f->ipt_listed = true;
                         /* What the kernel holds for the chains just written.
                          * Over netlink, those chains are read back. With
                          * iptables-save, which reads whole tables, only when
@@ -572,8 +559,6 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
               s.n_filter_rules, s.n_nat_rules, s.n_nat_rules_total, sent_bytes, by_rule, kept, restoring * 1000,
               read_text);
 out:
-        if (r < 0)
-                f->ipt_listed = false;  /* whatever the kernel holds now, list it */
         iptables_names_free(&existing, existing_names);
         buf_done(&out);
         buf_done(&rewritten);

@@ -99,22 +99,6 @@ size_t ipt_owned_rules(const struct ipt_owned *o) {
         return o ? o->n_rules : 0;
 }
 
-const char **ipt_owned_list(const struct ipt_owned *o, size_t *ret_n) {
-        size_t n = 0, cap = 0;
-        void *v;
-        for (size_t i = 0; o && hmap_next(&o->svcs, &i, NULL, &v);)
-                cap += ((const struct owned_svc *) v)->n_names;
-        const char **names = malloc((cap + 1) * sizeof *names);
-        for (size_t i = 0; names && o && hmap_next(&o->svcs, &i, NULL, &v);) {
-                const struct owned_svc *s = v;
-                const char *q = owned_names(s);
-                for (uint32_t j = 0; j < s->n_names; j++, q += strlen(q) + 1)
-                        names[n++] = q;
-        }
-        *ret_n = n;
-        return names;
-}
-
 static void comment(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void comment(struct buf *b, const char *fmt, ...) {
         char text[SPN_MAX + 128];

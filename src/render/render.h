@@ -71,9 +71,6 @@ void ipt_owned_free(struct ipt_owned *o);
 /* Chains and rules held, over all services. */
 size_t ipt_owned_chains(const struct ipt_owned *o);
 size_t ipt_owned_rules(const struct ipt_owned *o);
-/* Every chain name held, into a new array (free() it; NULL without memory)
- * of pointers into o, valid until o changes. */
-const char **ipt_owned_list(const struct ipt_owned *o, size_t *ret_n);
 
 /* What a sync asks of the iptables renderer beyond the full ruleset. */
 struct render_ipt_sync {

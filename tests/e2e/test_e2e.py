@@ -513,6 +513,23 @@ class E2EIptables(Suite, unittest.TestCase):
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {})
 
+    def test_12c1_unreferenced_owned_chain_is_deleted(self):
+        # An owned chain nothing jumps to (a failed sync's, or someone
+        # else's) is not on the jump graph kproxy reads; the table's chain
+        # count gives it away, and the full sync lists the chains and
+        # deletes it, as upstream's would.
+        lab = self.lab
+        lab.run(["iptables", "-t", "nat", "-N", "KUBE-SEP-UNREFERENCED0001"], ns="n1")
+        lab.run(["iptables", "-t", "nat", "-A", "KUBE-SEP-UNREFERENCED0001", "-j", "RETURN"], ns="n1")
+        mark = len(lab.kproxy_output())
+        lab.run(["iptables", "-t", "mangle", "-X", "KUBE-PROXY-CANARY"], ns="n1")
+        lab.wait_rules("the stray chain deleted by the full resync",
+                       lambda nat: "KUBE-SEP-UNREFERENCED0001" not in nat, timeout=20)
+        out = lab.kproxy_output()[mark:]
+        self.assertIn("canary is gone", out)
+        self.assertRegex(out, r"IPv4 nat holds \d+ chains, \d+ reached by jumps: listing them")
+        self.assertEqual(lab.targets("default/web", "p"), self.eps("a1", "a2"))
+
     def test_12c2_restart_writes_only_what_changed(self):
         # With --state-dir, a restarted kproxy knows which chains the kernel
         # still holds as the last process wrote them, and writes only the
