@@ -45,6 +45,7 @@ struct nftables {
         uint32_t seq;           /* for dumps and single requests */
         size_t sndbuf;
         struct mnl_socket *probe;       /* nftables_rule_digests()'s, opened on first use */
+        size_t probe_read;              /* its reads, the size of the kernel's dump messages; 0: default */
 };
 
 struct nftables_monitor {
@@ -569,14 +570,14 @@ static int reply_error(const struct nlmsghdr *nlh) {
  * the queue's size, raised to PROBE_RCVBUF where allowed. */
 #define PROBE_ROUND 128
 #define PROBE_RCVBUF (4 * 1024 * 1024)
-#define PROBE_RECV_BUF 8192     /* also the size of the kernel's dump messages */
+#define PROBE_RECV_BUF 8192     /* the default of probe_read */
 
 /* Reads replies until fn, called for each message, says it has seen the
  * last (1) or fails (-errno). */
-static int read_replies(struct mnl_socket *nl, char *rbuf, int (*fn)(const struct nlmsghdr *nlh, void *ctx),
+static int read_replies(const struct nftables *nft, char *rbuf, int (*fn)(const struct nlmsghdr *nlh, void *ctx),
                         void *ctx) {
         for (;;) {
-                ssize_t len = mnl_socket_recvfrom(nl, rbuf, PROBE_RECV_BUF);
+                ssize_t len = mnl_socket_recvfrom(nft->probe, rbuf, nft->probe_read);
                 if (len < 0)
                         return -errno;
                 int left = (int) len;
@@ -672,7 +673,7 @@ static int probe_chains(struct nftables *nft, uint8_t family, const char *table,
         if (mnl_socket_sendto(nft->probe, buf, off) < 0)
                 return -errno;
         struct lookups l = {seq0, n, n, spec};
-        return read_replies(nft->probe, rbuf, on_lookup, &l);
+        return read_replies(nft, rbuf, on_lookup, &l);
 }
 
 struct rules_dump {
@@ -755,7 +756,7 @@ static int probe_rules(struct nftables *nft, uint8_t family, const char *table, 
         if (mnl_socket_sendto(nft->probe, req, req->nlmsg_len) < 0)
                 return -errno;
         struct rules_dump rd = {req->nlmsg_seq, d, fn, userdata};
-        return read_replies(nft->probe, rbuf, on_rule, &rd);
+        return read_replies(nft, rbuf, on_rule, &rd);
 }
 
 int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table, const char *const *names,
@@ -765,7 +766,9 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table,
 
 int nftables_rule_digests_walk(struct nftables *n, uint8_t family, const char *table, const char *const *names,
                                size_t n_names, struct hmap *ret, nftables_target_fn fn, void *userdata) {
-        _cleanup_free_ char *rbuf = malloc(PROBE_RECV_BUF);
+        if (!n->probe_read)
+                n->probe_read = PROBE_RECV_BUF;
+        _cleanup_free_ char *rbuf = malloc(n->probe_read);
         uint64_t spec[PROBE_ROUND];
         int r = 0;
 
@@ -812,6 +815,11 @@ int nftables_rule_digests_walk(struct nftables *n, uint8_t family, const char *t
                 n->probe = NULL;
         }
         return r;
+}
+
+void nftables_set_dump_messages(struct nftables *n, size_t bytes) {
+        if (!n->probe)
+                n->probe_read = bytes;
 }
 
 void nftables_names_done(struct hmap *names) {

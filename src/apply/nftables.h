@@ -65,6 +65,15 @@ int nftables_rule_digests(struct nftables *n, uint8_t family, const char *table,
 typedef void (*nftables_target_fn)(const char *chain, void *userdata);
 int nftables_rule_digests_walk(struct nftables *n, uint8_t family, const char *table, const char *const *names,
                                size_t n_names, struct hmap *ret, nftables_target_fn fn, void *userdata);
+/* The size of the messages nftables_rule_digests() reads (the kernel
+ * sizes its dump messages by the largest read on the socket, up to 32 KB):
+ * 8 KB unless set before the first call. Within one chain a dump costs the
+ * kernel a walk past the rules already sent for every message: iptables
+ * mode's top-level chains, a rule per service port, read in 32 KB took
+ * less than half as long as in 8 KB (0.20 s against 0.45 s at 20k
+ * services), and the whole table 3.3 s against 3.8 s; nftables mode's
+ * small chains read as fast or slightly faster in 8 KB. */
+void nftables_set_dump_messages(struct nftables *n, size_t bytes);
 /* Calls fn for each chain a rule message's immediate verdicts jump or go to. */
 void nftables_rule_targets(const struct nlmsghdr *nlh, nftables_target_fn fn, void *userdata);
 /* The digest of one rule message (NFT_MSG_NEWRULE: its expressions and

@@ -944,6 +944,8 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 if (r < 0)
                         log_warning_errno(r, "Failed to open nf_tables netlink (full syncs will read the "
                                              "tables with iptables-save), ignoring");
+                else
+                        nftables_set_dump_messages(p->nl, 32768);
         }
         for (size_t i = 0; i < p->n_fam; i++) {
                 p->fam[i].delta = iptables_delta_new();
