@@ -345,8 +345,9 @@ void iptables_known_free(struct iptables_known *k) {
         free(k);
 }
 
-/* --- the file: "KPIPTKN1" (text digests) or "KPIPTKN2" (netlink), the entry count, the entries (three 64-bit
- * words each, little-endian, sorted by id), an FNV-1a of all before it --- */
+/* --- the file: "KPIPTKN1" (iptables-save text digests) or "KPIPTKN2"
+ * (netlink digests), the entry count, the entries (three 64-bit words each,
+ * little-endian, sorted by id), an FNV-1a of all before it --- */
 
 bool iptables_known_file(const char *state_dir, unsigned family, char *out, size_t len) {
         return state_dir && *state_dir &&

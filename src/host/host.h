@@ -5,7 +5,8 @@
  * addresses (for nodePortAddresses), its hostname (the default node name),
  * and three capabilities that change the rules: iptables' --random-fully,
  * the nfacct counters, and the conntrack tcp_be_liberal sysctl; and whether
- * the iptables tools are iptables-nft. Probed once at start-up, read-only; `render` lets each be overridden by a flag.
+ * the iptables tools are iptables-nft. Probed once at start-up, read-only;
+ * `render` lets each be overridden by a flag.
  */
 #include <stdbool.h>
 #include <stddef.h>
