@@ -133,11 +133,18 @@ static bool jumps_in(const char *table, const char *builtin, const struct buf *s
         return ok;
 }
 
-/* Names (each NUL-terminated, one after the other in store) as a map over
- * store, which must not change while the map is used. */
-static void map_names(const struct buf *store, struct hmap *out) {
+/* Appends a name, NUL-terminated, to store. */
+static void put_name(struct buf *store, const char *name, size_t len) {
+        buf_put(store, name, len);
+        buf_putc(store, '\0');
+}
+
+/* The names put in store as a map over them; returns store's data, which
+ * the map's keys point into (free() it after the map; NULL if empty). */
+static char *map_names(struct buf *store, struct hmap *out) {
         for (size_t off = 0; off < store->len; off += strlen(store->data + off) + 1)
                 hmap_put(out, store->data + off, NULL);
+        return store->data ? buf_steal(store) : NULL;
 }
 
 /* Reads the digests of the named chains of a table that exist into known,
@@ -257,12 +264,9 @@ static int scan_nft(struct nftables *nl, uint8_t family, struct hmap *existing, 
                         goto out;
         }
         for (size_t i = 0; hmap_next(&found, &i, &k, NULL);)
-                if (has_owned_prefix(k)) {
-                        buf_puts(&store, k);
-                        buf_putc(&store, '\0');
-                }
-        map_names(&store, existing);
-        *ret_names = store.data ? buf_steal(&store) : NULL;
+                if (has_owned_prefix(k))
+                        put_name(&store, k, strlen(k));
+        *ret_names = map_names(&store, existing);
         r = read_digests(nl, family, "filter", filter_fixed, ELEMENTSOF(filter_fixed), NULL, NULL, &found, known);
         if (r < 0)
                 goto out;
@@ -313,12 +317,9 @@ int iptables_scan(struct nftables *nl, uint8_t family, struct hmap *existing, ch
                 iptables_known_observe(known, "filter", filter.data, filter.len);
         }
         for (const char *p = nat.data; next_chain(&p, chain);)
-                if (has_owned_prefix(chain)) {
-                        buf_puts(&store, chain);
-                        buf_putc(&store, '\0');
-                }
-        map_names(&store, existing);
-        *ret_names = store.data ? buf_steal(&store) : NULL;
+                if (has_owned_prefix(chain))
+                        put_name(&store, chain, strlen(chain));
+        *ret_names = map_names(&store, existing);
         *ret_jumps_ok = jumps_in("nat", NULL, &nat) && jumps_in("filter", NULL, &filter);
 out:
         buf_done(&nat);
@@ -342,17 +343,16 @@ static int observe_declared(struct nftables *nl, uint8_t family, const char *tab
                         in = l.len - 1 == tl && memcmp(l.p + 1, table, tl) == 0;
                 } else if (in && l.len > 1 && l.p[0] == ':') {
                         size_t name_len = iptables_line_chain(&l, 1, &name);
-                        buf_put(&store, name, name_len);
-                        buf_putc(&store, '\0');
+                        put_name(&store, name, name_len);
                         n++;
                 }
         }
         const char **names = malloc((n + 1) * sizeof *names);
         int r = -ENOMEM;
         if (names) {
-                n = 0;
-                for (size_t off = 0; off < store.len; off += strlen(store.data + off) + 1)
-                        names[n++] = store.data + off;
+                size_t off = 0;
+                for (size_t i = 0; i < n; off += strlen(store.data + off) + 1)
+                        names[i++] = store.data + off;
                 r = read_digests(nl, family, table, names, n, NULL, NULL, &found, known);
         }
         nftables_names_done(&found);
