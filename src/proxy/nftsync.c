@@ -161,6 +161,7 @@ struct nftsync {
         uint32_t seq;
         const struct svc **svcs;                /* a full sync's: the model's services in key order */
         uint8_t *shards;                        /* and the shard of each (render_nft_shard()) */
+        bool *main_same;                        /* a resync's with shards: struct side */
         size_t n_svcs;
 };
 
@@ -193,11 +194,12 @@ struct unit {
         size_t n_st, cap_st;
         struct unit_elem *el;
         size_t n_el, cap_el;
-        /* Set: chains the same as its chain in the same place are not
-         * encoded (chain_len and rules_len 0), and unencoded says so; a
+        /* Set: chains and elements the same as its own in the same place
+         * are not encoded (their lengths 0), and unencoded says so; a
          * resync needs no bytes for a service that did not change. */
         const struct rec *like;
         struct name_it like_names;      /* like's, at the last chain rendered */
+        const char *like_id;            /* like's id of the next element rendered, or NULL */
         bool unencoded;
         /* The names of ch and st: chunks that never move (pointers into
          * them stay valid), reused from one service to the next. */
@@ -496,8 +498,17 @@ static char *unit_name(struct unit *u, const struct nftir_name *n) {
                 u->names = c;
         }
         char *p = c->b + c->used;
-        nftir_name_join(n, p, NAME_MAX_LEN);
-        c->used += strlen(p) + 1;
+        size_t a = strlen(n->prefix), b = n->body ? strlen(n->body) : 0;
+        /* As nftir_name_join(): cut to fit (the renderer's never are). */
+        if (a >= NAME_MAX_LEN)
+                a = NAME_MAX_LEN - 1;
+        if (a + b >= NAME_MAX_LEN)
+                b = NAME_MAX_LEN - 1 - a;
+        memcpy(p, n->prefix, a);
+        if (b)
+                memcpy(p + a, n->body, b);
+        p[a + b] = '\0';
+        c->used += a + b + 1;
         return p;
 }
 
@@ -667,6 +678,17 @@ static void u_elem(void *ud, const struct nftir_elem *e) {
         struct unit_elem *x = &u->el[u->n_el++];
         elem_id(e->set, key, n, x->id);
         x->value = nftir_elem_value_hash(e);
+        /* As chains: the same element in the same place is not encoded. */
+        const char *o = u->like_id;
+        if (o) {
+                size_t i = u->n_el - 1;
+                u->like_id = i + 1 < u->like->n_elems ? rec_next_id(o) : NULL;
+                if (rec_values(u->like)[i] == x->value && strcmp(o, x->id) == 0) {
+                        x->off = x->len = 0;
+                        u->unencoded = true;
+                        return;
+                }
+        }
         x->off = u->elems.b.len;
         nftmsg_elem(&u->elems, e);
         x->len = u->elems.b.len - x->off;
@@ -1010,16 +1032,48 @@ static bool holds_at(const struct tsync *s, size_t i) {
         return s->table == 0 || s->g->shards[i] == s->table;
 }
 
-/* Renders one service's objects in s's table into u (emptied first). */
-static int render_unit(const struct tsync *s, const struct model *m, const struct render_params *p,
-                       const char *key, const struct rec *like, struct unit *u) {
-        const struct svc *svc = model_service_get(m, key);
-        struct nftir_sink sink = unit_sink(u);
+static void unit_begin(struct unit *u, const struct rec *like) {
         unit_reset(u);
         u->like = like;
         if (like)
                 name_it_init(&u->like_names, like);
+        u->like_id = rec_first_id(like);
         u->unencoded = false;
+}
+
+/* Two units fed by one render: each keeps its own table's objects. */
+static void tee_set(void *ud, const struct nftir_set *x) {
+        struct unit **u = ud;
+        u_set(u[0], x);
+        u_set(u[1], x);
+}
+
+static void tee_chain(void *ud, const struct nftir_chain *x) {
+        struct unit **u = ud;
+        u_chain(u[0], x);
+        u_chain(u[1], x);
+}
+
+static void tee_elem(void *ud, const struct nftir_elem *x) {
+        struct unit **u = ud;
+        u_elem(u[0], x);
+        u_elem(u[1], x);
+}
+
+/* Renders one service's objects in s's table into u (emptied first) and,
+ * with side (a main-table unit, when s is a shard), its main-table
+ * objects into side: a shard's render has them all. */
+static int render_unit(const struct tsync *s, const struct model *m, const struct render_params *p,
+                       const char *key, const struct rec *like, struct unit *u, struct unit *side,
+                       const struct rec *side_like) {
+        const struct svc *svc = model_service_get(m, key);
+        struct unit *both[2] = {u, side};
+        struct nftir_sink sink = unit_sink(u);
+        if (side)
+                sink = (struct nftir_sink) {u_table, tee_set, tee_chain, tee_elem, both};
+        unit_begin(u, like);
+        if (side)
+                unit_begin(side, side_like);
         if (!svc || !holds(s, p, key))
                 return 0;
         return render_nft_service_table(m, svc, p, &sink, s->table);
@@ -1051,17 +1105,36 @@ static bool same_as_record(const struct rec *old, const struct unit *u) {
         return true;
 }
 
-/* Diffs the service key (rendered from m into u) against its record. */
+/* A resync's look at the main table from the shards' passes: a shard's
+ * render of a service holds the service's main-table objects too, so
+ * they are compared with its main-table record there, and the main
+ * table's pass leaves out the services found the same, instead of
+ * rendering every service a second time. Only the main table's pass
+ * changes its records, so what was compared still holds then. */
+struct side {
+        struct unit u;
+        const struct hmap *recs;        /* the main table's */
+        bool *same;                     /* per service of the full sync (g->svcs) */
+};
+
+/* Diffs the service key (rendered from m into u) against its record; with
+ * side, also sets side->same[i] (i: the service's place in g->svcs). */
 static int resync_service(struct tsync *s, const struct model *m, const struct render_params *p, const char *key,
-                          struct unit *u, struct txn *t, struct buf *released, struct nftsync_stats *st) {
+                          struct unit *u, struct side *side, size_t i, struct txn *t, struct buf *released,
+                          struct nftsync_stats *st, size_t *recorded) {
         const struct rec *rec = hmap_get(&s->recs, key);
-        int r = render_unit(s, m, p, key, rec, u);
+        if (recorded)
+                *recorded += rec != NULL;
+        const struct rec *side_rec = side ? hmap_get(side->recs, key) : NULL;
+        int r = render_unit(s, m, p, key, rec, u, side ? &side->u : NULL, side_rec);
         if (r < 0)
                 return r;
+        if (side)
+                side->same[i] = same_as_record(side_rec, &side->u);
         if (same_as_record(rec, u))
                 return 0;
         /* Changed: the diff may need any chain's bytes. */
-        if (u->unencoded && (r = render_unit(s, m, p, key, NULL, u)) < 0)
+        if (u->unencoded && (r = render_unit(s, m, p, key, NULL, u, NULL, NULL)) < 0)
                 return r;
         struct rec *old = hmap_remove(&s->recs, key);
         put_record(s, diff_service(s, key, old, u, t, released, st));
@@ -1083,7 +1156,7 @@ static int give_released(struct tsync *s, const struct model *m, const struct re
                         continue;
                 char show[ELEM_ID_MAX + 64];
                 log_v(2, "Service %s can now have %s", w->svc, elem_id_show(id, show, sizeof show));
-                r = resync_service(s, m, p, w->svc, u, t, released, st);
+                r = resync_service(s, m, p, w->svc, u, NULL, 0, t, released, st, NULL);
                 free(w->svc);
                 free(w);
         }
@@ -1103,7 +1176,7 @@ static int tsync_partial(struct tsync *s, const struct model *m, const struct re
         txn_init(&t, s);
         unit_init(&u, s, &t.head);
         for (size_t it = 0; r == 0 && hmap_next(changed, &it, &key, &v);)
-                r = resync_service(s, m, p, key, &u, &t, &released, st);
+                r = resync_service(s, m, p, key, &u, NULL, 0, &t, &released, st, NULL);
         if (r == 0)
                 r = give_released(s, m, p, &u, &t, &released, st);
         if (r == 0)
@@ -1349,7 +1422,7 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         for (size_t i = 0; i < n_svcs; i++) {
                 if (!holds_at(s, i))
                         continue;
-                r = render_unit(s, m, p, svcs[i]->key, NULL, &u);
+                r = render_unit(s, m, p, svcs[i]->key, NULL, &u, NULL, NULL);
                 if (r < 0)
                         goto out;
                 if (u.n_ch + u.n_st + u.n_el == 0)
@@ -1404,9 +1477,12 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
         struct buf released = BUF_INIT;
         struct txn t;
         struct unit u;
+        struct side side = {.recs = &s->g->t[0]->recs, .same = s->g->main_same};
+        struct nftmsg side_ids;
         size_t n_svcs = 0, n_gone = 0;
         const struct svc **svcs = NULL;
         char **gone = NULL;
+        bool tee = s->table != 0 && side.same;
         int r;
 
         memset(st, 0, sizeof *st);
@@ -1418,7 +1494,7 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
         size_t want = 0, n_chains = 0;
         const char *k;
         void *v;
-        for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);) {
+        for (size_t it = 0; hmap_next(&s->recs, &it, NULL, &v);) {
                 const struct rec *rec = v;
                 want += rec->n_chains + rec->n_sets;
                 n_chains += rec->n_chains;
@@ -1437,6 +1513,8 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
         size_t chunk = chunk_for(s, n_chains);
         txn_init(&t, s);
         unit_init(&u, s, &t.head);
+        nftmsg_init(&side_ids, s->family, 0);
+        unit_init(&side.u, s->g->t[0], &side_ids);
 
         /* What no record has goes first, on its own: a service may want a
          * stray's name for a new chain. */
@@ -1456,17 +1534,32 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
         put_record(s, diff_service(s, FIXED_KEY, old, &u, &t, &released, st));
         rec_free(old);
 
-        /* Every service of the model, then every recorded one it lost. */
+        /* Every service of the model, then every recorded one it lost:
+         * there are some when the records outnumber the services that had
+         * one (only a service's own resync changes its record). */
         svcs = s->g->svcs;
         n_svcs = s->g->n_svcs;
-        gone = xcalloc(s->recs.len + 1, sizeof *gone);
-        for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);)
-                if (*k && !model_service_get(m, k))
-                        gone[n_gone++] = xstrdup(k);
-        for (size_t i = 0; r == 0 && i < n_svcs + n_gone; i++) {
-                if (i < n_svcs && !holds_at(s, i))
+        size_t recorded = hmap_get(&s->recs, FIXED_KEY) != NULL, n_recs = s->recs.len;
+        for (size_t i = 0; r == 0 && i < n_svcs; i++) {
+                if (!holds_at(s, i))
                         continue;
-                r = resync_service(s, m, p, i < n_svcs ? svcs[i]->key : gone[i - n_svcs], &u, &t, &released, st);
+                if (s->table == 0 && side.same && side.same[i]) {
+                        recorded++;     /* same_as_record() had a record */
+                        continue;
+                }
+                r = resync_service(s, m, p, svcs[i]->key, &u, tee ? &side : NULL, i, &t, &released, st,
+                                   &recorded);
+                if (r == 0 && chunk && txn_size(&t) >= chunk)
+                        r = txn_queue(s, &t, chunk, st);
+        }
+        if (r == 0 && recorded < n_recs) {
+                gone = xcalloc(s->recs.len + 1, sizeof *gone);
+                for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);)
+                        if (*k && !model_service_get(m, k))
+                                gone[n_gone++] = xstrdup(k);
+        }
+        for (size_t i = 0; r == 0 && i < n_gone; i++) {
+                r = resync_service(s, m, p, gone[i], &u, NULL, 0, &t, &released, st, NULL);
                 if (r == 0 && chunk && txn_size(&t) >= chunk)
                         r = txn_queue(s, &t, chunk, st);
         }
@@ -1480,6 +1573,8 @@ out:
         free(gone);
         buf_done(&released);
         unit_done(&u);
+        unit_done(&side.u);
+        nftmsg_done(&side_ids);
         txn_done(&t);
 out_lists:
         nftables_names_done(&chains);
@@ -1586,6 +1681,9 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
                 }
                 for (size_t i = 0; i < g->n_svcs; i++)
                         g->shards[i] = (uint8_t) render_nft_shard(g->svcs[i]->key, p->nft_shards);
+                /* Without it the main table's pass renders every service. */
+                if (k == RESYNC && g->n > 1)
+                        g->main_same = calloc(g->n_svcs + 1, sizeof *g->main_same);
         }
         for (size_t i = 1; i <= g->n && r == 0; i++) {
                 struct tsync *s = g->t[i % g->n];
@@ -1613,8 +1711,10 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
         group_reset(g, true);
         free(g->svcs);
         free(g->shards);
+        free(g->main_same);
         g->svcs = NULL;
         g->shards = NULL;
+        g->main_same = NULL;
         g->n_svcs = 0;
         /* The shards of a larger shard count before (all of them, now 0). */
         if (r == 0 && (k == FULL || k == REBUILD)) {
