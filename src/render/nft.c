@@ -55,14 +55,15 @@ struct nrender {
 /* upstream's hashAndTruncate(): "<8 base32 chars of SHA-256>-<base>", cut
  * to 237 characters and "..." beyond 240. */
 static void name_body(const char *base, char out[BODY_MAX]) {
-        char h[9];
-        chain_hash_str(base, 8, h);
-        struct strb b = strb_init(out, BODY_MAX);
-        strb_puts(&b, h);
-        strb_putn(&b, "-", 1);
-        strb_puts(&b, base);
-        if (strlen(h) + 1 + strlen(base) > BODY_MAX - 1)
+        size_t n = strlen(base);
+        chain_hash_str(base, 8, out);
+        out[8] = '-';
+        if (9 + n > BODY_MAX - 1) {
+                memcpy(out + 9, base, 237 - 9);
                 memcpy(out + 237, "...", 4);
+        } else {
+                memcpy(out + 9, base, n + 1);
+        }
 }
 
 static struct nftir_name nm(const char *prefix, const char *body) {
@@ -415,12 +416,19 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
         uint16_t pt = port->port, np = port->node_port;
         struct nftir_rule *r;
 
-        snprintf(base, sizeof base, "%s/%s/%s", s->key, l4_proto_to_lower(port->proto), port->name);
+        /* Every port of every service, each full sync: no printf. */
+        struct strb bb = strb_init(base, sizeof base), sb = strb_init(spn, sizeof spn);
+        strb_puts(&bb, s->key);
+        strb_putn(&bb, "/", 1);
+        strb_puts(&bb, l4_proto_to_lower(port->proto));
+        strb_putn(&bb, "/", 1);
+        strb_puts(&bb, port->name);
         name_body(base, body);
-        if (port->name[0])
-                snprintf(spn, sizeof spn, "%s:%s", s->key, port->name);
-        else
-                snprintf(spn, sizeof spn, "%s", s->key);
+        strb_puts(&sb, s->key);
+        if (port->name[0]) {
+                strb_putn(&sb, ":", 1);
+                strb_puts(&sb, port->name);
+        }
 
         size_t n_lb = 0, n_ranges = 0;
         for (size_t i = 0; i < s->n_lb_ips; i++)
@@ -472,12 +480,15 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
 
         /* §6.2 chains: the nat side's, then the firewall's (filter side) */
         bool nat = !t->skip_nat;
-        char (*ep_bodies)[BODY_MAX] = NULL;
-        if (nat && e->n_all > 0) {
-                ep_bodies = calloc(e->n_all, sizeof *ep_bodies);
+        char (*ep_bodies)[BODY_MAX] = NULL, small[16][BODY_MAX];
+        if (nat && e->n_all > 16) {
+                ep_bodies = malloc(e->n_all * sizeof *ep_bodies);
                 if (!ep_bodies)
                         return -ENOMEM;
+        } else if (nat) {
+                ep_bodies = small;
         }
+        /* Only the reachable endpoints' are written, and only theirs read. */
         for (size_t i = 0; nat && i < e->n_reachable; i++) {
                 char eb[400];
                 endpoint_base(base, e->reachable[i], eb, sizeof eb);
@@ -547,7 +558,8 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                 if (!ranges || !lbs) {
                         free(ranges);
                         free(lbs);
-                        free(ep_bodies);
+                        if (ep_bodies != small)
+                                free(ep_bodies);
                         return -ENOMEM;
                 }
                 for (size_t i = 0; i < s->n_source_ranges; i++) {
@@ -575,7 +587,8 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                 free(ranges);
                 free(lbs);
         }
-        free(ep_bodies);
+        if (ep_bodies != small)
+                free(ep_bodies);
         return 0;
 }
 
