@@ -309,12 +309,23 @@ void model_slice_keys(const struct model *m, void (*each)(const char *key, void 
         each_key(&m->slices, each, ctx);
 }
 
-static int cmp_svc(const void *a, const void *b) {
-        return strcmp((*(const struct svc *const *) a)->key, (*(const struct svc *const *) b)->key);
-}
-
 static int cmp_slice(const void *a, const void *b) {
         return strcmp((*(const struct slice *const *) a)->key, (*(const struct slice *const *) b)->key);
+}
+
+/* A service and its key's first 8 bytes as a big-endian number: most
+ * comparisons of a sort are decided by those without reading the key
+ * (two pointers away, a cache miss each at 10k services). */
+struct svc_ref {
+        uint64_t prefix;
+        const struct svc *svc;
+};
+
+static int cmp_svc_ref(const void *a, const void *b) {
+        const struct svc_ref *x = a, *y = b;
+        if (x->prefix != y->prefix)
+                return x->prefix < y->prefix ? -1 : 1;
+        return strcmp(x->svc->key, y->svc->key);
 }
 
 const struct svc **model_services_sorted(const struct model *m, size_t *ret_n) {
@@ -325,11 +336,25 @@ const struct svc **model_services_sorted(const struct model *m, size_t *ret_n) {
         if (m->services.len == 0)
                 return NULL;
         const struct svc **arr = malloc(m->services.len * sizeof *arr);
-        if (!arr)
+        struct svc_ref *refs = malloc(m->services.len * sizeof *refs);
+        if (!arr || !refs) {
+                free(arr);
+                free(refs);
                 return NULL;
-        for (size_t i = 0; hmap_next(&m->services, &i, NULL, &v);)
-                arr[n++] = v;
-        qsort(arr, n, sizeof *arr, cmp_svc);
+        }
+        for (size_t i = 0; hmap_next(&m->services, &i, NULL, &v);) {
+                const struct svc *s = v;
+                uint64_t prefix = 0;
+                for (size_t k = 0, end = 0; k < 8; k++) {
+                        end = end || !s->key[k];
+                        prefix = prefix << 8 | (end ? 0 : (unsigned char) s->key[k]);
+                }
+                refs[n++] = (struct svc_ref) {prefix, s};
+        }
+        qsort(refs, n, sizeof *refs, cmp_svc_ref);
+        for (size_t i = 0; i < n; i++)
+                arr[i] = refs[i].svc;
+        free(refs);
         *ret_n = n;
         return arr;
 }
