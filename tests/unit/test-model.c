@@ -136,6 +136,74 @@ static void test_merge_sort_dedup(void) {
         slice_free(b);
 }
 
+/* merge()'s sort at a few sizes: shuffled addresses, sorted byte-wise,
+ * each once. Every third comes
+ * twice, terminating first: the ready copy is kept. Every third but one
+ * comes twice, ready both times, from this node first: the first copy is
+ * kept (the sort is stable). */
+static void check_shuffled(int distinct) {
+        char text[64][16];
+        const char *ips[96], *nodes[96];
+        bool ready[96], term[96];
+        int n = 0;
+        uint32_t x = 12345u + (uint32_t) distinct;
+        for (int i = 0; i < distinct; i++) {
+                snprintf(text[i], sizeof text[i], "10.0.%d.%d", i % 3, i * 7 % 256);
+                if (i % 3 != 2) {
+                        ips[n] = text[i];
+                        nodes[n] = "n1";
+                        ready[n] = i % 3 == 1;
+                        term[n++] = i % 3 == 0;
+                }
+                ips[n] = text[i];
+                nodes[n] = "n2";
+                ready[n] = true;
+                term[n++] = false;
+        }
+        for (int i = n - 1; i > 0; i--) {
+                x = x * 1103515245u + 12345u;
+                int j = (int) (x >> 16) % (i + 1);
+                const char *t = ips[i], *d = nodes[i];
+                bool r = ready[i], m = term[i];
+                ips[i] = ips[j], nodes[i] = nodes[j], ready[i] = ready[j], term[i] = term[j];
+                ips[j] = t, nodes[j] = d, ready[j] = r, term[j] = m;
+        }
+        /* Each pair's n1 copy back in front of its n2 copy. */
+        for (int i = 0; i < n; i++)
+                for (int j = i + 1; j < n; j++)
+                        if (ips[i] == ips[j] && strcmp(nodes[i], "n2") == 0) {
+                                nodes[i] = "n1", nodes[j] = "n2";
+                                bool r = ready[i], m = term[i];
+                                ready[i] = ready[j], term[i] = term[j];
+                                ready[j] = r, term[j] = m;
+                        }
+        struct slice *a = mk_slice("ns/a", "ns/web", n, ips, nodes, ready, term);
+        const struct slice *sl[] = {a};
+        struct svc *s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_CLUSTER, 0);
+        struct endpoint_filter f = {.node_name = "n1"};
+        struct svc_port_endpoints e;
+        CHECK(endpoints_collect(s, &s->ports[0], 4, sl, 1, &f, &e) == 0);
+        CHECK(e.n_all == (size_t) distinct);
+        for (size_t i = 0; i < e.n_all; i++) {
+                CHECK(i == 0 || strcmp(e.all[i - 1].str, e.all[i].str) < 0);
+                CHECK(e.all[i].ready && !e.all[i].terminating);
+                /* Which address is it: the kept copy's node follows. */
+                for (int k = 0; k < distinct; k++)
+                        if (strncmp(e.all[i].str, text[k], strlen(text[k])) == 0 &&
+                            e.all[i].str[strlen(text[k])] == ':')
+                                CHECK(e.all[i].local == (k % 3 == 1));
+        }
+        endpoints_done(&e);
+        svc_free(s);
+        slice_free(a);
+}
+
+static void test_merge_sort_shuffled(void) {
+        check_shuffled(5);      /* 9 endpoints */
+        check_shuffled(12);     /* 20 */
+        check_shuffled(40);     /* 67 */
+}
+
 /* "ip:port" as Go's JoinHostPort writes it, and where the address sits. */
 static void test_endpoint_format(void) {
         static const struct {
@@ -274,6 +342,7 @@ int main(void) {
         TEST_RUN(test_intern);
         TEST_RUN(test_model_slices_follow_their_service);
         TEST_RUN(test_merge_sort_dedup);
+        TEST_RUN(test_merge_sort_shuffled);
         TEST_RUN(test_endpoint_format);
         TEST_RUN(test_policies);
         TEST_RUN(test_terminating_fallback_local);
