@@ -201,6 +201,11 @@ struct unit {
         struct name_it like_names;      /* like's, at the last chain rendered */
         const char *like_id;            /* like's id of the next element rendered, or NULL */
         bool unencoded;
+        /* A resync's units may be rendered with like and unhashed names
+         * (nftir_sink.unhashed: no SHA-256 per chain name): nothing is
+         * encoded then, and a service that differs from like is rendered
+         * again, whole. */
+        bool unhashed_ok, unhashed;
         /* The names of ch and st: chunks that never move (pointers into
          * them stay valid), reused from one service to the next. */
         struct name_chunk *names;
@@ -525,6 +530,7 @@ static void unit_reset(struct unit *u) {
                 u->names->used = 0;
         }
         u->n_ch = u->n_st = u->n_el = 0;
+        u->unhashed = false;
         nftmsg_clear(&u->sets);
         nftmsg_clear(&u->chains);
         nftmsg_clear(&u->rules);
@@ -556,6 +562,11 @@ static void u_set(void *ud, const struct nftir_set *set) {
         struct unit_set *x = &u->st[u->n_st++];
         x->name = unit_name(u, &set->name);
         x->timeout = set->timeout;
+        if (u->unhashed) {
+                x->off = x->len = 0;
+                u->unencoded = true;
+                return;
+        }
         x->off = u->sets.b.len;
         nftmsg_set(&u->sets, set);
         x->len = u->sets.b.len - x->off;
@@ -574,6 +585,11 @@ static void u_chain(void *ud, const struct nftir_chain *c) {
         if (o && i < o->n_chains)
                 name_next(&u->like_names);
         if (o && i < o->n_chains && rec_hashes(o)[i] == x->hash && name_equal(&u->like_names, o->key, x->name)) {
+                x->chain_off = x->chain_len = x->rules_off = x->rules_len = 0;
+                u->unencoded = true;
+                return;
+        }
+        if (u->unhashed) {
                 x->chain_off = x->chain_len = x->rules_off = x->rules_len = 0;
                 u->unencoded = true;
                 return;
@@ -688,6 +704,11 @@ static void u_elem(void *ud, const struct nftir_elem *e) {
                         u->unencoded = true;
                         return;
                 }
+        }
+        if (u->unhashed) {
+                x->off = x->len = 0;
+                u->unencoded = true;
+                return;
         }
         x->off = u->elems.b.len;
         nftmsg_elem(&u->elems, e);
@@ -1040,8 +1061,9 @@ static bool holds_at(const struct tsync *s, size_t i) {
         return s->table == 0 || s->g->shards[i] == s->table;
 }
 
-static void unit_begin(struct unit *u, const struct rec *like) {
+static void unit_begin(struct unit *u, const struct rec *like, bool unhashed) {
         unit_reset(u);
+        u->unhashed = unhashed;
         u->like = like;
         if (like)
                 name_it_init(&u->like_names, like);
@@ -1079,9 +1101,11 @@ static int render_unit(const struct tsync *s, const struct model *m, const struc
         struct nftir_sink sink = unit_sink(u);
         if (side)
                 sink = (struct nftir_sink) {u_table, tee_set, tee_chain, tee_elem, both};
-        unit_begin(u, like);
+        /* Without a record the service is written: its names must be whole. */
+        sink.unhashed = u->unhashed_ok && like;
+        unit_begin(u, like, sink.unhashed);
         if (side)
-                unit_begin(side, side_like);
+                unit_begin(side, side_like, sink.unhashed);
         if (!svc || !holds(s, p, key))
                 return 0;
         return render_nft_service_table(m, svc, p, &sink, s->table);
@@ -1528,6 +1552,7 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
         unit_init(&u, s, &t.head);
         nftmsg_init(&side_ids, s->family, 0);
         unit_init(&side.u, s->g->t[0], &side_ids);
+        u.unhashed_ok = true;
 
         /* What no record has goes first, on its own: a service may want a
          * stray's name for a new chain. */

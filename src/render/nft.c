@@ -52,22 +52,38 @@ struct nrender {
         bool skip_nat;                  /* only the other tables' objects are wanted */
 };
 
+/* A service port's or an endpoint's chain name body. */
+struct body {
+        char s[BODY_MAX];
+        bool derived;           /* struct nftir_name's */
+};
+
 /* upstream's hashAndTruncate(): "<8 base32 chars of SHA-256>-<base>", cut
- * to 237 characters and "..." beyond 240. */
-static void name_body(const char *base, char out[BODY_MAX]) {
+ * to 237 characters and "..." beyond 240. Uncut, the 8 characters follow
+ * from the rest: an unhashed render (nftir_sink.unhashed) leaves them
+ * unset. A cut body always has them (its rest does not say them). */
+static void name_body(const char *base, bool unhashed, struct body *out) {
         size_t n = strlen(base);
-        chain_hash_str(base, 8, out);
-        out[8] = '-';
-        if (9 + n > BODY_MAX - 1) {
-                memcpy(out + 9, base, 237 - 9);
-                memcpy(out + 237, "...", 4);
+        out->derived = 9 + n <= BODY_MAX - 1;
+        if (out->derived && unhashed)
+                memcpy(out->s, "********", 8);
+        else
+                chain_hash_str(base, 8, out->s);
+        out->s[8] = '-';
+        if (!out->derived) {
+                memcpy(out->s + 9, base, 237 - 9);
+                memcpy(out->s + 237, "...", 4);
         } else {
-                memcpy(out + 9, base, n + 1);
+                memcpy(out->s + 9, base, n + 1);
         }
 }
 
 static struct nftir_name nm(const char *prefix, const char *body) {
-        return (struct nftir_name) {prefix, body};
+        return (struct nftir_name) {prefix, body, false};
+}
+
+static struct nftir_name nb(const char *prefix, const struct body *b) {
+        return (struct nftir_name) {prefix, b->s, b->derived};
 }
 
 /* Starts the rule list of a new chain. */
@@ -97,8 +113,8 @@ static struct nftir_stmt *stmt(struct nftir_rule *r, enum nftir_stmt_kind kind) 
         return s;
 }
 
-static void verdict(struct nftir_rule *r, enum nftir_stmt_kind kind, const char *prefix, const char *body) {
-        stmt(r, kind)->name = nm(prefix, body);
+static void verdict(struct nftir_rule *r, enum nftir_stmt_kind kind, struct nftir_name to) {
+        stmt(r, kind)->name = to;
 }
 
 static void addr_stmt(struct nftir_rule *r, bool saddr, bool neg, const struct inet_addr *a) {
@@ -109,9 +125,9 @@ static void addr_stmt(struct nftir_rule *r, bool saddr, bool neg, const struct i
         s->cidr.prefix = a->family == 6 ? 128 : 32;
 }
 
-static void chain_end(struct nrender *t, const char *prefix, const char *body, const char *comment) {
+static void chain_end(struct nrender *t, struct nftir_name name, const char *comment) {
         struct nftir_chain c = {
-                .name = nm(prefix, body),
+                .name = name,
                 .table = t->table,
                 .comment = comment,
                 .rules = t->rules,
@@ -212,19 +228,19 @@ static void fixed_table(struct nrender *t, bool main, bool nat, const struct ine
                         stmt(r, NFTIR_DROP);
                         r->comment = "Drop traffic to unallocated ClusterIPs";
                 }
-                chain_end(t, "cluster-ips-check", NULL, NULL);
+                chain_end(t, nm("cluster-ips-check", NULL), NULL);
 
                 chain_begin(t);
                 r = rule_new(t);
                 stmt(r, NFTIR_VMAP)->with_addr = true;
                 r->s[0].name = nm("firewall-ips", NULL);
-                chain_end(t, "firewall-check", NULL, NULL);
+                chain_end(t, nm("firewall-check", NULL), NULL);
         }
 
         if (nat) {
                 chain_begin(t);
                 stmt(rule_new(t), NFTIR_MARK_OR)->n = p->mark_value;
-                chain_end(t, "mark-for-masquerade", NULL, NULL);
+                chain_end(t, nm("mark-for-masquerade", NULL), NULL);
         }
 
         if (main) {
@@ -234,7 +250,7 @@ static void fixed_table(struct nrender *t, bool main, bool nat, const struct ine
                 stmt(r, NFTIR_RETURN);
                 stmt(rule_new(t), NFTIR_MARK_XOR)->n = p->mark_value;
                 stmt(rule_new(t), NFTIR_MASQ);
-                chain_end(t, "masquerading", NULL, NULL);
+                chain_end(t, nm("masquerading", NULL), NULL);
         }
 
         /* §3.4 NodePorts; localhost NodePorts do not exist in this mode. */
@@ -250,7 +266,7 @@ static void fixed_table(struct nrender *t, bool main, bool nat, const struct ine
                 else
                         r->s[r->n++] = in_nodeport_ips;
                 stmt(r, NFTIR_VMAP)->name = nm("no-endpoint-nodeports", NULL);
-                chain_end(t, "nodeport-endpoints-check", NULL, NULL);
+                chain_end(t, nm("nodeport-endpoints-check", NULL), NULL);
         }
 
         if (nat) {
@@ -266,7 +282,7 @@ static void fixed_table(struct nrender *t, bool main, bool nat, const struct ine
                         r->s[r->n++] = in_nodeport_ips;
                 }
                 stmt(r, NFTIR_VMAP)->name = nm("service-nodeports", NULL);
-                chain_end(t, "services", NULL, NULL);
+                chain_end(t, nm("services", NULL), NULL);
         }
 
         if (main) {
@@ -274,11 +290,11 @@ static void fixed_table(struct nrender *t, bool main, bool nat, const struct ine
                 r = rule_new(t);
                 stmt(r, NFTIR_VMAP)->with_addr = true;
                 r->s[0].name = nm("no-endpoint-services", NULL);
-                chain_end(t, "service-endpoints-check", NULL, NULL);
+                chain_end(t, nm("service-endpoints-check", NULL), NULL);
 
                 chain_begin(t);
                 stmt(rule_new(t), NFTIR_REJECT);
-                chain_end(t, "reject-chain", NULL, "helper for @no-endpoint-services / @no-endpoint-nodeports");
+                chain_end(t, nm("reject-chain", NULL), "helper for @no-endpoint-services / @no-endpoint-nodeports");
         }
 
         /* §3.1 base chains and their jumps, in upstream's order. */
@@ -291,7 +307,7 @@ static void fixed_table(struct nrender *t, bool main, bool nat, const struct ine
                         r = rule_new(t);
                         if (filter)
                                 stmt(r, NFTIR_CT_NEW);
-                        verdict(r, NFTIR_JUMP, base[i].jumps[j], NULL);
+                        verdict(r, NFTIR_JUMP, nm(base[i].jumps[j], NULL));
                 }
                 struct nftir_chain c = {
                         .name = nm(base[i].name, NULL),
@@ -348,9 +364,9 @@ static uint8_t ipproto(enum l4_proto p) {
 }
 
 /* A service- or local- chain: masquerade rule, affinity, endpoint choice. */
-static void lb_chain(struct nrender *t, const char *prefix, const char *body, const struct inet_addr *cip,
+static void lb_chain(struct nrender *t, const char *prefix, const struct body *body, const struct inet_addr *cip,
                      bool masq_rule, bool affinity, struct endpoint *const *list, size_t n,
-                     char (*ep_bodies)[BODY_MAX], const struct endpoint *all) {
+                     const struct body *ep_bodies, const struct endpoint *all) {
         struct nftir_rule *r;
 
         chain_begin(t);
@@ -359,30 +375,30 @@ static void lb_chain(struct nrender *t, const char *prefix, const char *body, co
                 addr_stmt(r, false, false, cip);
                 if (!t->p->masquerade_all)
                         r->s[r->n++] = t->detector_remote;
-                verdict(r, NFTIR_JUMP, "mark-for-masquerade", NULL);
+                verdict(r, NFTIR_JUMP, nm("mark-for-masquerade", NULL));
         }
         if (affinity)
                 for (size_t i = 0; i < n; i++) {
-                        const char *b = ep_bodies[list[i] - all];
+                        const struct body *b = &ep_bodies[list[i] - all];
                         r = rule_new(t);
                         struct nftir_stmt *s = stmt(r, NFTIR_ADDR_SET);
                         s->saddr = true;
-                        s->name = nm("affinity-", b);
-                        verdict(r, NFTIR_GOTO, "endpoint-", b);
+                        s->name = nb("affinity-", b);
+                        verdict(r, NFTIR_GOTO, nb("endpoint-", b));
                 }
         for (size_t i = 0; i < n; i++) {
-                const char *b = ep_bodies[list[i] - all];
+                const struct body *b = &ep_bodies[list[i] - all];
                 r = rule_new(t);
                 if (i + 1 < n)
                         stmt(r, NFTIR_NUMGEN)->n = (uint32_t) (n - i);
-                verdict(r, NFTIR_GOTO, "endpoint-", b);
+                verdict(r, NFTIR_GOTO, nb("endpoint-", b));
         }
-        chain_end(t, prefix, body, NULL);
+        chain_end(t, nb(prefix, body), NULL);
 }
 
 /* A map element "KEY : goto CHAIN" or "KEY comment SPN : drop|goto reject-chain". */
 static void elem(struct nrender *t, const char *set, const struct inet_addr *addr, uint8_t proto, uint16_t port,
-                 enum nftir_stmt_kind v, const char *prefix, const char *body, const char *comment) {
+                 enum nftir_stmt_kind v, struct nftir_name chain, const char *comment) {
         struct nftir_elem e = {
                 .set = set,
                 .table = nftir_nat_map(set) ? t->nat : 0,
@@ -390,7 +406,7 @@ static void elem(struct nrender *t, const char *set, const struct inet_addr *add
                 .proto = proto,
                 .port = port,
                 .verdict = v,
-                .chain = nm(prefix, body),
+                .chain = chain,
                 .comment = comment,
         };
         if (addr)
@@ -403,16 +419,17 @@ static void elem(struct nrender *t, const char *set, const struct inet_addr *add
 static void no_endpoint(struct nrender *t, const char *set, const struct inet_addr *addr, uint8_t proto,
                         uint16_t port, bool has_any, const char *spn) {
         if (has_any)
-                elem(t, set, addr, proto, port, NFTIR_DROP, "", NULL, spn);
+                elem(t, set, addr, proto, port, NFTIR_DROP, nm("", NULL), spn);
         else
-                elem(t, set, addr, proto, port, NFTIR_GOTO, "reject-chain", NULL, spn);
+                elem(t, set, addr, proto, port, NFTIR_GOTO, nm("reject-chain", NULL), spn);
 }
 
 static int render_port(struct nrender *t, const struct svc *s, const struct svc_port *port,
                        const struct svc_port_endpoints *e, const struct inet_addr *cip, bool first_port) {
         const struct render_params *p = t->p;
         uint8_t proto = ipproto(port->proto);
-        char base[300], body[BODY_MAX], spn[340];
+        char base[300], spn[340];
+        struct body body_, *body = &body_;
         uint16_t pt = port->port, np = port->node_port;
         struct nftir_rule *r;
 
@@ -423,7 +440,7 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
         strb_puts(&bb, l4_proto_to_lower(port->proto));
         strb_putn(&bb, "/", 1);
         strb_puts(&bb, port->name);
-        name_body(base, body);
+        name_body(base, t->sink->unhashed, body);
         strb_puts(&sb, s->key);
         if (port->name[0]) {
                 strb_putn(&sb, ":", 1);
@@ -446,16 +463,16 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
 
         /* §6.1 elements */
         if (first_port)
-                elem(t, "cluster-ips", cip, 0, 0, NFTIR_DROP, "", NULL, NULL);
+                elem(t, "cluster-ips", cip, 0, 0, NFTIR_DROP, nm("", NULL), NULL);
         if (has_internal)
-                elem(t, "service-ips", cip, proto, pt, NFTIR_GOTO, internal, body, NULL);
+                elem(t, "service-ips", cip, proto, pt, NFTIR_GOTO, nb(internal, body), NULL);
         else
                 no_endpoint(t, "no-endpoint-services", cip, proto, pt, has_any, spn);
         for (size_t i = 0; i < s->n_external_ips; i++) {
                 if (s->external_ips[i].family != p->family)
                         continue;
                 if (has_any)
-                        elem(t, "service-ips", &s->external_ips[i], proto, pt, NFTIR_GOTO, "external-", body, NULL);
+                        elem(t, "service-ips", &s->external_ips[i], proto, pt, NFTIR_GOTO, nb("external-", body), NULL);
                 if (!has_external)
                         no_endpoint(t, "no-endpoint-services", &s->external_ips[i], proto, pt, has_any, spn);
         }
@@ -463,9 +480,9 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                 if (s->lb_ips[i].family != p->family)
                         continue;
                 if (has_any)
-                        elem(t, "service-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, "external-", body, NULL);
+                        elem(t, "service-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, nb("external-", body), NULL);
                 if (uses_fw)
-                        elem(t, "firewall-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, "firewall-", body, NULL);
+                        elem(t, "firewall-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, nb("firewall-", body), NULL);
         }
         if (!has_external)
                 for (size_t i = 0; i < s->n_lb_ips; i++)
@@ -473,14 +490,14 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                                 no_endpoint(t, "no-endpoint-services", &s->lb_ips[i], proto, pt, has_any, spn);
         if (np) {
                 if (has_any)
-                        elem(t, "service-nodeports", NULL, proto, np, NFTIR_GOTO, "external-", body, NULL);
+                        elem(t, "service-nodeports", NULL, proto, np, NFTIR_GOTO, nb("external-", body), NULL);
                 if (!has_external)
                         no_endpoint(t, "no-endpoint-nodeports", NULL, proto, np, has_any, spn);
         }
 
         /* §6.2 chains: the nat side's, then the firewall's (filter side) */
         bool nat = !t->skip_nat;
-        char (*ep_bodies)[BODY_MAX] = NULL, small[16][BODY_MAX];
+        struct body *ep_bodies = NULL, small[16];
         if (nat && e->n_all > 16) {
                 ep_bodies = malloc(e->n_all * sizeof *ep_bodies);
                 if (!ep_bodies)
@@ -492,31 +509,31 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
         for (size_t i = 0; nat && i < e->n_reachable; i++) {
                 char eb[400];
                 endpoint_base(base, e->reachable[i], eb, sizeof eb);
-                name_body(eb, ep_bodies[e->reachable[i] - e->all]);
+                name_body(eb, t->sink->unhashed, &ep_bodies[e->reachable[i] - e->all]);
         }
         /* Endpoint chains (and affinity sets) before the chains that jump to them. */
         for (size_t i = 0; nat && i < e->n_reachable; i++) {
                 const struct endpoint *ep = e->reachable[i];
-                const char *b = ep_bodies[ep - e->all];
+                const struct body *b = &ep_bodies[ep - e->all];
                 if (s->affinity_client_ip) {
-                        struct nftir_set as = {.name = nm("affinity-", b), .table = t->nat, .type = NFTIR_SET_ADDR,
+                        struct nftir_set as = {.name = nb("affinity-", b), .table = t->nat, .type = NFTIR_SET_ADDR,
                                                .timeout = s->affinity_timeout};
                         t->sink->set(t->sink->ud, &as);
                 }
                 chain_begin(t);
                 r = rule_new(t);
                 addr_stmt(r, true, false, &ep->addr);
-                verdict(r, NFTIR_JUMP, "mark-for-masquerade", NULL);
+                verdict(r, NFTIR_JUMP, nm("mark-for-masquerade", NULL));
                 if (s->affinity_client_ip) {
                         struct nftir_stmt *u = stmt(rule_new(t), NFTIR_UPDATE_SADDR);
-                        u->name = nm("affinity-", b);
+                        u->name = nb("affinity-", b);
                 }
                 r = rule_new(t);
                 stmt(r, NFTIR_L4PROTO)->proto = proto;
                 struct nftir_stmt *d = stmt(r, NFTIR_DNAT);
                 d->cidr.addr = ep->addr;
                 d->port = ep->port;
-                chain_end(t, "endpoint-", b, NULL);
+                chain_end(t, nb("endpoint-", b), NULL);
         }
         bool masq = has_internal && (p->masquerade_all || p->detector != DETECTOR_NONE);
         if (nat && uses_svc)
@@ -528,27 +545,27 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
         if (nat && uses_ext) {
                 chain_begin(t);
                 if (!e->external_policy_local) {
-                        verdict(rule_new(t), NFTIR_JUMP, "mark-for-masquerade", NULL);
-                        verdict(rule_new(t), NFTIR_GOTO, "service-", body);
+                        verdict(rule_new(t), NFTIR_JUMP, nm("mark-for-masquerade", NULL));
+                        verdict(rule_new(t), NFTIR_GOTO, nb("service-", body));
                 } else {
                         if (t->detector_local.kind != _NFTIR_STMT_MAX) {
                                 r = rule_new(t);
                                 r->s[r->n++] = t->detector_local;
-                                verdict(r, NFTIR_GOTO, "service-", body);
+                                verdict(r, NFTIR_GOTO, nb("service-", body));
                                 r->comment = "short-circuit pod traffic";
                         }
                         r = rule_new(t);
                         stmt(r, NFTIR_FIB_LOCAL)->saddr = true;
-                        verdict(r, NFTIR_JUMP, "mark-for-masquerade", NULL);
+                        verdict(r, NFTIR_JUMP, nm("mark-for-masquerade", NULL));
                         r->comment = "masquerade local traffic";
                         r = rule_new(t);
                         stmt(r, NFTIR_FIB_LOCAL)->saddr = true;
-                        verdict(r, NFTIR_GOTO, "service-", body);
+                        verdict(r, NFTIR_GOTO, nb("service-", body));
                         r->comment = "short-circuit local traffic";
                         if (has_external)
-                                verdict(rule_new(t), NFTIR_GOTO, "local-", body);
+                                verdict(rule_new(t), NFTIR_GOTO, nb("local-", body));
                 }
-                chain_end(t, "external-", body, NULL);
+                chain_end(t, nb("external-", body), NULL);
         }
         if (uses_fw) {
                 struct inet_cidr *ranges = calloc(n_ranges, sizeof *ranges);
@@ -582,7 +599,7 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                 l->n_addrs = nl;
                 stmt(r, NFTIR_DROP);
                 t->table = 0;           /* the filter side's */
-                chain_end(t, "firewall-", body, NULL);
+                chain_end(t, nb("firewall-", body), NULL);
                 t->table = t->nat;
                 free(ranges);
                 free(lbs);

@@ -308,9 +308,17 @@ static uint64_t h_u32(uint64_t h, uint32_t v) {
         return h_word(h, v);
 }
 
+/* A name's body: a derived one without its 8 characters, which its rest
+ * decides (and which an unhashed render leaves unset). */
+static uint64_t h_body(uint64_t h, const struct nftir_name *n) {
+        if (n->body && n->derived && strnlen(n->body, 9) == 9)
+                return h_str(h_word(h, 1), n->body + 9);
+        return h_str(h, n->body);
+}
+
 static uint64_t h_name(uint64_t h, const struct nftir_name *n) {
         h = h_str(h, n->prefix);
-        return h_str(h, n->body);
+        return h_body(h, n);
 }
 
 static uint64_t h_cidr(uint64_t h, const struct inet_cidr *c) {
@@ -347,7 +355,7 @@ uint64_t nftir_chain_hash(const struct nftir_chain *c) {
                         if (s->name.prefix)
                                 h = h_str(h, s->name.prefix);
                         if (s->name.body)
-                                h = h_str(h, s->name.body);
+                                h = h_body(h, &s->name);
                         if (s->n_cidrs + s->n_addrs == 0)
                                 continue;
                         h = h_u32(h, (uint32_t) (s->n_cidrs << 16 | s->n_addrs));

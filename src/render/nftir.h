@@ -49,6 +49,11 @@ enum nftir_stmt_kind {
 struct nftir_name {
         const char *prefix;
         const char *body;       /* may be NULL */
+        /* body is "<8 characters>-<rest>" and the 8 are derived from the
+         * rest (render/nft.c's uncut names, as upstream's hashAndTruncate
+         * makes them): digests leave them out, and a sink that asked for
+         * unhashed names may get them unset. */
+        bool derived;
 };
 
 struct nftir_stmt {
@@ -134,6 +139,10 @@ struct nftir_sink {
         void (*chain)(void *ud, const struct nftir_chain *c);
         void (*elem)(void *ud, const struct nftir_elem *e);
         void *ud;
+        /* The sink only compares digests and names' rests (nftsync's
+         * resync): derived names may come with their 8 characters unset
+         * ("********"), which spares a SHA-256 per name. */
+        bool unhashed;
 };
 
 /* The nft script lines of one object, appended to out ("add ... \n"). */
