@@ -206,6 +206,11 @@ struct unit {
          * encoded then, and a service that differs from like is rendered
          * again, whole. */
         bool unhashed_ok, unhashed;
+        /* Set (a full sync with nothing to read back: a cold start or a
+         * rebuild): sets, chains and rules are encoded straight into it,
+         * the family's batch, in the renderer's order (each object after
+         * those it refers to), and none of their bytes stay in the unit. */
+        struct nftmsg *direct;
         /* The names of ch and st: chunks that never move (pointers into
          * them stay valid), reused from one service to the next. */
         struct name_chunk *names;
@@ -562,6 +567,11 @@ static void u_set(void *ud, const struct nftir_set *set) {
         struct unit_set *x = &u->st[u->n_st++];
         x->name = unit_name(u, &set->name);
         x->timeout = set->timeout;
+        if (u->direct) {
+                nftmsg_set(u->direct, set);
+                x->off = x->len = 0;
+                return;
+        }
         if (u->unhashed) {
                 x->off = x->len = 0;
                 u->unencoded = true;
@@ -592,6 +602,12 @@ static void u_chain(void *ud, const struct nftir_chain *c) {
         if (u->unhashed) {
                 x->chain_off = x->chain_len = x->rules_off = x->rules_len = 0;
                 u->unencoded = true;
+                return;
+        }
+        if (u->direct) {
+                nftmsg_chain(u->direct, c);
+                nftmsg_rules(u->direct, c);
+                x->chain_off = x->chain_len = x->rules_off = x->rules_len = 0;
                 return;
         }
         x->chain_off = u->chains.b.len;
@@ -792,6 +808,7 @@ static void group_reset(struct nftsync *g, bool release) {
         if (release) {
                 nftmsg_done(&g->pend);
                 nftmsg_init(&g->pend, g->family, g->seq);
+                nftmsg_share_set_ids(&g->pend, &g->ids);
         } else {
                 nftmsg_clear(&g->pend);
         }
@@ -1452,7 +1469,8 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         /* The table and the fixed part, then the services' chains written
          * straight into the family's batch (their elements and the stale
          * objects go in the last transaction, below): 100 MB at 10k
-         * services, copied once instead of twice. */
+         * services, copied once instead of twice, and with nothing to read
+         * back, encoded there. */
         r = txn_queue(s, &t, one ? 0 : chunk, st);
         if (r < 0)
                 goto out;
@@ -1461,6 +1479,7 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         for (size_t i = 0; i < n_svcs; i++) {
                 if (!holds_at(s, i))
                         continue;
+                u.direct = rd.on ? NULL : pend_for(s);
                 r = render_unit(s, m, p, svcs[i]->key, NULL, &u, NULL, NULL);
                 if (r < 0)
                         goto out;
@@ -1468,8 +1487,11 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
                         continue;
                 if (rd.on && (r = read_chains(s, &u, &rd, &chains, st)) < 0)
                         goto out;
-                emit_in_place(&u, rd.on ? &rd.digests : &chains, &sets, rd.on ? &rd.digests : NULL, pend_for(s),
-                              st);
+                if (u.direct)
+                        st->chains_written += u.n_ch;
+                else
+                        emit_in_place(&u, rd.on ? &rd.digests : &chains, &sets, rd.on ? &rd.digests : NULL,
+                                      pend_for(s), st);
                 struct rec *rec = record_of(svcs[i]->key, &u, &end);
                 claim_elements(s, rec, end, &u, &fin, NULL, st);
                 put_record(s, rec);
@@ -1629,8 +1651,9 @@ int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret) {
         g->family = family;
         g->nl = nl;
         g->chunk = DEFAULT_CHUNK;
-        nftmsg_init(&g->pend, family, 0);
         nftmsg_init(&g->ids, family, 0);
+        nftmsg_init(&g->pend, family, 0);
+        nftmsg_share_set_ids(&g->pend, &g->ids);
         *ret = g;
         return 0;
 }
