@@ -1474,6 +1474,9 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
         r = txn_queue(s, &t, one ? 0 : chunk, st);
         if (r < 0)
                 goto out;
+        /* As when this table's pieces were queued whole: a piece of chunk
+         * messages goes out with whatever the batch held before it. */
+        size_t piece = s->g->pend.n;
         svcs = s->g->svcs;
         n_svcs = s->g->n_svcs;
         for (size_t i = 0; i < n_svcs; i++) {
@@ -1495,8 +1498,12 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
                 struct rec *rec = record_of(svcs[i]->key, &u, &end);
                 claim_elements(s, rec, end, &u, &fin, NULL, st);
                 put_record(s, rec);
-                if (!one && s->g->pend.n >= chunk && (r = group_send(s->g, st)) < 0)
-                        goto out;
+                if (!one && s->g->pend.n - piece >= chunk) {
+                        r = group_send(s->g, st);
+                        if (r < 0)
+                                goto out;
+                        piece = 0;
+                }
         }
 
         /* Chains no service has: only when the kernel counts more chains

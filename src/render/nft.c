@@ -429,7 +429,7 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
         const struct render_params *p = t->p;
         uint8_t proto = ipproto(port->proto);
         char base[300], spn[340];
-        struct body body_, *body = &body_;
+        struct body body;
         uint16_t pt = port->port, np = port->node_port;
         struct nftir_rule *r;
 
@@ -440,7 +440,7 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
         strb_puts(&bb, l4_proto_to_lower(port->proto));
         strb_putn(&bb, "/", 1);
         strb_puts(&bb, port->name);
-        name_body(base, t->sink->unhashed, body);
+        name_body(base, t->sink->unhashed, &body);
         strb_puts(&sb, s->key);
         if (port->name[0]) {
                 strb_putn(&sb, ":", 1);
@@ -465,14 +465,14 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
         if (first_port)
                 elem(t, "cluster-ips", cip, 0, 0, NFTIR_DROP, nm("", NULL), NULL);
         if (has_internal)
-                elem(t, "service-ips", cip, proto, pt, NFTIR_GOTO, nb(internal, body), NULL);
+                elem(t, "service-ips", cip, proto, pt, NFTIR_GOTO, nb(internal, &body), NULL);
         else
                 no_endpoint(t, "no-endpoint-services", cip, proto, pt, has_any, spn);
         for (size_t i = 0; i < s->n_external_ips; i++) {
                 if (s->external_ips[i].family != p->family)
                         continue;
                 if (has_any)
-                        elem(t, "service-ips", &s->external_ips[i], proto, pt, NFTIR_GOTO, nb("external-", body), NULL);
+                        elem(t, "service-ips", &s->external_ips[i], proto, pt, NFTIR_GOTO, nb("external-", &body), NULL);
                 if (!has_external)
                         no_endpoint(t, "no-endpoint-services", &s->external_ips[i], proto, pt, has_any, spn);
         }
@@ -480,9 +480,9 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                 if (s->lb_ips[i].family != p->family)
                         continue;
                 if (has_any)
-                        elem(t, "service-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, nb("external-", body), NULL);
+                        elem(t, "service-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, nb("external-", &body), NULL);
                 if (uses_fw)
-                        elem(t, "firewall-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, nb("firewall-", body), NULL);
+                        elem(t, "firewall-ips", &s->lb_ips[i], proto, pt, NFTIR_GOTO, nb("firewall-", &body), NULL);
         }
         if (!has_external)
                 for (size_t i = 0; i < s->n_lb_ips; i++)
@@ -490,7 +490,7 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                                 no_endpoint(t, "no-endpoint-services", &s->lb_ips[i], proto, pt, has_any, spn);
         if (np) {
                 if (has_any)
-                        elem(t, "service-nodeports", NULL, proto, np, NFTIR_GOTO, nb("external-", body), NULL);
+                        elem(t, "service-nodeports", NULL, proto, np, NFTIR_GOTO, nb("external-", &body), NULL);
                 if (!has_external)
                         no_endpoint(t, "no-endpoint-nodeports", NULL, proto, np, has_any, spn);
         }
@@ -537,21 +537,21 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
         }
         bool masq = has_internal && (p->masquerade_all || p->detector != DETECTOR_NONE);
         if (nat && uses_svc)
-                lb_chain(t, "service-", body, cip, masq && !e->internal_policy_local, s->affinity_client_ip,
+                lb_chain(t, "service-", &body, cip, masq && !e->internal_policy_local, s->affinity_client_ip,
                          e->cluster, e->n_cluster, ep_bodies, e->all);
         if (nat && uses_svl)
-                lb_chain(t, "local-", body, cip, masq && e->internal_policy_local, s->affinity_client_ip, e->local,
+                lb_chain(t, "local-", &body, cip, masq && e->internal_policy_local, s->affinity_client_ip, e->local,
                          e->n_local, ep_bodies, e->all);
         if (nat && uses_ext) {
                 chain_begin(t);
                 if (!e->external_policy_local) {
                         verdict(rule_new(t), NFTIR_JUMP, nm("mark-for-masquerade", NULL));
-                        verdict(rule_new(t), NFTIR_GOTO, nb("service-", body));
+                        verdict(rule_new(t), NFTIR_GOTO, nb("service-", &body));
                 } else {
                         if (t->detector_local.kind != _NFTIR_STMT_MAX) {
                                 r = rule_new(t);
                                 r->s[r->n++] = t->detector_local;
-                                verdict(r, NFTIR_GOTO, nb("service-", body));
+                                verdict(r, NFTIR_GOTO, nb("service-", &body));
                                 r->comment = "short-circuit pod traffic";
                         }
                         r = rule_new(t);
@@ -560,12 +560,12 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                         r->comment = "masquerade local traffic";
                         r = rule_new(t);
                         stmt(r, NFTIR_FIB_LOCAL)->saddr = true;
-                        verdict(r, NFTIR_GOTO, nb("service-", body));
+                        verdict(r, NFTIR_GOTO, nb("service-", &body));
                         r->comment = "short-circuit local traffic";
                         if (has_external)
-                                verdict(rule_new(t), NFTIR_GOTO, nb("local-", body));
+                                verdict(rule_new(t), NFTIR_GOTO, nb("local-", &body));
                 }
-                chain_end(t, nb("external-", body), NULL);
+                chain_end(t, nb("external-", &body), NULL);
         }
         if (uses_fw) {
                 struct inet_cidr *ranges = calloc(n_ranges, sizeof *ranges);
@@ -599,7 +599,7 @@ static int render_port(struct nrender *t, const struct svc *s, const struct svc_
                 l->n_addrs = nl;
                 stmt(r, NFTIR_DROP);
                 t->table = 0;           /* the filter side's */
-                chain_end(t, nb("firewall-", body), NULL);
+                chain_end(t, nb("firewall-", &body), NULL);
                 t->table = t->nat;
                 free(ranges);
                 free(lbs);
