@@ -6,7 +6,8 @@
  * their timeouts, map element keys with a digest of their values) to send
  * only the difference. A service is rendered into scratch buffers (the
  * same nftir description `kproxy render` prints), compared with its record
- * and the changed pieces are copied into the transaction.
+ * and the changed pieces are copied into the transaction (a full sync
+ * with nothing to compare encodes them in the batch directly).
  *
  * Order inside a transaction is what keeps the kernel's reference checks
  * happy (the packet path only ever sees the committed result):
