@@ -509,17 +509,7 @@ static char *unit_name(struct unit *u, const struct nftir_name *n) {
                 u->names = c;
         }
         char *p = c->b + c->used;
-        size_t a = strlen(n->prefix), b = n->body ? strlen(n->body) : 0;
-        /* As nftir_name_join(): cut to fit (the renderer's never are). */
-        if (a >= NAME_MAX_LEN)
-                a = NAME_MAX_LEN - 1;
-        if (a + b >= NAME_MAX_LEN)
-                b = NAME_MAX_LEN - 1 - a;
-        memcpy(p, n->prefix, a);
-        if (b)
-                memcpy(p + a, n->body, b);
-        p[a + b] = '\0';
-        c->used += a + b + 1;
+        c->used += strlen(nftir_name_join(n, p, NAME_MAX_LEN)) + 1;
         return p;
 }
 
