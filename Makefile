@@ -123,7 +123,6 @@ bench-programming: deps bench-deps
 BENCH_SIZES ?= 1000 10000 50000
 # The daemon benchmark's sizes: BENCH_PROG_SIZES, else BENCH_SIZES if given, else these.
 BENCH_PROG_SIZES ?= $(if $(filter command line environment,$(origin BENCH_SIZES)),$(BENCH_SIZES),1000 20000 50000)
-export BENCH_MODES
 $(BUILD)/bench-render: $(BUILD)/bench/bench-render.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench-nftsync: $(BUILD)/bench/bench-nftsync.o $(BUILD)/libkproxy-core.a

@@ -1253,7 +1253,8 @@ def main():
     ap.add_argument("build", help="build directory with kproxy and bench/{nftprobe,dp_client,dp_server}")
     ap.add_argument("sizes", nargs="*", type=int, help="service counts (default: $BENCH_PROG_SIZES or "
                     "1000 20000 50000)")
-    ap.add_argument("--modes", default=os.environ.get("BENCH_MODES", "nftables iptables"),
+    # An empty $BENCH_MODES (a make that exports it unset) means the default.
+    ap.add_argument("--modes", default=os.environ.get("BENCH_MODES") or "nftables iptables",
                     help="nftables and/or iptables, space- or comma-separated (default both; $BENCH_MODES)")
     ap.add_argument("--endpoints", type=int, default=10)
     ap.add_argument("--changes", type=int, default=100, help="one-endpoint changes per size, nftables mode")
@@ -1305,6 +1306,8 @@ def main():
     if not args.no_baseline and 1 not in sizes:
         sizes = [1] + sizes
     modes = [m for m in re.split(r"[\s,]+", args.modes) if m]
+    if not modes:
+        sys.exit("programming.py: no mode to measure (--modes)")
     for m in modes:
         if m not in ("nftables", "iptables"):
             sys.exit("unknown mode %r" % m)
