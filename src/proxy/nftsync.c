@@ -1100,11 +1100,15 @@ static void tee_elem(void *ud, const struct nftir_elem *x) {
 
 /* Renders one service's objects in s's table into u (emptied first) and,
  * with side (a main-table unit, when s is a shard), its main-table
- * objects into side: a shard's render has them all. */
+ * objects into side: a shard's render has them all. known: the service
+ * (from g->svcs, its shard checked with holds_at()), or NULL to look key
+ * up. */
 static int render_unit(const struct tsync *s, const struct model *m, const struct render_params *p,
-                       const char *key, const struct rec *like, struct unit *u, struct unit *side,
-                       const struct rec *side_like) {
-        const struct svc *svc = model_service_get(m, key);
+                       const char *key, const struct svc *known, const struct rec *like, struct unit *u,
+                       struct unit *side, const struct rec *side_like) {
+        const struct svc *svc = known;
+        if (!svc && (svc = model_service_get(m, key)) && !holds(s, p, key))
+                svc = NULL;
         struct unit *both[2] = {u, side};
         struct nftir_sink sink = unit_sink(u);
         if (side)
@@ -1114,7 +1118,7 @@ static int render_unit(const struct tsync *s, const struct model *m, const struc
         unit_begin(u, like, sink.unhashed);
         if (side)
                 unit_begin(side, side_like, sink.unhashed);
-        if (!svc || !holds(s, p, key))
+        if (!svc)
                 return 0;
         return render_nft_service_table(m, svc, p, &sink, s->table);
 }
@@ -1158,15 +1162,16 @@ struct side {
 };
 
 /* Diffs the service key (rendered from m into u) against its record; with
- * side, also sets side->same[i] (i: the service's place in g->svcs). */
+ * side, also sets side->same[i] (i: the service's place in g->svcs).
+ * known: as render_unit()'s. */
 static int resync_service(struct tsync *s, const struct model *m, const struct render_params *p, const char *key,
-                          struct unit *u, struct side *side, size_t i, struct txn *t, struct buf *released,
-                          struct nftsync_stats *st, size_t *recorded) {
+                          const struct svc *known, struct unit *u, struct side *side, size_t i, struct txn *t,
+                          struct buf *released, struct nftsync_stats *st, size_t *recorded) {
         const struct rec *rec = hmap_get(&s->recs, key);
         if (recorded)
                 *recorded += rec != NULL;
         const struct rec *side_rec = side ? hmap_get(side->recs, key) : NULL;
-        int r = render_unit(s, m, p, key, rec, u, side ? &side->u : NULL, side_rec);
+        int r = render_unit(s, m, p, key, known, rec, u, side ? &side->u : NULL, side_rec);
         if (r < 0)
                 return r;
         if (side)
@@ -1174,7 +1179,7 @@ static int resync_service(struct tsync *s, const struct model *m, const struct r
         if (same_as_record(rec, u))
                 return 0;
         /* Changed: the diff may need any chain's bytes. */
-        if (u->unencoded && (r = render_unit(s, m, p, key, NULL, u, NULL, NULL)) < 0)
+        if (u->unencoded && (r = render_unit(s, m, p, key, known, NULL, u, NULL, NULL)) < 0)
                 return r;
         struct rec *old = hmap_remove(&s->recs, key);
         put_record(s, diff_service(s, key, old, u, t, released, st));
@@ -1196,7 +1201,7 @@ static int give_released(struct tsync *s, const struct model *m, const struct re
                         continue;
                 char show[ELEM_ID_MAX + 64];
                 log_v(2, "Service %s can now have %s", w->svc, elem_id_show(id, show, sizeof show));
-                r = resync_service(s, m, p, w->svc, u, NULL, 0, t, released, st, NULL);
+                r = resync_service(s, m, p, w->svc, NULL, u, NULL, 0, t, released, st, NULL);
                 free(w->svc);
                 free(w);
         }
@@ -1216,7 +1221,7 @@ static int tsync_partial(struct tsync *s, const struct model *m, const struct re
         txn_init(&t, s);
         unit_init(&u, s, &t.head);
         for (size_t it = 0; r == 0 && hmap_next(changed, &it, &key, &v);)
-                r = resync_service(s, m, p, key, &u, NULL, 0, &t, &released, st, NULL);
+                r = resync_service(s, m, p, key, NULL, &u, NULL, 0, &t, &released, st, NULL);
         if (r == 0)
                 r = give_released(s, m, p, &u, &t, &released, st);
         if (r == 0)
@@ -1474,7 +1479,7 @@ static int tsync_full(struct tsync *s, const struct model *m, const struct rende
                 if (!holds_at(s, i))
                         continue;
                 u.direct = rd.on ? NULL : pend_for(s);
-                r = render_unit(s, m, p, svcs[i]->key, NULL, &u, NULL, NULL);
+                r = render_unit(s, m, p, svcs[i]->key, svcs[i], NULL, &u, NULL, NULL);
                 if (r < 0)
                         goto out;
                 if (u.n_ch + u.n_st + u.n_el == 0)
@@ -1605,8 +1610,8 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
                         recorded++;     /* same_as_record() had a record */
                         continue;
                 }
-                r = resync_service(s, m, p, svcs[i]->key, &u, tee ? &side : NULL, i, &t, &released, st,
-                                   &recorded);
+                r = resync_service(s, m, p, svcs[i]->key, svcs[i], &u, tee ? &side : NULL, i, &t, &released,
+                                   st, &recorded);
                 if (r == 0 && chunk && txn_size(&t) >= chunk)
                         r = txn_queue(s, &t, chunk, st);
         }
@@ -1617,7 +1622,7 @@ static int tsync_resync(struct tsync *s, const struct model *m, const struct ren
                                 gone[n_gone++] = xstrdup(k);
         }
         for (size_t i = 0; r == 0 && i < n_gone; i++) {
-                r = resync_service(s, m, p, gone[i], &u, NULL, 0, &t, &released, st, NULL);
+                r = resync_service(s, m, p, gone[i], NULL, &u, NULL, 0, &t, &released, st, NULL);
                 if (r == 0 && chunk && txn_size(&t) >= chunk)
                         r = txn_queue(s, &t, chunk, st);
         }
