@@ -26,8 +26,12 @@ def main():
     args = sys.argv[1:]
     unique = "--unique-nodeports" in args
     args = [a for a in args if a != "--unique-nodeports"]
-    n = int(args[0])
-    m = int(args[1])
+    try:
+        n, m = int(args[0]), int(args[1])
+        if n < 0 or m < 0 or len(args) > 3:
+            raise ValueError
+    except (IndexError, ValueError):
+        sys.exit("usage: gen_cluster.py [--unique-nodeports] N_SERVICES N_ENDPOINTS [NODE] > state.json")
     node = args[2] if len(args) > 2 else "node-0"
     next_port = 30000
     items = [{
