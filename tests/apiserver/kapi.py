@@ -163,7 +163,7 @@ def main(argv=None):
     with store.cond:
         for ns in DEFAULT_NAMESPACES:
             store.ensure_namespace(ns)
-    for w in store.load(load_state(args.state)):
+    for w in store.load(load_state(args.state), owned=True):
         App.log(w)
 
     family, host, port = args.listen

@@ -12,6 +12,7 @@ watch is streaming, the only ways out are an ERROR event, the terminating
 chunk, or a dropped connection.
 """
 import base64
+import bisect
 import gzip
 import hmac
 import json
@@ -21,6 +22,7 @@ import ssl
 import struct
 import sys
 import time
+import itertools
 import traceback
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -387,7 +389,7 @@ class ApiHandler(BaseHTTPRequestHandler):
             if snap_rv is None:
                 snap_rv = store.rv
             try:
-                snap = store.snapshot(kind, snap_rv)
+                snap, keys = store.sorted_snapshot(kind, snap_rv)
             except ApiError as e:
                 if cont and e.code in (410, 504):
                     raise ApiError(410, "The provided continue parameter is too old to display a "
@@ -401,9 +403,9 @@ class ApiHandler(BaseHTTPRequestHandler):
                                    list_meta={"continue": _encode_continue(store.rv, start)})
                 raise
         items, more, last = [], False, None
-        for key, obj in sorted(snap.items()):
-            if start is not None and key <= start:
-                continue
+        at = bisect.bisect_right(keys, start) if start is not None else 0
+        for key in itertools.islice(keys, at, None):
+            obj = snap[key]
             if not sel.matches(obj):
                 continue
             if limit and len(items) == limit:
@@ -415,8 +417,10 @@ class ApiHandler(BaseHTTPRequestHandler):
         if more:
             meta["continue"] = _encode_continue(snap_rv, last)
             if sel.empty:
-                meta["remainingItemCount"] = sum(1 for k in snap if k > last and
-                                                 (ns is None or k[0] == ns))
+                after = bisect.bisect_right(keys, last)
+                meta["remainingItemCount"] = (len(keys) - after if ns is None else
+                                              bisect.bisect_left(keys, (ns + "\0",)) -
+                                              max(after, bisect.bisect_left(keys, (ns,))))
         if table:
             return self._json(200, kinds.table(kind, items, meta, q.get("includeObject",
                                                                         "Metadata"), table))

@@ -164,13 +164,17 @@ def _default_service(obj, old, others, alloc):
     spec.setdefault("sessionAffinity", "None")
     old_ports = {(p.get("port"), p.get("protocol", "TCP")): p for p in ospec.get("ports") or []}
     taken = []
+    # A LoadBalancer with allocateLoadBalancerNodePorts: false gets no node
+    # port it was not given.
+    wants_node_ports = typ == "NodePort" or (
+        typ == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is not False)
     for p in spec.get("ports") or []:
         if not isinstance(p, dict):
             continue
         p.setdefault("protocol", "TCP")
         if "port" in p:
             p.setdefault("targetPort", p["port"])
-        if typ in ("NodePort", "LoadBalancer") and not p.get("nodePort"):
+        if wants_node_ports and not p.get("nodePort"):
             prev = old_ports.get((p.get("port"), p["protocol"]), {}).get("nodePort")
             p["nodePort"] = prev or alloc.node_port(others, taken)
         taken.append(p.get("nodePort"))

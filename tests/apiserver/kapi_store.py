@@ -136,6 +136,9 @@ class Store:
         self.objs = {k.name: {} for k in kinds.KINDS}
         self.alloc = kinds.Allocator(service_cidr)
         self.defaults = defaults
+        # (kind, rv) -> (snapshot, its keys sorted): the pages of one list
+        # share them, so listing N objects in pages is not quadratic.
+        self.sorted_snaps = collections.OrderedDict()
 
     # --- internals (caller holds the lock) ---------------------------------
 
@@ -210,10 +213,11 @@ class Store:
 
     # --- loading -------------------------------------------------------------
 
-    def load(self, docs):
+    def load(self, docs, owned=False):
         """Stores objects from state files as if they had always been there:
         uids and timestamps are kept, resourceVersions are new, and the
-        history starts after them.  Returns a list of warnings."""
+        history starts after them.  owned: docs are the store's to keep
+        (just parsed), not copied.  Returns a list of warnings."""
         warnings = []
         with self.cond:
             for d in docs:
@@ -223,7 +227,7 @@ class Store:
                                     (d.get("apiVersion"), d.get("kind")) if isinstance(d, dict)
                                     else "skipping a non-object document")
                     continue
-                obj = copy.deepcopy(d)
+                obj = d if owned else copy.deepcopy(d)
                 md = obj.setdefault("metadata", {})
                 if not md.get("name"):
                     warnings.append("skipping a %s without metadata.name" % kind.kind)
@@ -268,6 +272,23 @@ class Store:
                 else:
                     cur[obj_key(ev.obj)] = ev.old
         return cur
+
+    def sorted_snapshot(self, kind, rv):
+        """snapshot()'s dict and its keys sorted, kept for the next page of
+        the same list (a snapshot of rv never changes).  Caller holds the
+        lock."""
+        if rv > self.rv:
+            raise too_large(rv, self.rv)
+        if rv < self.oldest:
+            raise expired(rv, self.oldest)
+        key = (kind.name, rv)
+        hit = self.sorted_snaps.get(key)
+        if hit is None:
+            snap = self.snapshot(kind, rv)
+            hit = self.sorted_snaps[key] = (snap, sorted(snap))
+            while len(self.sorted_snaps) > 4:
+                self.sorted_snaps.popitem(last=False)
+        return hit
 
     def events_after(self, cursor):
         """Events with resourceVersion > cursor.  Caller holds the lock."""

@@ -323,13 +323,29 @@ class ApiTest(KapiCase):
         self.k.ok("DELETE", "/api/v1/namespaces/page/services/svc-4")
         self.create("page", "svc-9")
         cont = first["metadata"]["continue"]
+        remaining = []
         while cont:
             page = self.k.ok("GET", "/api/v1/namespaces/page/services?limit=3&continue=" +
                              urllib.parse.quote(cont))
             self.assertEqual(page["metadata"]["resourceVersion"], snap)
             names += [s["metadata"]["name"] for s in page["items"]]
             cont = page["metadata"].get("continue")
+            remaining.append(page["metadata"].get("remainingItemCount"))
         self.assertEqual(names, ["svc-%d" % i for i in range(7)])
+        self.assertEqual(remaining, [1, None])
+        # Across namespaces, in pages of 2: the same objects as one list.
+        whole = self.k.ok("GET", "/api/v1/services")
+        keys, cont = [], ""
+        while True:
+            page = self.k.ok("GET", "/api/v1/services?limit=2" +
+                             ("&continue=" + urllib.parse.quote(cont) if cont else ""))
+            keys += [(s["metadata"]["namespace"], s["metadata"]["name"]) for s in page["items"]]
+            cont = page["metadata"].get("continue")
+            if not cont:
+                break
+            self.assertEqual(page["metadata"]["remainingItemCount"], len(whole["items"]) - len(keys))
+        self.assertEqual(keys, [(s["metadata"]["namespace"], s["metadata"]["name"])
+                                for s in whole["items"]])
         paths = [r["path"] for r in self.k.control("/requests?since=%d" % seq)["requests"]]
         self.assertTrue(any("limit=3" in p and "continue=" in p for p in paths))
         # A continue token whose snapshot has been compacted away: 410.
@@ -463,6 +479,21 @@ class ApiTest(KapiCase):
                   {"metadata": {"annotations": {"a": "b"}}},
                   "application/strategic-merge-patch+json")
         self.assertEqual(w.next()["type"], "MODIFIED")
+
+    def test_node_ports(self):
+        def make(name, typ, **extra):
+            doc = service(name, "np")
+            doc["spec"].update(type=typ, **extra)
+            return self.k.ok("POST", "/api/v1/namespaces/np/services", doc)["spec"]["ports"][0]
+        self.assertTrue(30000 <= make("np1", "NodePort")["nodePort"] <= 32767)
+        self.assertTrue(30000 <= make("lb1", "LoadBalancer")["nodePort"] <= 32767)
+        # As the real server: no node port unless asked for, or given.
+        self.assertNotIn("nodePort", make("lb2", "LoadBalancer", allocateLoadBalancerNodePorts=False))
+        doc = service("lb3", "np")
+        doc["spec"].update(type="LoadBalancer", allocateLoadBalancerNodePorts=False)
+        doc["spec"]["ports"][0]["nodePort"] = 31999
+        got = self.k.ok("POST", "/api/v1/namespaces/np/services", doc)["spec"]["ports"][0]
+        self.assertEqual(got["nodePort"], 31999)
 
     def test_writes(self):
         obj = self.create("wr", "w1")
