@@ -95,8 +95,8 @@ demo: deps
 
 bench: deps bench-deps
 	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render build-bench/bench-nftsync bench-tools
-	bench/run.sh build-bench $(BENCH_SIZES)
-	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES)
+	bench/run.sh build-bench $(BENCH_SIZES) $(BENCH_XL)
+	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES) $(BENCH_XL)
 	bench/plot.py bench/results.json bench/plots
 
 # What only the benchmarks need: gnuplot for the plots, perf for --perf.
@@ -117,12 +117,15 @@ endif
 # change latency, packet path. Both modes; BENCH_MODES=nftables for one.
 bench-programming: deps bench-deps
 	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all bench-tools
-	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES)
+	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES) $(BENCH_XL)
 	bench/plot.py bench/results.json bench/plots
 
 BENCH_SIZES ?= 1000 10000 50000
 # The daemon benchmark's sizes: BENCH_PROG_SIZES, else BENCH_SIZES if given, else these.
-BENCH_PROG_SIZES ?= $(if $(filter command line environment,$(origin BENCH_SIZES)),$(BENCH_SIZES),1000 20000 50000)
+BENCH_PROG_SIZES ?= $(if $(filter command line environment,$(origin BENCH_SIZES)),$(BENCH_SIZES),1000 10000 20000 50000)
+# BENCH_100K=1 adds 100k services to both (nftables mode with 16 shards
+# there, no kernel floor, no iptables mode: see bench/README.md).
+BENCH_XL := $(if $(filter 1,$(BENCH_100K)),100000)
 $(BUILD)/bench-render: $(BUILD)/bench/bench-render.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench-nftsync: $(BUILD)/bench/bench-nftsync.o $(BUILD)/libkproxy-core.a

@@ -25,7 +25,7 @@ def pct(xs, q):
 
 
 def series(results):
-    """mode -> sorted [(n, {metric: value})]."""
+    """mode (and shards) -> sorted [(n, {metric: value})]."""
     out = {}
     for r in results:
         if r["n"] < 2:
@@ -50,7 +50,9 @@ def series(results):
             last = statistics.median(d["cps"] for d in runs["last"])
             if first:
                 m["ratio"] = last / first
-        out.setdefault(r["mode"], []).append((r["n"], m))
+        # Rows run with shards (nftables above 50k) are a line of their own.
+        line = r["mode"] + (" %d shards" % r["shards"] if r.get("shards") else "")
+        out.setdefault(line, []).append((r["n"], m))
     for v in out.values():
         v.sort(key=lambda x: x[0])
     return out
@@ -81,7 +83,7 @@ def main():
                     pts = [(n, m[key]) for n, m in points if key in m]
                     if not pts:
                         continue
-                    path = os.path.join(tmp, "%s-%s-%s.dat" % (name, mode, key))
+                    path = os.path.join(tmp, "%s-%s-%s.dat" % (name, mode.replace(" ", "-"), key))
                     with open(path, "w") as f:
                         f.writelines("%d %g\n" % p for p in pts)
                     lines.append("'%s' using 1:2 with linespoints title '%s %s'" % (path, mode, label))

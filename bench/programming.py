@@ -4,9 +4,9 @@
 
 usage: bench/programming.py [options] BUILD_DIR [SIZES...]     (as root)
 
-For each N in SIZES (default 1000 20000 50000, services of --endpoints
+For each N in SIZES (default 1000 10000 20000 50000, services of --endpoints
 endpoints each from bench/gen_cluster.py --unique-nodeports), and for a
-one-service baseline, in each mode of --modes (default nftables):
+one-service baseline, in each mode of --modes (default both):
 
  1. scratch network namespaces kpb<pid>-node (kproxy and the stand-in API
     server tests/apiserver/kapi.py, HTTPS + token, with the generated
@@ -20,8 +20,9 @@ one-service baseline, in each mode of --modes (default nftables):
     chains, then (nftables) every service-ips element. Reported with
     kproxy's own "First sync done in N ms" and its CPU time.
  3. one-endpoint changes: a PUT of one EndpointSlice straight to the API
-    server replaces one endpoint IP; t0 is when the API server's answer
-    arrives; the probe, already polling, reports when the new endpoint's
+    server replaces one endpoint IP; t0 is when the harness sends it (the
+    write commits before the answer, which can arrive after the kernel
+    has the change: with 16 shards at 1k a change takes 2 ms); the probe, already polling, reports when the new endpoint's
     chain exists, the service chain goes to it and no longer to the old one
     (and the service's map element still goes to the service chain).
     Spread over the N services, every 10th on the last one.
@@ -710,7 +711,10 @@ def first_load(run, cluster, api, mode, args):
 
 
 def change_one(run, cluster, api, kp, mode, svc, timeout):
-    """Replaces one endpoint IP of svc; returns the latency (s) or None on timeout."""
+    """Replaces one endpoint IP of svc; returns the latency (s) from sending
+    the PUT, or None on timeout, and how long the PUT took to be answered.
+    The write commits in between: kproxy can have programmed the kernel
+    before the answer arrives, so latency from the answer can be negative."""
     eps = svc["slice"]["endpoints"]
     j = svc["changes"] % len(eps)
     svc["changes"] += 1
@@ -730,15 +734,16 @@ def change_one(run, cluster, api, kp, mode, svc, timeout):
         sl = svc["slice"]
         path = "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices/%s" % (
             sl["metadata"]["namespace"], sl["metadata"]["name"])
-        api.request("PUT", path, sl)
         t0 = time.monotonic()
+        api.request("PUT", path, sl)
+        put_s = time.monotonic() - t0
         try:
             times = probe.results(kp.alive)
         except BenchError:
             raise BenchError("kproxy exited during the changes:\n" + tail(kp.logfile))
     finally:
         probe.kill()
-    return times[0] - t0 if times else None
+    return (times[0] - t0 if times else None), put_s
 
 
 def pick_changes(cluster, count, seed):
@@ -754,14 +759,15 @@ def pick_changes(cluster, count, seed):
 
 def changes(run, cluster, api, kp, mode, count, gap_s, timeout, seed):
     picks = pick_changes(cluster, count, seed)
-    lat, lat_last, timeouts = [], [], 0
+    lat, lat_last, puts, timeouts = [], [], [], 0
     self0, cpu0 = kp.cpu()[0], sum(kp.cpu())
     last = cluster.services[-1]
     perf = Perf(run, kp, "%s-%d-changes-%s" % (mode, cluster.n, "0" if gap_s < 1 else "1s"))
     for i, svc in enumerate(picks):
         if not kp.alive():
             raise BenchError("kproxy exited during the changes:\n" + tail(kp.logfile))
-        t = change_one(run, cluster, api, kp, mode, svc, timeout)
+        t, put_s = change_one(run, cluster, api, kp, mode, svc, timeout)
+        puts.append(put_s)
         if t is None:
             timeouts += 1
         else:
@@ -773,7 +779,7 @@ def changes(run, cluster, api, kp, mode, count, gap_s, timeout, seed):
         time.sleep(gap_s + random.random() * gap_s / 2)
     cpu, cpu_self = sum(kp.cpu()) - cpu0, kp.cpu()[0] - self0
     perf.stop()
-    return {"n": len(lat), "timeouts": timeouts, "lat": lat, "lat_last": lat_last,
+    return {"n": len(lat), "timeouts": timeouts, "lat": lat, "lat_last": lat_last, "put": puts,
             "cpu_per_change_ms": 1e3 * cpu / max(1, count), "cpu_self_per_change_ms": 1e3 * cpu_self / max(1, count)}
 
 
@@ -930,7 +936,9 @@ def run_size(run, n, mode, args):
                 "%.3f s" % ld["lists_done_s"] if ld["lists_done_s"] is not None else "?",
                 ld["first_sync_ms"], ld["cpu_self_s"], ld["cpu_children_s"], ld.get("VmRSS", 0)))
         res["settle_s"] = settle(kp)
-        if args.floor:
+        if args.floor and n > args.floor_max:
+            log("  kernel floor: skipped above --floor-max %d" % args.floor_max)
+        elif args.floor:
             res["floor_s"], res["floor_cpu_s"] = kernel_floor(run, cluster, mode)
         if res.get("floor_s"):
             lists_done = ld["lists_done_s"] or 0
@@ -1079,9 +1087,10 @@ def change_line(what, c):
     if not lat:
         return "%s: no change seen (%d timeouts)" % (what, c["timeouts"])
     return ("%s: %d changes, API write -> kernel p50 %.1f ms, p99 %.1f ms, max %.1f ms, last service p50 %s; "
-            "%d timeouts; kproxy CPU %.1f ms per change (%.1f ms its own)" % (
+            "the PUT answered in p50 %s; %d timeouts; kproxy CPU %.1f ms per change (%.1f ms its own)" % (
                 what, len(lat), pct(lat, .5), pct(lat, .99), max(lat),
                 "%.1f ms" % statistics.median([1e3 * x for x in c["lat_last"]]) if c["lat_last"] else "-",
+                put_p50(c),
                 c["timeouts"], c["cpu_per_change_ms"], c.get("cpu_self_per_change_ms", float("nan"))))
 
 
@@ -1091,18 +1100,27 @@ def ms(v):
     return "%.0f ms" % (1e3 * v) if v < 10 else "%.1f s" % v
 
 
+def put_p50(c):
+    return "%.1f ms" % (1e3 * statistics.median(c["put"])) if c.get("put") else "-"
+
+
 def lat_cells(c):
     lat = [1e3 * x for x in c["lat"]]
     if not lat:
-        return ["0", "-", "-", "-", "-"]
+        return ["0", "-", "-", "-", "-", put_p50(c)]
     last = [1e3 * x for x in c["lat_last"]]
     return [str(len(lat)) + (" (%d timeouts)" % c["timeouts"] if c["timeouts"] else ""),
             "%.1f ms" % pct(lat, .5), "%.1f ms" % pct(lat, .99), "%.1f ms" % max(lat),
-            "%.1f ms" % statistics.median(last) if last else "-"]
+            "%.1f ms" % statistics.median(last) if last else "-", put_p50(c)]
 
 
 def disturbed(d):
     return d.get("disturbed", d["total_p99"] > 5 * d["total_p50"])
+
+
+def services_cell(r):
+    """A row's size, and its shards when nftables mode ran with them."""
+    return "%d%s" % (r["n"], " (%d shards)" % r["shards"] if r.get("shards") else "")
 
 
 def report(results, args):
@@ -1149,8 +1167,8 @@ def report(results, args):
         ld = r["load"]
         lists = ld["lists_done_s"]
         floor = r.get("floor_s")
-        w("| %s | %d | %s | **%s** | %s | %s | %d ms | %s | %s | %s | %s | %s | %s | %.2f + %.2f s | %.0f MiB |\n" % (
-            r["mode"], r["n"], ms(ld["last_service_s"]),
+        w("| %s | %s | %s | **%s** | %s | %s | %d ms | %s | %s | %s | %s | %s | %s | %.2f + %.2f s | %.0f MiB |\n" % (
+            r["mode"], services_cell(r), ms(ld["last_service_s"]),
             ms(ld["last_service_s"] - lists) if lists is not None else "?",
             ms(floor) if floor else "–",
             "%.2f" % ((ld["last_service_s"] - (lists or 0)) / floor) if floor else "–", ld["first_sync_ms"],
@@ -1161,7 +1179,9 @@ def report(results, args):
             ld["cpu_self_s"], ld["cpu_children_s"], ld.get("VmRSS", 0)))
     if any("changes" in r or "changes_1s" in r for r in results):
         w("\n### One-endpoint change: API write to kernel\n\nOne endpoint IP of one service is replaced by a "
-          "PUT of its EndpointSlice; t0 is the API server's answer (the write is committed), t1 the first "
+          "PUT of its EndpointSlice; t0 is when the harness sends it (the write commits before the answer, "
+          "and kproxy can program the kernel before the answer arrives: *PUT answered* is how long the "
+          "answer took, the most t0 can be early), t1 the first "
           "poll that finds the new endpoint chain, the service chain going to it and not to the old one, and "
           "the service's map element going to the service chain. Services spread over the N, every 10th "
           "change on the last one; a short pause between changes. *min sync 1s*: kproxy restarted with the "
@@ -1171,9 +1191,9 @@ def report(results, args):
           "service's chains flushed and written again by one `iptables-restore --noflush` into the loaded "
           "table, without kproxy (median of 9): what the tool and the kernel's validation of the table cost "
           "any one-service change. RSS: after the changes.\n\n")
-        w("| mode | services | min sync period | changes | p50 | p99 | max | last service p50 | CPU per change "
-          "(kproxy's own) | tool alone | p50 / tool alone | RSS (peak) |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+        w("| mode | services | min sync period | changes | p50 | p99 | max | last service p50 | PUT answered "
+          "(p50) | CPU per change (kproxy's own) | tool alone | p50 / tool alone | RSS (peak) |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
         for r in results:
             for key, period in (("changes", "0"), ("changes_1s", "1s")):
                 if key in r:
@@ -1181,8 +1201,8 @@ def report(results, args):
                     mem = r.get("mem", {})
                     fl = r.get("change_floor") if key == "changes" else None
                     own = c.get("cpu_self_per_change_ms")
-                    w("| %s | %d | %s | %s | %.1f ms%s | %s | %s | %s |\n" % (
-                        r["mode"], r["n"], period, " | ".join(lat_cells(c)), c["cpu_per_change_ms"],
+                    w("| %s | %s | %s | %s | %.1f ms%s | %s | %s | %s |\n" % (
+                        r["mode"], services_cell(r), period, " | ".join(lat_cells(c)), c["cpu_per_change_ms"],
                         " (%.1f)" % own if own is not None else "",
                         "%.1f ms" % (1e3 * fl["median_s"]) if fl else "–",
                         "%.2f" % (pct(c["lat"], .5) / fl["median_s"]) if fl and c["lat"] else "–",
@@ -1215,8 +1235,8 @@ def report(results, args):
             nd = sum(1 for k in kinds for d in runs[k] if disturbed(d))
             nt = sum(len(runs[k]) for k in kinds)
             p50 = lambda k: "%.1f" % statistics.median(d["connect_p50"] for d in runs[k]) if runs.get(k) else "–"
-            w("| %s | %d | %s | %s | %s | %s | %.2f (%.2f) | %s / %s / %s µs | %s | %d of %d |\n" % (
-                r["mode"], r["n"], med_range(f), med_range(la),
+            w("| %s | %s | %s | %s | %s | %s | %.2f (%.2f) | %s / %s / %s µs | %s | %d of %d |\n" % (
+                r["mode"], services_cell(r), med_range(f), med_range(la),
                 med_range(ref) + ("" if "ref" in runs or not ref else " (earlier)") if ref else "–",
                 "**%.2f** (%.2f)" % (statistics.median(la) / statistics.median(ref), max(la) / max(ref))
                 if ref else "–",
@@ -1252,14 +1272,14 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build", help="build directory with kproxy and bench/{nftprobe,dp_client,dp_server}")
     ap.add_argument("sizes", nargs="*", type=int, help="service counts (default: $BENCH_PROG_SIZES or "
-                    "1000 20000 50000)")
+                    "1000 10000 20000 50000)")
     # An empty $BENCH_MODES (a make that exports it unset) means the default.
     ap.add_argument("--modes", default=os.environ.get("BENCH_MODES") or "nftables iptables",
                     help="nftables and/or iptables, space- or comma-separated (default both; $BENCH_MODES)")
     ap.add_argument("--endpoints", type=int, default=10)
     ap.add_argument("--changes", type=int, default=100, help="one-endpoint changes per size, nftables mode")
-    ap.add_argument("--ipt-changes", type=int, default=20, help="the same in iptables mode")
-    ap.add_argument("--default-period-changes", type=int, default=20,
+    ap.add_argument("--ipt-changes", type=int, default=100, help="the same in iptables mode")
+    ap.add_argument("--default-period-changes", type=int, default=100,
                     help="changes with the default min sync period (1 s); 0 skips that phase")
     ap.add_argument("--gap", type=float, default=0.2, help="pause between changes, s (plus up to half again)")
     ap.add_argument("--change-timeout", type=float, default=120)
@@ -1276,6 +1296,11 @@ def main():
                     help="run kproxy without --state-dir (an iptables restart then writes every chain)")
     ap.add_argument("--nft-shards", type=int, default=0,
                     help="nftables mode with kproxy's --nftables-shards N (the services' nat side in N tables)")
+    ap.add_argument("--nft-one-table-max", type=int, default=50000,
+                    help="without --nft-shards, nftables mode runs larger sizes with 16 shards (a first load "
+                         "into one table is quadratic in the kernel: minutes at 50k)")
+    ap.add_argument("--floor-max", type=int, default=50000,
+                    help="no kernel floor above this size (nft -f runs out of memory at 50k on 24 GB)")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="'' to write no file")
     ap.add_argument("--json", help="also write every raw number to this file")
     ap.add_argument("--perf", metavar="DIR", help="perf record kproxy during the first load and the changes")
@@ -1302,7 +1327,7 @@ def main():
         return
     if os.geteuid() != 0:
         sys.exit("programming.py needs root (network namespaces)")
-    sizes = args.sizes or [int(x) for x in os.environ.get("BENCH_PROG_SIZES", "1000 20000 50000").split()]
+    sizes = args.sizes or [int(x) for x in os.environ.get("BENCH_PROG_SIZES", "1000 10000 20000 50000").split()]
     if not args.no_baseline and 1 not in sizes:
         sizes = [1] + sizes
     modes = [m for m in re.split(r"[\s,]+", args.modes) if m]
@@ -1321,8 +1346,13 @@ def main():
                 if mode == "iptables" and n > args.ipt_max:
                     log("== iptables mode, %d services: skipped (above --ipt-max %d)" % (n, args.ipt_max))
                     continue
+                SHARDS = args.nft_shards
+                if mode == "nftables" and not SHARDS and n > args.nft_one_table_max:
+                    SHARDS = 16
+                    log("== nftables mode, %d services: with 16 shards (above --nft-one-table-max %d)" % (
+                        n, args.nft_one_table_max))
                 try:
-                    results.append(run_size(run, n, mode, args))
+                    results.append(dict(run_size(run, n, mode, args), shards=SHARDS if mode == "nftables" else 0))
                 except BenchError as e:
                     failed = "%s mode, N=%d: %s" % (mode, n, e)
                     log("FAILED: " + failed)
