@@ -22,9 +22,10 @@ one-service baseline, in each mode of --modes (default both):
  3. one-endpoint changes: a PUT of one EndpointSlice straight to the API
     server replaces one endpoint IP; t0 is when the harness sends it (the
     write commits before the answer, which can arrive after the kernel
-    has the change: with 16 shards at 1k a change takes 2 ms); the probe, already polling, reports when the new endpoint's
-    chain exists, the service chain goes to it and no longer to the old one
-    (and the service's map element still goes to the service chain).
+    has the change: with 16 shards at 1k a change takes 2 ms); the probe,
+    already polling, reports when the new endpoint's chain exists, the
+    service chain goes to it and no longer to the old one (and the
+    service's map element still goes to the service chain).
     Spread over the N services, every 10th on the last one.
  4. kproxy's RSS after the changes; its CPU per change.
  5. packet path: new TCP connections/s and connect() latency from the
