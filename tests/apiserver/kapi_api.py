@@ -15,6 +15,7 @@ import base64
 import bisect
 import gzip
 import hmac
+import itertools
 import json
 import socket
 import socketserver
@@ -22,7 +23,6 @@ import ssl
 import struct
 import sys
 import time
-import itertools
 import traceback
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
