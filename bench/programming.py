@@ -1179,10 +1179,14 @@ def report(results, args):
             ms(lists) if lists is not None else "?", ms(r["kapi_list_s"]),
             ld["cpu_self_s"], ld["cpu_children_s"], ld.get("VmRSS", 0)))
     if any("changes" in r or "changes_1s" in r for r in results):
+        # Runs before 2026-11-26 took t0 at the PUT's answer and did not time the PUT.
+        at_answer = any(k in r and "put" not in r[k] for r in results for k in ("changes", "changes_1s"))
         w("\n### One-endpoint change: API write to kernel\n\nOne endpoint IP of one service is replaced by a "
-          "PUT of its EndpointSlice; t0 is when the harness sends it (the write commits before the answer, "
-          "and kproxy can program the kernel before the answer arrives: *PUT answered* is how long the "
-          "answer took, the most t0 can be early), t1 the first "
+          "PUT of its EndpointSlice; %s, t1 the first " % (
+              "t0 is the API server's answer (the write is committed)" if at_answer else
+              "t0 is when the harness sends it (the write commits before the answer, and kproxy can "
+              "program the kernel before the answer arrives: *PUT answered* is how long the answer took, "
+              "the most t0 can be early)") +
           "poll that finds the new endpoint chain, the service chain going to it and not to the old one, and "
           "the service's map element going to the service chain. Services spread over the N, every 10th "
           "change on the last one; a short pause between changes. *min sync 1s*: kproxy restarted with the "
