@@ -418,9 +418,9 @@ class ApiHandler(BaseHTTPRequestHandler):
             meta["continue"] = _encode_continue(snap_rv, last)
             if sel.empty:
                 after = bisect.bisect_right(keys, last)
-                meta["remainingItemCount"] = (len(keys) - after if ns is None else
-                                              bisect.bisect_left(keys, (ns + "\0",)) -
-                                              max(after, bisect.bisect_left(keys, (ns,))))
+                # A namespace's keys are contiguous and end before (ns + "\0",).
+                end = len(keys) if ns is None else bisect.bisect_left(keys, (ns + "\0",))
+                meta["remainingItemCount"] = end - after
         if table:
             return self._json(200, kinds.table(kind, items, meta, q.get("includeObject",
                                                                         "Metadata"), table))

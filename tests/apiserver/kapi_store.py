@@ -258,10 +258,7 @@ class Store:
 
     def snapshot(self, kind, rv):
         """{key: obj} of kind as of resourceVersion rv.  Caller holds the lock."""
-        if rv > self.rv:
-            raise too_large(rv, self.rv)
-        if rv < self.oldest:
-            raise expired(rv, self.oldest)
+        self._check_snapshot_rv(rv)
         cur = dict(self.objs[kind.name])
         for ev in reversed(self.history):
             if ev.rv <= rv:
@@ -273,14 +270,17 @@ class Store:
                     cur[obj_key(ev.obj)] = ev.old
         return cur
 
-    def sorted_snapshot(self, kind, rv):
-        """snapshot()'s dict and its keys sorted, kept for the next page of
-        the same list (a snapshot of rv never changes).  Caller holds the
-        lock."""
+    def _check_snapshot_rv(self, rv):
         if rv > self.rv:
             raise too_large(rv, self.rv)
         if rv < self.oldest:
             raise expired(rv, self.oldest)
+
+    def sorted_snapshot(self, kind, rv):
+        """snapshot()'s dict and its keys sorted, kept for the next page of
+        the same list (a snapshot of rv never changes).  Caller holds the
+        lock."""
+        self._check_snapshot_rv(rv)    # a cached snapshot can have expired since
         key = (kind.name, rv)
         hit = self.sorted_snaps.get(key)
         if hit is None:
