@@ -7,7 +7,10 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,4 +107,32 @@ fail:
         close_pair(o);
         close_pair(e);
         return r;
+}
+
+/* A regular file we may execute (access() alone passes directories). */
+static bool executable(const char *file) {
+        struct stat st;
+        return stat(file, &st) == 0 && S_ISREG(st.st_mode) && access(file, X_OK) == 0;
+}
+
+bool exec_installed(const char *name) {
+        /* glibc's posix_spawnp() default when PATH is unset */
+        const char *path = getenv("PATH");
+        char file[4096];
+
+        if (!path)
+                path = "/bin:/usr/bin";
+        if (strchr(name, '/'))
+                return executable(name);
+        for (const char *p = path;; p++) {
+                size_t len = strcspn(p, ":");
+                /* An empty entry is the current directory, as for execvp(). */
+                if ((size_t) snprintf(file, sizeof file, "%.*s%s%s", (int) len, p, len ? "/" : "", name) <
+                            sizeof file &&
+                    executable(file))
+                        return true;
+                p += len;
+                if (!*p)
+                        return false;
+        }
 }

@@ -5,6 +5,7 @@
  * stdin fed from a buffer, stdout and stderr captured. Blocking: a restore
  * is one transaction that the sync loop waits for, as upstream does.
  */
+#include <stdbool.h>
 #include <stddef.h>
 
 struct buf;
@@ -14,3 +15,8 @@ struct buf;
  * discarded). Returns the exit status (0..255), or -errno if it could not
  * be run (-ENOENT: not installed), or -EINTR if killed by a signal. */
 int exec_run(const char *const argv[], const char *input, size_t len, struct buf *out, struct buf *err);
+
+/* Whether name is an executable file in one of PATH's directories (the
+ * default search path when PATH is unset), as posix_spawnp() would find it.
+ * No process is run. */
+bool exec_installed(const char *name);
