@@ -27,6 +27,8 @@
 
 struct render_opts {
         struct host_facts host;
+        enum iptables_backend iptables_backend;
+        int random_fully;               /* --host-random-fully, or -1: probed */
         struct inet_cidr *service_cidrs;
         size_t n_service_cidrs;
         int ip_family;
@@ -59,8 +61,28 @@ static int set_host_addresses(void *u, const char *v) {
 }
 
 static int set_random_fully(void *u, const char *v) {
-        return parse_bool(v, &((struct render_opts *) u)->host.random_fully);
+        bool b;
+        int r = parse_bool(v, &b);
+        if (r == 0)
+                ((struct render_opts *) u)->random_fully = b;
+        return r;
 }
+
+static int set_iptables_backend(enum iptables_backend *ret, const char *v) {
+        enum iptables_backend b = iptables_backend_from_string(v);
+        if (b < 0)
+                return -EINVAL;
+        *ret = b;
+        return 0;
+}
+
+static int set_render_backend(void *u, const char *v) {
+        return set_iptables_backend(&((struct render_opts *) u)->iptables_backend, v);
+}
+
+#define IPTABLES_BACKEND_HELP                                                                                      \
+        "kproxy's own: the iptables backend to program, legacy or nft; auto (the default) picks the one the "   \
+        "node's kubelet uses, as upstream's image does with iptables-wrapper"
 
 static int set_nfacct(void *u, const char *v) {
         return parse_bool(v, &((struct render_opts *) u)->host.nfacct);
@@ -128,8 +150,10 @@ static const struct config_extra_flag render_flags[] = {
         {"ip-family", false, "4|6", "IP family to render (default 4)", set_ip_family},
         {"host-addresses", false, "CIDR,...",
          "the node's interface addresses, for nodePortAddresses (default: probed)", set_host_addresses},
-        {"host-random-fully", true, "BOOL", "iptables supports MASQUERADE --random-fully (default: probed)",
+        {"host-random-fully", true, "BOOL",
+         "iptables supports MASQUERADE --random-fully (default: probed, with the --iptables-backend tools)",
          set_random_fully},
+        {"iptables-backend", false, "auto|legacy|nft", IPTABLES_BACKEND_HELP, set_render_backend},
         {"host-nfacct", true, "BOOL", "the nfacct counters exist (default: probed)", set_nfacct},
         {"host-tcp-be-liberal", true, "BOOL",
          "net.netfilter.nf_conntrack_tcp_be_liberal is set (default: probed)", set_tcp_be_liberal},
@@ -192,7 +216,7 @@ static void log_lines(const struct buf *b) {
 
 static int cmd_render(int argc, char **argv) {
         struct kproxy_config cfg;
-        struct render_opts o = {.ip_family = 4};
+        struct render_opts o = {.ip_family = 4, .random_fully = -1};
         struct render_params params;
         struct buf out = BUF_INIT, warnings = BUF_INIT;
         char **files = NULL;
@@ -223,6 +247,14 @@ static int cmd_render(int argc, char **argv) {
                 goto out;
         }
 
+        /* Only --random-fully depends on the backend: probe only for it. */
+        if (cfg.mode == PROXY_MODE_IPTABLES && o.random_fully < 0) {
+                host_probe_iptables(&o.host, o.iptables_backend);
+                log_v(2, "iptables backend %s, run as %s: %s", iptables_backend_to_string(o.host.iptables.backend),
+                      iptables_tool_name(&o.host.iptables, 4, IPTABLES_TOOL_CMD), o.host.iptables_why);
+        } else {
+                o.host.random_fully = o.random_fully > 0;
+        }
         o.node_name = cfg.hostname_override && *cfg.hostname_override ? cfg.hostname_override
                       : o.host.hostname                                 ? o.host.hostname
                                                                         : "";
@@ -288,8 +320,15 @@ static int set_watch_idle(void *u, const char *v) {
         return config_parse_duration(v, &((struct daemon_opts *) u)->watch_idle_timeout_ms);
 }
 
-/* kproxy's own tuning flags (not kube-proxy's). */
+static int set_proxy_backend(void *u, const char *v) {
+        return set_iptables_backend(&((struct daemon_opts *) u)->iptables_backend, v);
+}
+
+/* kproxy's own flags (not kube-proxy's); --config leaves them alone. */
 static const struct config_extra_flag proxy_flags[] = {
+        {"iptables-backend", false, "auto|legacy|nft",
+         IPTABLES_BACKEND_HELP "; --cleanup cleans both backends unless this names one",
+         set_proxy_backend},
         {"watch-idle-timeout", false, "DURATION",
          "restart a watch that has sent nothing (not even a bookmark) for this long (default 5m)", set_watch_idle},
 };
@@ -335,7 +374,7 @@ static int cmd_proxy(int argc, char **argv) {
                 goto out;
         }
         log_set_verbosity(cfg.verbosity);
-        ret = cfg.cleanup ? daemon_cleanup(&cfg) : daemon_run(&cfg, &dopts);
+        ret = cfg.cleanup ? daemon_cleanup(&cfg, &dopts) : daemon_run(&cfg, &dopts);
 out:
         free(args);
         config_done(&cfg);

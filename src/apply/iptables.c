@@ -8,12 +8,14 @@
 #include "apply/iptables.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apply/exec.h"
+#include "apply/iptables-backend.h"
 #include "apply/iptables-known.h"
 #include "apply/iptables-lines.h"
 #include "apply/iptables-split.h"
@@ -77,8 +79,8 @@ static bool has_owned_prefix(const char *chain) {
         return iptables_chain_owned(chain, strlen(chain));
 }
 
-static int save(uint8_t family, const char *table, struct buf *out) {
-        const char *argv[] = {family == 6 ? "ip6tables-save" : "iptables-save", "-t", table, NULL};
+static int save(const struct iptables_tools *t, uint8_t family, const char *table, struct buf *out) {
+        const char *argv[] = {iptables_tool_name(t, family, IPTABLES_TOOL_SAVE), "-t", table, NULL};
         struct buf err = BUF_INIT;
         int r = exec_run(argv, NULL, 0, out, &err);
         if (r != 0) {
@@ -207,8 +209,8 @@ static void walk_add(const char *chain, void *userdata) {
 static const char *const nat_builtin[] = {"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING", "KUBE-KUBELET-CANARY"};
 
 /* The netlink side of iptables_scan(). */
-static int scan_nft(struct nftables *nl, uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
-                    struct iptables_known *known) {
+static int scan_nft(const struct iptables_tools *t, struct nftables *nl, uint8_t family, struct hmap *existing,
+                    char **ret_names, bool *ret_jumps_ok, struct iptables_known *known) {
         struct hmap found = HMAP_INIT, listed = HMAP_INIT;
         struct walk w = {.seen = HMAP_INIT};
         struct buf store = BUF_INIT;
@@ -282,7 +284,7 @@ static int scan_nft(struct nftables *nl, uint8_t family, struct hmap *existing, 
                 if (listed_before)
                         continue;
                 struct buf listing = BUF_INIT;
-                const char *argv[] = {family == 6 ? "ip6tables" : "iptables", "-t", jumps[i].table, "-S",
+                const char *argv[] = {iptables_tool_name(t, family, IPTABLES_TOOL_CMD), "-t", jumps[i].table, "-S",
                                       jumps[i].builtin, NULL};
                 *ret_jumps_ok = exec_run(argv, NULL, 0, &listing, NULL) == 0 &&
                                 jumps_in(jumps[i].table, jumps[i].builtin, &listing);
@@ -298,18 +300,20 @@ out:
         return r;
 }
 
-int iptables_scan(struct nftables *nl, uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
-                  struct iptables_known *known) {
+int iptables_scan(const struct iptables_tools *t, struct nftables *nl, uint8_t family, struct hmap *existing,
+                  char **ret_names, bool *ret_jumps_ok, struct iptables_known *known) {
         struct buf nat = BUF_INIT, filter = BUF_INIT, store = BUF_INIT;
         char chain[64];
         int r;
 
         *ret_names = NULL;
-        if (nl)
-                return scan_nft(nl, family, existing, ret_names, ret_jumps_ok, known);
-        r = save(family, "nat", &nat);
+        /* Netlink sees iptables-nft's tables only: legacy ones are read
+         * with the tools whatever the caller has open. */
+        if (nl && t->backend == IPTABLES_BACKEND_NFT)
+                return scan_nft(t, nl, family, existing, ret_names, ret_jumps_ok, known);
+        r = save(t, family, "nat", &nat);
         if (r == 0)
-                r = save(family, "filter", &filter);
+                r = save(t, family, "filter", &filter);
         if (r < 0)
                 goto out;
         if (known) {
@@ -361,18 +365,20 @@ static int observe_declared(struct nftables *nl, uint8_t family, const char *tab
         return r;
 }
 
-int iptables_observe(struct nftables *nl, uint8_t family, const char *input, size_t len,
-                     struct iptables_known *known) {
+int iptables_observe(const struct iptables_tools *t, struct nftables *nl, uint8_t family, const char *input,
+                     size_t len, struct iptables_known *known) {
         static const char *const tables[] = {"nat", "filter"};
         struct buf saved = BUF_INIT;
         int r = 0;
+        if (t->backend != IPTABLES_BACKEND_NFT)
+                nl = NULL;
         for (size_t i = 0; i < ELEMENTSOF(tables) && r == 0; i++) {
                 if (nl) {
                         r = observe_declared(nl, family, tables[i], input, len, known);
                         continue;
                 }
                 buf_clear(&saved);
-                r = save(family, tables[i], &saved);
+                r = save(t, family, tables[i], &saved);
                 if (r == 0)
                         iptables_known_observe(known, tables[i], saved.data, saved.len);
         }
@@ -386,11 +392,11 @@ void iptables_names_free(struct hmap *existing, char *names) {
 }
 
 /* iptables -w 5 -W 100000 -t TABLE OP CHAIN [1] [args -j TARGET]. */
-static int run_iptables(uint8_t family, const char *table, const char *op, const char *chain, bool pos1,
-                        const struct jump *j, struct buf *err) {
+static int run_iptables(const struct iptables_tools *t, uint8_t family, const char *table, const char *op,
+                        const char *chain, bool pos1, const struct jump *j, struct buf *err) {
         const char *argv[32];
         size_t n = 0;
-        argv[n++] = family == 6 ? "ip6tables" : "iptables";
+        argv[n++] = iptables_tool_name(t, family, IPTABLES_TOOL_CMD);
         argv[n++] = "-w";
         argv[n++] = "5";
         argv[n++] = "-W";
@@ -411,11 +417,11 @@ static int run_iptables(uint8_t family, const char *table, const char *op, const
         return exec_run(argv, NULL, 0, NULL, err);
 }
 
-int iptables_ensure_jumps(uint8_t family) {
+int iptables_ensure_jumps(const struct iptables_tools *t, uint8_t family) {
         struct buf saved_nat = BUF_INIT, saved_filter = BUF_INIT, line = BUF_INIT, err = BUF_INIT;
-        int r = save(family, "nat", &saved_nat);
+        int r = save(t, family, "nat", &saved_nat);
         if (r == 0)
-                r = save(family, "filter", &saved_filter);
+                r = save(t, family, "filter", &saved_filter);
 
         for (size_t i = 0; r == 0 && i < ELEMENTSOF(jumps); i++) {
                 const struct jump *j = &jumps[i];
@@ -426,14 +432,14 @@ int iptables_ensure_jumps(uint8_t family) {
                 if (!strstr(saved->data ? saved->data : "", decl)) {
                         buf_clear(&err);
                         /* "Chain already exists" is fine: another writer raced us. */
-                        run_iptables(family, j->table, "-N", j->target, false, NULL, &err);
+                        run_iptables(t, family, j->table, "-N", j->target, false, NULL, &err);
                 }
                 buf_clear(&line);
                 jump_text(j, &line);
                 if (saved_has_line(saved, line.data))
                         continue;
                 buf_clear(&err);
-                int q = run_iptables(family, j->table, "-I", j->builtin, true, j, &err);
+                int q = run_iptables(t, family, j->table, "-I", j->builtin, true, j, &err);
                 if (q != 0) {
                         log_error("Failed to insert the jump %s in table %s: %s", line.data, j->table,
                                   err.data ? err.data : "");
@@ -465,9 +471,14 @@ static void log_restore_failure(const char *tool_name, const char *input, size_t
         }
 }
 
-static int restore_run(uint8_t family, const char *input, size_t len) {
-        const char *argv[] = {family == 6 ? "ip6tables-restore" : "iptables-restore", "-w", "5", "-W", "100000",
-                              "--noflush", "--counters", NULL};
+struct restore {
+        const struct iptables_tools *tools;
+        uint8_t family;
+};
+
+static int restore_run(const struct restore *o, const char *input, size_t len) {
+        const char *argv[] = {iptables_tool_name(o->tools, o->family, IPTABLES_TOOL_RESTORE), "-w", "5", "-W",
+                              "100000", "--noflush", "--counters", NULL};
         struct buf err = BUF_INIT;
         int r = exec_run(argv, input, len, NULL, &err);
         if (r != 0) {
@@ -479,16 +490,18 @@ static int restore_run(uint8_t family, const char *input, size_t len) {
 }
 
 static int restore_piece(const char *piece, size_t len, void *userdata) {
-        return restore_run(*(const uint8_t *) userdata, piece, len);
+        return restore_run(userdata, piece, len);
 }
 
-int iptables_restore_split(uint8_t family, const char *input, size_t len, size_t max_lines) {
+int iptables_restore_split(const struct iptables_tools *t, uint8_t family, const char *input, size_t len,
+                           size_t max_lines) {
+        struct restore o = {t, family};
         size_t lines = 0;
         for (const char *p = input; p && (p = memchr(p, '\n', (size_t) (input + len - p))); p++)
                 lines++;
         if (lines <= 2 * max_lines)
-                return restore_run(family, input, len);
-        int r = iptables_split(input, len, max_lines, restore_piece, &family);
+                return restore_run(&o, input, len);
+        int r = iptables_split(input, len, max_lines, restore_piece, &o);
         if (r == -EINVAL) {
                 log_error("Refusing to restore IPv%u rules: the input is not iptables-restore text", family);
                 return -EIO;
@@ -496,7 +509,7 @@ int iptables_restore_split(uint8_t family, const char *input, size_t len, size_t
         return r;
 }
 
-int iptables_restore(uint8_t family, const char *input, size_t len, bool loaded) {
+int iptables_restore(const struct iptables_tools *t, uint8_t family, const char *input, size_t len, bool loaded) {
         /* Into empty tables the tool's userspace is quadratic in a piece's
          * lines, and each commit adds a little: 1000-line pieces loaded 1k
          * services x 10 endpoints in 0.64 s, 3000-line ones in 0.80 s, and
@@ -519,19 +532,19 @@ int iptables_restore(uint8_t family, const char *input, size_t len, bool loaded)
                 if (l > max_lines)
                         max_lines = l;
         }
-        return iptables_restore_split(family, input, len, max_lines);
+        return iptables_restore_split(t, family, input, len, max_lines);
 }
 
 static const char *const canary_tables[] = {"mangle", "nat", "filter"};
 
-int iptables_canary_ensure(uint8_t family) {
+int iptables_canary_ensure(const struct iptables_tools *t, uint8_t family) {
         struct buf err = BUF_INIT;
         int r = 0;
         for (size_t i = 0; i < ELEMENTSOF(canary_tables); i++) {
                 buf_clear(&err);
-                if (run_iptables(family, canary_tables[i], "-S", "KUBE-PROXY-CANARY", false, NULL, NULL) == 0)
+                if (run_iptables(t, family, canary_tables[i], "-S", "KUBE-PROXY-CANARY", false, NULL, NULL) == 0)
                         continue;
-                int q = run_iptables(family, canary_tables[i], "-N", "KUBE-PROXY-CANARY", false, NULL, &err);
+                int q = run_iptables(t, family, canary_tables[i], "-N", "KUBE-PROXY-CANARY", false, NULL, &err);
                 if (q != 0) {
                         log_error("Failed to create KUBE-PROXY-CANARY in %s: %s", canary_tables[i],
                                   err.data ? err.data : "");
@@ -542,10 +555,10 @@ int iptables_canary_ensure(uint8_t family) {
         return r;
 }
 
-bool iptables_canary_present(uint8_t family) {
+bool iptables_canary_present(const struct iptables_tools *t, uint8_t family) {
         /* Upstream watches the mangle canary: nothing else uses that table,
          * so it disappears only when someone flushes everything. */
-        return run_iptables(family, "mangle", "-S", "KUBE-PROXY-CANARY", false, NULL, NULL) == 0;
+        return run_iptables(t, family, "mangle", "-S", "KUBE-PROXY-CANARY", false, NULL, NULL) == 0;
 }
 
 const char *const *iptables_fixed_chains(const char *table, size_t *ret_n) {
@@ -577,11 +590,13 @@ bool iptables_chain_is_proxys(const char *table, const char *chain) {
         return false;
 }
 
-/* Flushes and deletes the listed chains of one table that exist. */
-static void cleanup_table(const char *table, const struct buf *saved, const char *const *fixed, size_t n_fixed,
-                          bool owned, struct buf *in) {
+/* Flushes and deletes the listed chains of one table that exist; returns
+ * how many. */
+static size_t cleanup_table(const char *table, const struct buf *saved, const char *const *fixed, size_t n_fixed,
+                            bool owned, struct buf *in) {
         struct buf decl = BUF_INIT, del = BUF_INIT;
         char chain[64];
+        size_t n = 0;
         for (const char *p = saved->data; next_chain(&p, chain);) {
                 bool ours = owned && has_owned_prefix(chain);
                 for (size_t i = 0; i < n_fixed && !ours; i++)
@@ -589,6 +604,7 @@ static void cleanup_table(const char *table, const struct buf *saved, const char
                 if (ours) {
                         buf_printf(&decl, ":%s - [0:0]\n", chain);
                         buf_printf(&del, "-X %s\n", chain);
+                        n++;
                 }
         }
         if (decl.len > 0) {
@@ -599,15 +615,25 @@ static void cleanup_table(const char *table, const struct buf *saved, const char
         }
         buf_done(&decl);
         buf_done(&del);
+        return n;
 }
 
-int iptables_cleanup(uint8_t family) {
+/* The table as the tools save it, or nothing when it is a legacy table
+ * that does not exist (asking for it would create it). */
+static int cleanup_save(const struct iptables_tools *t, uint8_t family, const char *table, struct buf *out) {
+        if (t->backend == IPTABLES_BACKEND_LEGACY && !iptables_legacy_table_exists(family, table))
+                return 0;
+        return save(t, family, table, out);
+}
+
+int iptables_cleanup(const struct iptables_tools *t, uint8_t family) {
         struct buf nat = BUF_INIT, filter = BUF_INIT, mangle = BUF_INIT, line = BUF_INIT, in = BUF_INIT;
-        int r = save(family, "nat", &nat);
+        size_t n = 0;
+        int r = cleanup_save(t, family, "nat", &nat);
         if (r == 0)
-                r = save(family, "filter", &filter);
+                r = cleanup_save(t, family, "filter", &filter);
         if (r == 0)
-                r = save(family, "mangle", &mangle);
+                r = cleanup_save(t, family, "mangle", &mangle);
         if (r < 0)
                 goto out;
 
@@ -621,14 +647,16 @@ int iptables_cleanup(uint8_t family) {
                 jump_text(j, &line);
                 if (!saved_has_line(strcmp(j->table, "nat") == 0 ? &nat : &filter, line.data))
                         continue;
-                if (run_iptables(family, j->table, "-D", j->builtin, false, j, NULL) != 0)
+                if (run_iptables(t, family, j->table, "-D", j->builtin, false, j, NULL) != 0)
                         log_warning("Failed to delete %s from table %s, ignoring", line.data, j->table);
         }
-        cleanup_table("nat", &nat, nat_fixed, ELEMENTSOF(nat_fixed), true, &in);
-        cleanup_table("filter", &filter, filter_fixed, ELEMENTSOF(filter_fixed), false, &in);
-        cleanup_table("mangle", &mangle, mangle_fixed, ELEMENTSOF(mangle_fixed), false, &in);
+        n += cleanup_table("nat", &nat, nat_fixed, ELEMENTSOF(nat_fixed), true, &in);
+        n += cleanup_table("filter", &filter, filter_fixed, ELEMENTSOF(filter_fixed), false, &in);
+        n += cleanup_table("mangle", &mangle, mangle_fixed, ELEMENTSOF(mangle_fixed), false, &in);
         if (in.len > 0)
-                r = iptables_restore(family, in.data, in.len, false);
+                r = iptables_restore(t, family, in.data, in.len, false);
+        if (r == 0)
+                r = n > INT_MAX ? INT_MAX : (int) n;
 out:
         buf_done(&nat);
         buf_done(&filter);
@@ -636,4 +664,30 @@ out:
         buf_done(&line);
         buf_done(&in);
         return r;
+}
+
+int iptables_cleanup_backend(enum iptables_backend b, uint8_t family) {
+        const char *name = b == IPTABLES_BACKEND_NFT ? "iptables-nft" : "iptables-legacy";
+        struct iptables_tools t;
+        int r = iptables_backend_has_proxy(b, family);
+
+        if (r == 0)
+                return 0;
+        if (iptables_tools_find(b, &t) < 0) {
+                if (r < 0)
+                        return 0;       /* nothing we could read, and nothing to act with */
+                log_error("IPv%u tables of %s hold kube-proxy's chains, but %s is not installed to remove them",
+                          family, name, name);
+                return -ENOENT;
+        }
+        int q = iptables_cleanup(&t, family);
+        if (q > 0)
+                log_info("Removed %d IPv%u chains of kproxy or kube-proxy from %s", q, family, name);
+        if (q < 0 && r < 0) {
+                /* A backend that netlink could not ask (no nf_tables in
+                 * this kernel) is one the tools cannot read either. */
+                log_warning_errno(q, "Failed to read the IPv%u tables of %s, ignoring", family, name);
+                return 0;
+        }
+        return q;
 }

@@ -5,11 +5,14 @@
  * reading what is there (over nf_tables netlink, or iptables-save), the
  * jump rules from the built-in chains, the canary chains, restoring a
  * rendered ruleset in one transaction (iptables-restore --noflush
- * --counters, as upstream), and --cleanup.
+ * --counters, as upstream), and --cleanup. Every function runs the tools
+ * of the backend it is given (apply/iptables-backend.h).
  */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "apply/iptables-backend.h"
 
 struct buf;
 struct hmap;
@@ -20,31 +23,32 @@ struct hmap;
  * KUBE-SEP-), and *ret_jumps_ok with whether every jump rule from the
  * built-in chains is in place; passes what it read to known (may be NULL).
  *
- * With nl (the tools are iptables-nft), over nf_tables netlink, one rule
+ * With nl and t the nf_tables backend, over nf_tables netlink, one rule
  * dump per chain (linear: 4 s at 20k services x 10 endpoints, where
  * iptables-save takes 15 s): in nat, the jump graph from the built-in and
  * fixed chains, depth by depth; if the table holds more chains than that
  * reached (one nothing jumps to: a failed sync's, someone else's), every
  * owned chain it lists too (a dump that costs the kernel a walk of the
  * family's chains per message, seconds at 20k); filter's fixed chains;
- * the jump rules from `iptables -S` of each built-in chain. Without nl:
- * iptables-save of nat and filter.
+ * the jump rules from `iptables -S` of each built-in chain. Otherwise
+ * (legacy tables are invisible to netlink): iptables-save of nat and filter.
  * Returns 0 or -errno (a read failed). */
 struct iptables_known;
 struct nftables;
-int iptables_scan(struct nftables *nl, uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
-                  struct iptables_known *known);
+int iptables_scan(const struct iptables_tools *t, struct nftables *nl, uint8_t family, struct hmap *existing,
+                  char **ret_names, bool *ret_jumps_ok, struct iptables_known *known);
 /* What the kernel holds after input (a restore input) was applied, into
- * known: with nl, the chains input declares; without, the nat and filter
- * tables whole (iptables-save). Returns 0 or -errno. */
-int iptables_observe(struct nftables *nl, uint8_t family, const char *input, size_t len,
-                     struct iptables_known *known);
+ * known: with nl and t the nf_tables backend, the chains input declares;
+ * otherwise, the nat and filter tables whole (iptables-save). Returns 0 or
+ * -errno. */
+int iptables_observe(const struct iptables_tools *t, struct nftables *nl, uint8_t family, const char *input,
+                     size_t len, struct iptables_known *known);
 void iptables_names_free(struct hmap *existing, char *names);
 
 /* Creates kproxy's top-level chains and inserts the missing jump rules at
  * the head of the built-in chains (reference §2), as upstream does on every
  * full sync. Returns 0 or -errno (a tool failed; logged). */
-int iptables_ensure_jumps(uint8_t family);
+int iptables_ensure_jumps(const struct iptables_tools *t, uint8_t family);
 
 /* Applies a restore input. Into empty tables, up to 2 *
  * IPTABLES_RESTORE_PIECE_LINES lines are one transaction and a larger input
@@ -59,14 +63,15 @@ int iptables_ensure_jumps(uint8_t family);
  * sync completes the job). */
 #define IPTABLES_RESTORE_PIECE_LINES 1000
 #define IPTABLES_RESTORE_LOADED_LINES 3000
-int iptables_restore(uint8_t family, const char *input, size_t len, bool loaded);
+int iptables_restore(const struct iptables_tools *t, uint8_t family, const char *input, size_t len, bool loaded);
 /* The same with another piece size (tests). */
-int iptables_restore_split(uint8_t family, const char *input, size_t len, size_t max_lines);
+int iptables_restore_split(const struct iptables_tools *t, uint8_t family, const char *input, size_t len,
+                           size_t max_lines);
 
 /* KUBE-PROXY-CANARY in mangle, nat and filter: created empty; gone means a
  * third party flushed the tables and a full resync is needed. */
-int iptables_canary_ensure(uint8_t family);
-bool iptables_canary_present(uint8_t family);
+int iptables_canary_ensure(const struct iptables_tools *t, uint8_t family);
+bool iptables_canary_present(const struct iptables_tools *t, uint8_t family);
 
 /* Whether --cleanup removes this chain of this table ("nat", "filter",
  * "mangle"): kube-proxy's chains, not kubelet's KUBE-FIREWALL. */
@@ -76,5 +81,15 @@ bool iptables_chain_is_proxys(const char *table, const char *chain);
 const char *const *iptables_fixed_chains(const char *table, size_t *ret_n);
 
 /* Removes every jump rule and chain kproxy (or kube-proxy) made in the
- * family's tables. Idempotent. Returns 0 or -errno. */
-int iptables_cleanup(uint8_t family);
+ * family's tables of t's backend; a legacy table that does not exist is
+ * left alone, not made. Idempotent. Returns how many chains it removed, or
+ * -errno. */
+int iptables_cleanup(const struct iptables_tools *t, uint8_t family);
+/* The same in backend b's tables when iptables_backend_has_proxy() finds
+ * iptables mode's chains there (or cannot tell), with b's tools; logs what
+ * it removed. For --cleanup and for a switch from the other backend or
+ * mode. Returns how many chains it removed; 0 when there was nothing to
+ * do, or when b could not be looked at and its tools are missing or fail
+ * too (a warning); -ENOENT when b holds such chains but its tools are not
+ * installed (logged); or the tools' -errno when b holds such chains. */
+int iptables_cleanup_backend(enum iptables_backend b, uint8_t family);

@@ -3,24 +3,19 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ifaddrs.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_acct.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
-
-extern char **environ;
 
 void host_facts_done(struct host_facts *h) {
         free(h->addrs);
@@ -101,40 +96,54 @@ static int probe_addresses(struct host_facts *h) {
         return 0;
 }
 
-/* iptables >= 1.6.2 has --random-fully (upstream's check); "(nf_tables)"
- * in its version says it is iptables-nft, whose tables netlink can read. */
-static bool probe_iptables(bool *ret_nft) {
-        char *argv[] = {(char *) "iptables", (char *) "--version", NULL};
-        posix_spawn_file_actions_t fa;
-        char out[256] = {0};
-        int pipefd[2], status;
-        pid_t pid;
-        size_t len = 0;
-        ssize_t n;
-
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return false;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
-        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-        int r = posix_spawnp(&pid, "iptables", &fa, NULL, argv, environ);
-        posix_spawn_file_actions_destroy(&fa);
-        close(pipefd[1]);
-        if (r != 0) {
-                close(pipefd[0]);
-                return false;
-        }
-        while (len < sizeof out - 1 && (n = read(pipefd[0], out + len, sizeof out - 1 - len)) > 0)
-                len += (size_t) n;
-        close(pipefd[0]);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
+/* iptables >= 1.6.2 has --random-fully (upstream's check), from its
+ * version line ("iptables v1.8.9 (nf_tables)"). */
+static bool has_random_fully(const char *version) {
         unsigned a = 0, b = 0, c = 0;
-        const char *v = strstr(out, " v");
-        *ret_nft = strstr(out, "(nf_tables)") != NULL;
+        const char *v = strstr(version, " v");
         if (!v || sscanf(v + 2, "%u.%u.%u", &a, &b, &c) < 2)
                 return false;
         return a > 1 || (a == 1 && (b > 6 || (b == 6 && c >= 2)));
+}
+
+static const char *tools_name(enum iptables_backend b) {
+        return b == IPTABLES_BACKEND_NFT ? "iptables-nft" : "iptables-legacy";
+}
+
+void host_probe_iptables(struct host_facts *h, enum iptables_backend want) {
+        enum iptables_backend b = want;
+        char version[128];
+        size_t n;
+
+        if (want == IPTABLES_BACKEND_AUTO)
+                iptables_backend_detect(&b, h->iptables_why, sizeof h->iptables_why);
+        else
+                snprintf(h->iptables_why, sizeof h->iptables_why, "--iptables-backend=%s",
+                         iptables_backend_to_string(want));
+        n = strlen(h->iptables_why);
+        h->iptables_missing = iptables_tools_find(b, &h->iptables) < 0;
+        if (h->iptables_missing && want == IPTABLES_BACKEND_AUTO) {
+                /* A guess on a node whose agents use a backend the image
+                 * lacks: the other backend works, beside their rules. */
+                enum iptables_backend other = b == IPTABLES_BACKEND_NFT ? IPTABLES_BACKEND_LEGACY
+                                                                        : IPTABLES_BACKEND_NFT;
+                if (iptables_tools_find(other, &h->iptables) == 0) {
+                        snprintf(h->iptables_why + n, sizeof h->iptables_why - n,
+                                 "; but %s is not installed, so %s, beside the node's other rules", tools_name(b),
+                                 tools_name(other));
+                        h->iptables_missing = false;
+                        b = other;
+                }
+        } else if (h->iptables_missing) {
+                snprintf(h->iptables_why + n, sizeof h->iptables_why - n, "; but %s is not installed",
+                         tools_name(b));
+        }
+        if (h->iptables_missing)
+                h->iptables = (struct iptables_tools) {.backend = b};
+        h->iptables_nft = b == IPTABLES_BACKEND_NFT;
+        h->random_fully = !h->iptables_missing &&
+                          iptables_tools_version(&h->iptables, version, sizeof version) == 0 &&
+                          has_random_fully(version);
 }
 
 /* Upstream's two nfacct counters; rules reference them only when they exist
@@ -227,7 +236,6 @@ int host_probe(struct host_facts *ret) {
                 for (char *p = h.hostname; *p; p++)
                         *p = (char) tolower((unsigned char) *p);
         }
-        h.random_fully = probe_iptables(&h.iptables_nft);
         h.nfacct = probe_nfacct();
         h.tcp_be_liberal = probe_tcp_be_liberal();
         *ret = h;

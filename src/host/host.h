@@ -4,13 +4,15 @@
  * What kproxy needs to know about the machine it programs: its interface
  * addresses (for nodePortAddresses), its hostname (the default node name),
  * and three capabilities that change the rules: iptables' --random-fully,
- * the nfacct counters, and the conntrack tcp_be_liberal sysctl; and whether
- * the iptables tools are iptables-nft. Probed once at start-up, read-only;
- * `render` lets each be overridden by a flag.
+ * the nfacct counters, and the conntrack tcp_be_liberal sysctl; and which
+ * iptables backend to program, the one the node's other agents use.
+ * Probed once at start-up, read-only; `render` lets each be overridden by a
+ * flag.
  */
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "apply/iptables-backend.h"
 #include "util/inet.h"
 
 struct host_facts {
@@ -18,15 +20,27 @@ struct host_facts {
         size_t n_addrs;
         char *hostname;                 /* lower-cased */
         bool random_fully;
-        bool iptables_nft;              /* the iptables tools are iptables-nft, not legacy */
+        struct iptables_tools iptables; /* the backend kproxy programs, and how its tools are run */
+        bool iptables_nft;              /* that backend is nf_tables, whose tables netlink can read */
+        bool iptables_missing;          /* that backend's tools are not installed */
+        char iptables_why[320];         /* why that backend, for the log */
         bool nfacct;
         bool tcp_be_liberal;
 };
 
-/* Probes this machine (this network namespace). Never fails on a missing
- * capability, which just reads as false; returns -ENOMEM on allocation
- * failure. */
+/* Probes this machine (this network namespace), but for iptables. Never
+ * fails on a missing capability, which just reads as false; returns
+ * -ENOMEM on allocation failure. */
 int host_probe(struct host_facts *ret);
+/* Chooses the iptables backend: want, or with IPTABLES_BACKEND_AUTO the
+ * one the node uses (iptables_backend_detect()); and how to run its tools,
+ * and whether they have --random-fully. When auto-detection picks a backend
+ * whose tools are not installed, the other's are used if they are, as
+ * before there was a choice, and why says so; when the backend's tools
+ * are missing all the same, iptables_missing is set (fatal for iptables
+ * mode, nothing to the rest) and random_fully is false. Fills h's iptables
+ * fields and random_fully. */
+void host_probe_iptables(struct host_facts *h, enum iptables_backend want);
 void host_facts_done(struct host_facts *h);
 
 /* Parses "ADDR/PREFIX,..." keeping the host part of each address (these are

@@ -73,12 +73,12 @@ static int setup_signals(struct ev_loop *l) {
 }
 
 /* IPv6 is programmed when this node's ip6tables works. */
-static bool ipv6_usable(void) {
-        const char *argv[] = {"ip6tables-save", "-t", "nat", NULL};
+static bool ipv6_usable(const struct iptables_tools *t) {
+        const char *argv[] = {iptables_tool_name(t, 6, IPTABLES_TOOL_SAVE), "-t", "nat", NULL};
         return exec_run(argv, NULL, 0, NULL, NULL) == 0;
 }
 
-int daemon_cleanup(const struct kproxy_config *c) {
+int daemon_cleanup(const struct kproxy_config *c, const struct daemon_opts *o) {
         /* Both modes' state, whatever mode is configured, as upstream, and
          * what --state-dir kept about it. */
         for (unsigned family = 4; family <= 6; family += 2) {
@@ -87,12 +87,17 @@ int daemon_cleanup(const struct kproxy_config *c) {
                     errno != ENOENT)
                         log_warning_errno(-errno, "Failed to remove %s, ignoring", path);
         }
-        int r = iptables_cleanup(4);
-        if (ipv6_usable()) {
-                int q = iptables_cleanup(6);
-                if (r == 0)
-                        r = q;
-        }
+        /* Each backend's, where a switch of backends (or a kube-proxy
+         * image that guessed otherwise) may have left some. */
+        int r = 0;
+        for (unsigned family = 4; family <= 6; family += 2)
+                for (enum iptables_backend b = IPTABLES_BACKEND_NFT; b <= IPTABLES_BACKEND_LEGACY; b++) {
+                        if (o->iptables_backend != IPTABLES_BACKEND_AUTO && b != o->iptables_backend)
+                                continue;
+                        int q = iptables_cleanup_backend(b, (uint8_t) family);
+                        if (r == 0 && q < 0)
+                                r = q;
+                }
         int q = nftables_cleanup();
         if (r == 0)
                 r = q;
@@ -132,6 +137,19 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         r = host_probe(&host);
         if (r < 0)
                 goto out;
+        host_probe_iptables(&host, o->iptables_backend);
+        if (host.iptables_missing && c->mode == PROXY_MODE_IPTABLES) {
+                log_error("Cannot run in iptables mode: %s", host.iptables_why);
+                goto out;
+        }
+        if (c->mode == PROXY_MODE_IPTABLES)
+                log_info("iptables backend %s, run as %s: %s", iptables_backend_to_string(host.iptables.backend),
+                         iptables_tool_name(&host.iptables, 4, IPTABLES_TOOL_CMD), host.iptables_why);
+        /* nftables mode asks ip6tables only this, and with the nf_tables
+         * tools when it can: asking legacy about a table creates it. */
+        struct iptables_tools v6 = host.iptables;
+        if (c->mode == PROXY_MODE_NFTABLES)
+                iptables_tools_find(IPTABLES_BACKEND_NFT, &v6);
         const char *node = c->hostname_override && *c->hostname_override ? c->hostname_override : host.hostname;
         if (!node || !*node) {
                 log_error("Cannot tell this node's name: set --hostname-override");
@@ -169,7 +187,7 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 .health = health,
                 .metrics = metrics,
                 .hcnp = hcnp,
-                .ipv6 = ipv6_usable(),
+                .ipv6 = ipv6_usable(&v6),
         };
         r = proxier_new(loop, &po, &proxier);
         if (r < 0)

@@ -8,12 +8,17 @@
  */
 #include <stdint.h>
 
+#include "apply/iptables-backend.h"
+
 struct kproxy_config;
 
 struct daemon_opts {
         uint64_t watch_idle_timeout_ms;         /* 0: the API client's default */
+        enum iptables_backend iptables_backend; /* --iptables-backend; 0 is auto */
 };
 
 /* Returns the process exit status. */
 int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o);
-int daemon_cleanup(const struct kproxy_config *c);
+/* --cleanup: both modes' rules, iptables mode's from each backend that
+ * holds some (only from o's iptables_backend when not auto). */
+int daemon_cleanup(const struct kproxy_config *c, const struct daemon_opts *o);

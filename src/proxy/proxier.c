@@ -471,12 +471,13 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 /* One read of the tables tells both which owned chains exist
                  * and whether the jump rules are in place; only missing jumps
                  * cost more tool runs. */
-                r = iptables_scan(p->nl, f->family, &existing, &existing_names, &jumps_ok, f->known);
+                r = iptables_scan(&p->host.iptables, p->nl, f->family, &existing, &existing_names, &jumps_ok,
+                                  f->known);
                 reading = realtime_s() - t0;
                 if (r < 0)
                         goto out;
                 if (!jumps_ok) {
-                        r = iptables_ensure_jumps(f->family);
+                        r = iptables_ensure_jumps(&p->host.iptables, f->family);
                         if (r < 0)
                                 goto out;
                 }
@@ -504,7 +505,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 const struct buf *sent = kept > 0 || by_rule > 0 ? &rewritten : &out;
                 sent_bytes = sent->len;
                 t0 = realtime_s();
-                r = iptables_restore(f->family, sent->data, sent->len, loaded);
+                r = iptables_restore(&p->host.iptables, f->family, sent->data, sent->len, loaded);
                 restoring = realtime_s() - t0;
                 if (r < 0) {
                         f->have_hash = false;
@@ -532,7 +533,8 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                         if (unlearned > 0 &&
                             (p->nl || unlearned > KNOWN_LEARN_MIN ||
                              (keep && ipt_owned_chains(f->owned) <= KNOWN_LEARN_MIN)) &&
-                            iptables_observe(p->nl, f->family, sent->data, sent->len, f->known) == 0)
+                            iptables_observe(&p->host.iptables, p->nl, f->family, sent->data, sent->len,
+                                             f->known) == 0)
                                 iptables_known_learn(f->known);
                         reading += realtime_s() - t0;
                         int q = keep ? iptables_known_save(f->known, path) : 0;
@@ -667,59 +669,40 @@ static void update_hcnp(struct proxier *p, const struct render_params *rp) {
  * kube-proxy's) go once ours are in place. Until then they keep serving:
  * both modes' nat chains hook in at the same priority, and a connection
  * is translated by the first that matches, so new connections never meet
- * a node with neither. */
-/* Legacy iptables' tables live outside nf_tables: only the tools see them. */
-static bool legacy_tables_in_use(void) {
-        static const char *const files[] = {"/proc/net/ip_tables_names", "/proc/net/ip6_tables_names"};
-        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                FILE *f = fopen(files[i], "re");
-                if (!f)
-                        continue;
-                int c = fgetc(f);
-                fclose(f);
-                if (c != EOF)
-                        return true;
-        }
-        return false;
+ * a node with neither. The same for iptables mode's rules in the other
+ * iptables backend (a run that wrote nf_tables beside a legacy kubelet):
+ * they would keep translating too, to endpoints that no longer are. */
+static bool other_iptables_backend(const struct proxier *p, enum iptables_backend b) {
+        return p->cfg->mode != PROXY_MODE_IPTABLES || b != p->host.iptables.backend;
 }
 
-/* Whether the other mode left rules to remove. Asked of nf_tables over
- * netlink, which answers at once: the tools are slow on a node with a large
- * nftables table (iptables-save walks it: minutes at 50k services), so they
- * run only when there is something to remove. Unsure means yes. */
+/* Whether the other mode (or backend) left rules to remove. nf_tables is
+ * asked over netlink, which answers at once: the tools are slow on a node
+ * with a large nftables table (iptables-save walks it: minutes at 50k
+ * services), so they run only when there is something to remove; legacy
+ * tables are read only when they exist (apply/iptables-backend.h). Unsure
+ * means yes. */
 static bool other_mode_present(struct proxier *p) {
-        static const char *const tables[] = {"nat", "filter", "mangle"};
-        if (p->cfg->mode == PROXY_MODE_IPTABLES) {
-                for (size_t i = 0; i < p->n_fam; i++)
-                        if (nftables_table_present(p->fam[i].family))
+        for (size_t i = 0; i < p->n_fam; i++) {
+                if (p->cfg->mode == PROXY_MODE_IPTABLES && nftables_table_present(p->fam[i].family))
+                        return true;
+                for (enum iptables_backend b = IPTABLES_BACKEND_NFT; b <= IPTABLES_BACKEND_LEGACY; b++)
+                        if (other_iptables_backend(p, b) && iptables_backend_has_proxy(b, p->fam[i].family) != 0)
                                 return true;
-                return false;
         }
-        if (!p->nl || legacy_tables_in_use())
-                return true;
-        /* iptables mode's fixed chains mark its rules (a dump of chains
-         * would list every table's: seconds with a large kube-proxy table). */
-        for (size_t i = 0; i < p->n_fam; i++)
-                for (size_t t = 0; t < ELEMENTSOF(tables); t++) {
-                        size_t n;
-                        const char *const *fixed = iptables_fixed_chains(tables[t], &n);
-                        for (size_t c = 0; c < n; c++)
-                                if (nftables_chain_present(p->nl, p->fam[i].family, tables[t], fixed[c]) != 0)
-                                        return true;    /* there, or cannot tell */
-                }
         return false;
 }
 
 static void remove_other_mode(struct proxier *p) {
         double t0 = realtime_s();
-        if (p->cfg->mode == PROXY_MODE_IPTABLES) {
+        if (p->cfg->mode == PROXY_MODE_IPTABLES)
                 nftables_cleanup();
-        } else {
-                for (size_t i = 0; i < p->n_fam; i++)
-                        iptables_cleanup(p->fam[i].family);
-        }
-        log_v(2, "Removed what %s mode left, if anything, in %.0f ms",
-              p->cfg->mode == PROXY_MODE_IPTABLES ? "nftables" : "iptables", (realtime_s() - t0) * 1000);
+        for (size_t i = 0; i < p->n_fam; i++)
+                for (enum iptables_backend b = IPTABLES_BACKEND_NFT; b <= IPTABLES_BACKEND_LEGACY; b++)
+                        if (other_iptables_backend(p, b))
+                                iptables_cleanup_backend(b, p->fam[i].family);
+        log_v(2, "Removed what the other mode or iptables backend left, if anything, in %.0f ms",
+              (realtime_s() - t0) * 1000);
 }
 
 static void on_sync_timer(struct ev_loop *l, void *userdata) {
@@ -849,11 +832,11 @@ static void on_canary(struct ev_loop *l, void *userdata) {
                         log_warning("IPv%u nftables table kube-proxy is gone, resyncing everything", fam);
                         p->fam[i].nft_known = false;
                 } else {
-                        if (iptables_canary_present(fam))
+                        if (iptables_canary_present(&p->host.iptables, fam))
                                 continue;
                         log_warning("IPv%u iptables canary is gone: the tables were flushed, resyncing everything",
                                     fam);
-                        iptables_canary_ensure(fam);
+                        iptables_canary_ensure(&p->host.iptables, fam);
                 }
                 p->need_full = true;
                 if (p->initialized) {
@@ -977,7 +960,7 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 }
         }
         for (size_t i = 0; i < p->n_fam && p->cfg->mode == PROXY_MODE_IPTABLES; i++)
-                iptables_canary_ensure(p->fam[i].family);
+                iptables_canary_ensure(&p->host.iptables, p->fam[i].family);
         p->canary_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
 
         /* Localhost NodePorts need the kernel to route 127/8 to other hosts. */

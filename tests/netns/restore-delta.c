@@ -12,6 +12,9 @@
 #include "apply/iptables.h"
 #include "util/buf.h"
 
+/* The plain tools, which the scripts read back with (iptables-nft on Debian). */
+static const struct iptables_tools tools = {IPTABLES_BACKEND_NFT, .plain = true};
+
 static int slurp(const char *path, struct buf *b) {
         char chunk[65536];
         size_t n;
@@ -40,7 +43,7 @@ int main(int argc, char **argv) {
         struct iptables_delta *d = iptables_delta_new();
         iptables_delta_commit(d, old.data, old.len);
         size_t n = iptables_delta_rewrite(d, new.data, new.len, &out);
-        int r = iptables_restore((uint8_t) atoi(argv[1]), out.data, out.len, false);
+        int r = iptables_restore(&tools, (uint8_t) atoi(argv[1]), out.data, out.len, false);
         printf("%zu %zu %zu\n", n, count(out.data, "\n-D "), count(out.data, "\n-I "));
         iptables_delta_free(d);
         buf_done(&old);

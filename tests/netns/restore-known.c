@@ -17,18 +17,21 @@
 #include "apply/nftables.h"
 #include "util/buf.h"
 
+/* The plain tools, which the scripts read back with (iptables-nft on Debian). */
+static const struct iptables_tools tools = {IPTABLES_BACKEND_NFT, .plain = true};
+
 static int full_sync(struct nftables *nl, uint8_t family, struct iptables_known *k, const struct buf *in,
                      size_t *ret_left, size_t *ret_written) {
         struct buf out = BUF_INIT;
-        int r = iptables_observe(nl, family, in->data, in->len, k);
+        int r = iptables_observe(&tools, nl, family, in->data, in->len, k);
         if (r < 0)
                 return r;
         *ret_left = iptables_known_rewrite(k, in->data, in->len, &out);
-        r = iptables_restore(family, out.data, out.len, true);
+        r = iptables_restore(&tools, family, out.data, out.len, true);
         if (r == 0) {
                 iptables_known_commit(k);
                 *ret_written = iptables_known_unlearned(k);
-                r = iptables_observe(nl, family, out.data, out.len, k);
+                r = iptables_observe(&tools, nl, family, out.data, out.len, k);
                 if (r == 0)
                         iptables_known_learn(k);
         }

@@ -9,6 +9,9 @@
 #include "apply/iptables-split.h"
 #include "util/buf.h"
 
+/* The plain tools, which the scripts read back with (iptables-nft on Debian). */
+static const struct iptables_tools tools = {IPTABLES_BACKEND_NFT, .plain = true};
+
 static int count(const char *piece, size_t len, void *userdata) {
         (void) piece;
         (void) len;
@@ -30,7 +33,7 @@ int main(int argc, char **argv) {
         size_t max = strtoul(argv[2], NULL, 10);
         if (iptables_split(in.data, in.len, max, count, &pieces) < 0)
                 return 1;
-        int r = iptables_restore_split((uint8_t) atoi(argv[1]), in.data, in.len, max);
+        int r = iptables_restore_split(&tools, (uint8_t) atoi(argv[1]), in.data, in.len, max);
         printf("%zu\n", pieces);
         buf_done(&in);
         return r < 0 ? 1 : 0;
