@@ -34,6 +34,7 @@ run netns-restore-known "$here/netns/test-restore-known.sh" "$build"
 run netns-conntrack "$here/netns/test-conntrack.sh" "$build"
 run netns-nftmsg "$here/netns/test-nftmsg.sh" "$build"
 run netns-nftsync "$here/netns/test-nftsync.sh" "$build"
+run netns-iptables-backend python3 "$here/netns/test-iptables-backend.py" "$build"
 run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
 run deploy env KPROXY_BUILD="$build" python3 "$here/deploy/test_deploy.py"
 run e2e env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2EIptables
