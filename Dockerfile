@@ -28,7 +28,9 @@ RUN make -j"$(nproc)" \
 # iptables-save and iptables-restore (and the ip6tables ones) in iptables
 # mode and to clean that mode up from nftables mode; nftables mode talks
 # netlink itself, so nft and conntrack are there for operators to look with,
-# as in the kube-proxy image. Debian's iptables is the nf_tables backend.
+# as in the kube-proxy image. Debian's iptables package has both backends'
+# tools (iptables-nft*, iptables-legacy*); kproxy runs those of the backend
+# the node's kubelet uses, as the kube-proxy image does with iptables-wrapper.
 FROM debian:12-slim AS runtime
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
