@@ -116,7 +116,7 @@ bool iptables_legacy_table_exists(uint8_t family, const char *table) {
 static const char *const tables[] = {"mangle", "nat", "filter"};
 
 /* What one decision has asked so far: the netlink socket, and the legacy
- * tables read (each at most once). */
+ * tables read (each at most once, also when that failed). */
 struct look {
         struct nftables *nl;
         int nl_error;
@@ -124,6 +124,7 @@ struct look {
         int legacy_error;               /* no legacy tools to read with */
         struct iptables_tools legacy;
         bool read[2][ELEMENTSOF(tables)];
+        int read_error[2][ELEMENTSOF(tables)];
         struct buf saved[2][ELEMENTSOF(tables)];
 };
 
@@ -148,22 +149,23 @@ static int legacy_table(struct look *l, uint8_t family, const char *table, const
         size_t t = table_index(table), f = family == 6;
         struct buf *saved = &l->saved[f][t];
 
-        if (!l->read[f][t]) {
-                if (iptables_legacy_table_exists(family, table)) {
-                        if (!l->legacy_looked) {
-                                l->legacy_looked = true;
-                                l->legacy_error = iptables_tools_find(IPTABLES_BACKEND_LEGACY, &l->legacy);
-                        }
-                        if (l->legacy_error < 0)
-                                return l->legacy_error;
+        if (!l->read[f][t] && iptables_legacy_table_exists(family, table)) {
+                if (!l->legacy_looked) {
+                        l->legacy_looked = true;
+                        l->legacy_error = iptables_tools_find(IPTABLES_BACKEND_LEGACY, &l->legacy);
+                }
+                int r = l->legacy_error;
+                if (r == 0) {
                         const char *argv[] = {iptables_tool_name(&l->legacy, family, IPTABLES_TOOL_SAVE), "-t",
                                               table, NULL};
-                        int r = exec_run(argv, NULL, 0, saved, NULL);
-                        if (r != 0)
-                                return r < 0 ? r : -EIO;
+                        r = exec_run(argv, NULL, 0, saved, NULL);
+                        r = r < 0 ? r : r > 0 ? -EIO : 0;
                 }
-                l->read[f][t] = true;
+                l->read_error[f][t] = r;
         }
+        l->read[f][t] = true;
+        if (l->read_error[f][t] < 0)
+                return l->read_error[f][t];
         *ret = saved;
         return 0;
 }
@@ -303,7 +305,10 @@ void iptables_backend_detect(enum iptables_backend *ret, char *why, size_t len) 
         *ret = IPTABLES_BACKEND_NFT;
         int n = snprintf(why, len, "neither backend holds a Kubernetes chain: nf_tables, the default");
         for (size_t i = 0; i < ELEMENTSOF(order) && n >= 0 && (size_t) n < len; i++)
-                if (errors[i] < 0)
+                if (errors[i] == -ENOENT && order[i] == IPTABLES_BACKEND_LEGACY)
+                        n += snprintf(why + n, len - (size_t) n,
+                                      " (legacy tables exist, but iptables-legacy is not installed to read them)");
+                else if (errors[i] < 0)
                         n += snprintf(why + n, len - (size_t) n, " (%s could not be looked at: %s)",
                                       backend_name(order[i]), strerror(-errors[i]));
         look_done(&l);

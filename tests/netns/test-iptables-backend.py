@@ -7,7 +7,8 @@ upstream's image does with iptables-wrapper (apply/iptables-backend.h).
    chosen tools) in a fresh namespace per case, with Kubernetes chains
    planted in iptables-legacy, in iptables-nft, in both or in neither,
    and with --iptables-backend: the choice and its reason, and that
-   looking created no table in either backend.
+   looking created no table in either backend; with only iptables-nft
+   installed, what the reason and the daemon say.
 2. `kproxy --cleanup` removes kube-proxy's chains from both backends
    (only the named one with --iptables-backend) and leaves kubelet's.
 3. The daemon against the stand-in API server (tests/e2e/netlab.py) on a
@@ -177,6 +178,34 @@ for name, planted, flags, want, words in CASES:
         result(name, False, str(e))
     finally:
         drop_ns(ns)
+
+# Only iptables-nft installed (PATH holds nothing else): a legacy kubelet
+# cannot be seen, which the reason says; asked for legacy, iptables mode
+# refuses to start, naming what is missing.
+NFT_ONLY = tempfile.mkdtemp(prefix="kproxy-nft-only-")
+atexit.register(lambda: subprocess.run(["rm", "-rf", NFT_ONLY]))
+multi = subprocess.run(["sh", "-c", "command -v xtables-nft-multi"], stdout=subprocess.PIPE, text=True).stdout.strip()
+for t in ("iptables-nft", "iptables-nft-save", "iptables-nft-restore", "ip6tables-nft", "ip6tables-nft-save",
+          "ip6tables-nft-restore"):
+    os.symlink(multi, os.path.join(NFT_ONLY, t))
+ns = fresh_ns("nftonly")
+try:
+    run(ns, *(HINT4 % "legacy").split())
+    p = run(ns, "env", "PATH=" + NFT_ONLY, KPROXY, "render", "-v=2", "--hostname-override", "node-1", STATE.name)
+    m = CHOICE.search(p.stderr)
+    result("no legacy tools: nf_tables, saying legacy tables could not be read",
+           m is not None and m.group(1) == "nft" and
+           "legacy tables exist, but iptables-legacy is not installed to read them" in m.group(3),
+           p.stderr)
+    p = run(ns, "env", "PATH=" + NFT_ONLY, KPROXY, "--iptables-backend=legacy", "--hostname-override", "node-1",
+            "--master", "http://127.0.0.1:1", check=False)
+    result("asked for legacy without its tools, iptables mode refuses to start",
+           p.returncode == 1 and "Cannot run in iptables mode: --iptables-backend=legacy; but iptables-legacy "
+           "is not installed" in p.stderr, "exit %d: %s" % (p.returncode, p.stderr))
+except LabError as e:
+    result("only iptables-nft installed", False, str(e))
+finally:
+    drop_ns(ns)
 
 # A bad value is an error naming the flag, before anything runs.
 ns = fresh_ns("bad")
