@@ -23,7 +23,6 @@
 #include "apply/iptables-known.h"
 #include "apply/nftables.h"
 #include "apply/nfacct.h"
-#include "apply/sysctl.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
@@ -980,16 +979,6 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 iptables_canary_ensure(p->fam[i].family);
         p->canary_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
 
-        /* Localhost NodePorts need the kernel to route 127/8 to other hosts. */
-        struct render_params rp = {0};
-        if (p->cfg->mode == PROXY_MODE_IPTABLES &&
-            render_params_init(&rp, 4, p->cfg, p->node_name, NULL, &p->host, NULL) == 0 && rp.localhost_nodeports) {
-                int r = sysctl_write("net/ipv4/conf/all/route_localnet", "1");
-                if (r < 0)
-                        log_warning_errno(r, "Failed to set net.ipv4.conf.all.route_localnet=1 "
-                                             "(localhost NodePorts will not work), ignoring");
-        }
-        render_params_done(&rp);
         *ret = p;
         return 0;
 }
