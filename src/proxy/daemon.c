@@ -22,6 +22,7 @@
 #include "http/hcnp.h"
 #include "http/health.h"
 #include "http/metrics.h"
+#include "http/mhd.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "proxy/proxier.h"
@@ -168,7 +169,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 goto out;
         }
         if (c->healthz_bind_address) {
-                r = health_server_new(loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms, &health);
+                r = health_server_new(loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms,
+                                      c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, &health);
                 if (r < 0)
                         goto out;       /* logged, naming the address */
         }

@@ -31,6 +31,11 @@ NFT_MAPS = ("service-ips", "service-nodeports", "no-endpoint-services", "no-endp
             "nodeport-ips", "firewall-ips")
 
 
+def slurp(path):
+    with open(path) as f:
+        return f.read()
+
+
 def steady(rules):
     """A rules dump without what changes by itself: iptables-save's
     timestamped comments, the expiry countdowns of affinity set elements."""
@@ -217,20 +222,45 @@ class Suite:
         lab.kubectl("delete", "service", "lb")
         wait_for("the health-check node port to close", lambda: probe() is None, timeout=20)
 
-    def test_01e_bind_problems_are_clear_startup_errors(self):
+    def test_01e_bind_problems(self):
         lab = self.lab
+        # A second kproxy that can never reach its API server (so it never
+        # syncs beside the running one), on ports the running one holds.
         base = [lab.kproxy_bin, "--proxy-mode", self.MODE, "--kubeconfig", lab.kubeconfig,
-                "--hostname-override", "node-1"]
-        # The running kproxy holds 10256 and 10249.
-        for flag, addr in (("--healthz-bind-address", "127.0.0.1:10256"),
-                           ("--metrics-bind-address", "127.0.0.1:10249"),
-                           ("--metrics-bind-address", "192.0.2.1:10249")):
-            args = base + [flag, addr]
+                "--master", "https://127.0.0.1:1", "--hostname-override", "node-1"]
+        cases = (("--healthz-bind-address", "127.0.0.1:10256"),
+                 ("--metrics-bind-address", "127.0.0.1:10249"),
+                 ("--metrics-bind-address", "192.0.2.1:10249"))
+        # --bind-address-hard-fail: a clear error at start-up naming the address.
+        for flag, addr in cases:
+            args = base + ["--bind-address-hard-fail", flag, addr]
             if flag == "--metrics-bind-address":
                 args += ["--healthz-bind-address", "127.0.0.1:10266"]
             p = lab.run(args, ns="n1", check=False, timeout=20)
             self.assertNotEqual(p.returncode, 0, addr)
-            self.assertIn(addr, p.stderr)
+            self.assertIn(addr.rsplit(":", 1)[0], p.stderr)
+        # Upstream's default: the error is logged, the bind retried, and the
+        # proxy runs on.
+        for flag, addr in cases:
+            args = base + [flag, addr]
+            if flag == "--metrics-bind-address":
+                args += ["--healthz-bind-address", "127.0.0.1:10266"]
+            log = os.path.join(lab.tmp, "bind-retry.log")
+            with open(log, "w") as err:
+                proc = subprocess.Popen(["ip", "netns", "exec", lab.ns("n1")] + args, stdout=subprocess.DEVNULL,
+                                        stderr=err)
+            try:
+                # The error, then the start-up going on past it.
+                wait_for("the bind error of %s, then kproxy running" % addr,
+                         lambda: proc.poll() is not None or re.search(
+                             r"cannot listen on %s.*\n(.*\n)*.*running for node" % re.escape(addr.rsplit(":", 1)[0]),
+                             slurp(log)), timeout=20)
+                alive = proc.poll() is None
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=10)
+            self.assertTrue(alive, "kproxy exited on a bind error without --bind-address-hard-fail:\n"
+                            + slurp(log)[-2000:])
         p = lab.run(base + ["--metrics-bind-address", "300.1.1.1:10249"], ns="n1", check=False, timeout=20)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("metrics", p.stderr)
