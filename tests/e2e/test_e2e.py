@@ -334,6 +334,67 @@ class Suite:
         r = json.loads(out)
         self.assertGreater(r["replies"].get("a2", 0), 0, "the live UDP flow never reached the new endpoint: %s" % r)
 
+    def test_08b_udp_flow_to_a_service_scaled_to_zero_is_rejected(self):
+        # A live UDP flow keeps its conntrack entry DNAT-ed to the endpoint
+        # it started with. When the service loses its last endpoint, that
+        # entry must go, so the flow's next datagram meets the reject rule
+        # (ICMP port unreachable: ECONNREFUSED on a connected socket) instead
+        # of following the entry to the old pod (or into a black hole, once
+        # the pod is gone) for as long as the client sends.
+        lab = self.lab
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
+             os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.53", "53", "0", "--udp",
+             "--same-socket", "--connected", "--until-seconds", "10", "--timeout", "0.3", "--interval", "0.05"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            wait_for("the UDP flow's conntrack entry", lambda: "dport=53" in lab.run(
+                ["conntrack", "-L", "-p", "udp", "-d", "10.96.0.53"], ns="n1", check=False).stdout, timeout=10)
+            self.replace_slice(slice_("dns-1", "dns", [], port=5353, proto="UDP"))
+            lab.wait_targets("dns without endpoints", "default/dns", "p", [])
+            out, _ = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        r = json.loads(out)
+        self.assertGreater(r["replies"].get("a2", 0), 0, "the flow was not live before: %s" % r)
+        self.assertGreater(r["errors"].get("ECONNREFUSED", 0), 0,
+                           "the live flow was not rejected after the service lost its endpoints: %s" % r)
+        self.replace_slice(slice_("dns-1", "dns", [(self.ip["a2"], "node-1")], port=5353, proto="UDP"))
+        lab.wait_targets("dns back at a2", "default/dns", "p", self.eps("a2", port=5353))
+        r = self.client("10.96.0.53", 53, 5, "--udp")
+        self.assertEqual(r["replies"], {"a2": 5}, r)
+
+    def test_08c_udp_flow_to_a_deleted_service_is_not_delivered(self):
+        # The same for a service deleted outright: its frontends are gone
+        # from the model, but a live flow's entry DNAT-ed to its old pod
+        # must go too (upstream 1.34 leaves it: #141371, after 1.34).
+        lab, ip = self.lab, self.ip
+        lab.apply_objects("create", [service("dns2", "10.96.0.54", port=53, target=5353, proto="UDP"),
+                                     slice_("dns2-1", "dns2", [(ip["a3"], "node-1")], port=5353, proto="UDP")])
+        lab.wait_targets("dns2 at a3", "default/dns2", "p", self.eps("a3", port=5353))
+
+        def to_a3():
+            out = lab.run(["conntrack", "-L", "-p", "udp", "-d", "10.96.0.54"], ns="n1", check=False).stdout
+            return [l for l in out.splitlines() if "src=%s " % ip["a3"] in l]
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
+             os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.54", "53", "0", "--udp",
+             "--same-socket", "--until-seconds", "8", "--timeout", "0.2", "--interval", "0.05"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            wait_for("the flow's entry DNAT-ed to a3", to_a3, timeout=10)
+            lab.kubectl("delete", "service", "dns2")
+            lab.kubectl("delete", "endpointslice", "dns2-1")
+            lab.wait_rules("dns2's rules gone", lambda r: "default/dns2" not in r)
+            # While the client still sends, the entry to a3 must not come back.
+            wait_for("the flow's entry to a3 deleted", lambda: not to_a3(), timeout=10)
+            self.assertEqual(to_a3(), [])
+        finally:
+            proc.kill()
+            proc.wait()
+
     def test_09_watch_drops_and_errors_lose_no_update(self):
         lab, ip = self.lab, self.ip
         lab.fault("drop-watches")
