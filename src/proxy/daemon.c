@@ -189,6 +189,9 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 .metrics = metrics,
                 .hcnp = hcnp,
                 .ipv6 = ipv6_usable(),
+                /* Only nftables mode has a rule made from them (upstream's
+                 * iptables mode watches them and does nothing with them). */
+                .service_cidrs = c->mode == PROXY_MODE_NFTABLES,
         };
         r = proxier_new(loop, &po, &proxier);
         if (r < 0)
@@ -203,8 +206,13 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 [PROXIER_SLICES] = {"/apis/discovery.k8s.io/v1/endpointslices", SELECTOR, NULL, 0,
                                     o->watch_idle_timeout_ms, on_kube_keys},
                 [PROXIER_NODE] = {"/api/v1/nodes", NULL, field, 0, o->watch_idle_timeout_ms, on_kube_keys},
+                /* Optional: an API server older than 1.33 answers 404. */
+                [PROXIER_SERVICE_CIDRS] = {"/apis/networking.k8s.io/v1/servicecidrs", NULL, NULL, 0,
+                                           o->watch_idle_timeout_ms, on_kube_keys, .optional = true},
         };
         for (int i = 0; i < _PROXIER_SOURCE_MAX; i++) {
+                if (i == PROXIER_SERVICE_CIDRS && !po.service_cidrs)
+                        continue;
                 sources[i] = (struct source) {proxier, (enum proxier_source) i};
                 r = kube_watch_start(client, &watches[i], on_kube_event, &sources[i], NULL);
                 if (r < 0)

@@ -32,6 +32,7 @@
 #include "kube/decode.h"
 #include "model/endpoints.h"
 #include "model/model.h"
+#include "model/servicecidrs.h"
 #include "proxy/nftsync.h"
 #include "render/render.h"
 #include "util/buf.h"
@@ -70,6 +71,8 @@ struct proxier {
         double *triggers;               /* EndpointSlice change times not yet programmed */
         size_t n_triggers;
         struct model *model;
+        struct service_cidrs *service_cidrs;    /* nftables mode's drop rule for unallocated cluster IPs */
+        bool watch_cidrs;                       /* ... which come from a watch */
         struct hmap changed;            /* service keys (owned) changed since the last sync */
         bool synced[_PROXIER_SOURCE_MAX];
         bool initialized;
@@ -283,6 +286,39 @@ static void on_node(struct proxier *p, const char *key, const json_t *obj) {
         }
 }
 
+/* A ServiceCIDR changed: nftables mode's cluster-ips-check chain drops
+ * traffic to the union's unallocated addresses, so a changed union is a
+ * full sync (of the fixed part; services are checked against their
+ * records, not rewritten). A malformed object keeps its last good CIDRs. */
+static void on_service_cidr(struct proxier *p, const char *key, const json_t *obj) {
+        char err[KUBE_ERRLEN];
+        _cleanup_free_ char *name = NULL;
+        _cleanup_free_ struct inet_cidr *cidrs = NULL;
+        size_t n = 0;
+
+        if (obj && kube_decode_service_cidr(obj, &name, &cidrs, &n, err) < 0) {
+                log_warning("Invalid ServiceCIDR %s: %s; keeping its previous version", key, err);
+                return;
+        }
+        if (!service_cidrs_set(p->service_cidrs, key, cidrs, n))
+                return;
+        if (log_verbosity >= 2) {
+                size_t n_all;
+                const struct inet_cidr *all = service_cidrs_all(p->service_cidrs, &n_all);
+                struct buf b = BUF_INIT;
+                for (size_t i = 0; i < n_all; i++) {
+                        char c[INET_ADDR_STRLEN + 4];
+                        buf_printf(&b, "%s%s", i ? "," : "", inet_cidr_format(&all[i], c));
+                }
+                log_v_kv(2, "ServiceCIDRs changed", KV_STR("cidrs", b.data ? b.data : ""));
+                buf_done(&b);
+        }
+        if (p->cfg->mode != PROXY_MODE_NFTABLES)
+                return;
+        p->need_full = true;
+        request_sync(p);
+}
+
 void proxier_object(struct proxier *p, enum proxier_source src, const char *key, const json_t *obj) {
         switch (src) {
         case PROXIER_SERVICES:
@@ -293,6 +329,9 @@ void proxier_object(struct proxier *p, enum proxier_source src, const char *key,
                 break;
         case PROXIER_NODE:
                 on_node(p, key, obj);
+                break;
+        case PROXIER_SERVICE_CIDRS:
+                on_service_cidr(p, key, obj);
                 break;
         default:
                 break;
@@ -312,6 +351,9 @@ void proxier_keys(struct proxier *p, enum proxier_source src, void (*each)(const
                 if (model_node(p->model) && !p->node_deleted)
                         each(model_node(p->model)->name, ctx);
                 break;
+        case PROXIER_SERVICE_CIDRS:
+                service_cidrs_keys(p->service_cidrs, each, ctx);
+                break;
         default:
                 break;
         }
@@ -324,7 +366,8 @@ void proxier_synced(struct proxier *p, enum proxier_source src) {
         for (int i = 0; i < _PROXIER_SOURCE_MAX; i++)
                 if (!p->synced[i])
                         return;
-        log_info("Initial lists of Services, EndpointSlices and Node %s complete, syncing", p->node_name);
+        log_info("Initial lists of Services, EndpointSlices%s and Node %s complete, syncing",
+                 p->watch_cidrs ? ", ServiceCIDRs" : "", p->node_name);
         p->initialized = true;
         request_sync(p);
 }
@@ -460,11 +503,13 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
         struct nftsync_stats st;
         bool rebuild = full && f->nft_rebuild;
         bool resync = full && !rebuild && f->nft_known;
+        size_t n_cidrs;
+        const struct inet_cidr *cidrs = service_cidrs_all(p->service_cidrs, &n_cidrs);
         int r;
 
         f->nft_known = false;   /* until this sync succeeds */
         if (resync) {
-                r = nftsync_resync(f->nft, p->model, rp, NULL, 0, &st);
+                r = nftsync_resync(f->nft, p->model, rp, cidrs, n_cidrs, &st);
         } else if (full) {
                 /* Without notifications (a quarter of a large load's cost);
                  * whether anyone else committed meanwhile, the generation
@@ -475,7 +520,7 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
                         nftables_monitor_drain(p->monitor);
                         quiet = nftables_monitor_listen(p->monitor, false) == 0;
                 }
-                r = nftsync_full(f->nft, p->model, rp, NULL, 0, rebuild, &st);
+                r = nftsync_full(f->nft, p->model, rp, cidrs, n_cidrs, rebuild, &st);
                 f->nft_listen = false;
                 if (quiet) {
                         if (nftables_monitor_listen(p->monitor, true) < 0 || nftables_genid(p->nl, &g1) < 0 ||
@@ -992,8 +1037,11 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->metrics = o->metrics;
         p->hcnp = o->hcnp;
         p->model = model_new();
+        p->service_cidrs = service_cidrs_new();
+        p->watch_cidrs = o->service_cidrs;
+        p->synced[PROXIER_SERVICE_CIDRS] = !o->service_cidrs;
         p->need_full = true;
-        if (!p->node_name || !p->model) {
+        if (!p->node_name || !p->model || !p->service_cidrs) {
                 proxier_free(p);
                 return -ENOMEM;
         }
@@ -1068,6 +1116,7 @@ struct proxier *proxier_free(struct proxier *p) {
         nftables_monitor_close(p->monitor);
         nftables_close(p->nl);
         model_free(p->model);
+        service_cidrs_free(p->service_cidrs);
         free(p->gone_udp);
         free(p->triggers);
         free(p->node_name);

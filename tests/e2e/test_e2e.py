@@ -782,6 +782,71 @@ class E2ENftables(Suite, unittest.TestCase):
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {})
 
+    def test_11b_service_cidrs_drop_unallocated_cluster_ips(self):
+        # The stand-in API server has the ServiceCIDR a 1.33+ server makes
+        # from its range (10.96.0.0/12): traffic to an unallocated address
+        # in it is dropped, to a known cluster IP on another port rejected,
+        # as upstream's cluster-ips-check chain does. Node 1 forwards
+        # 10.97/16 and 10.200/16 to node 2, which has no route for them:
+        # without the drop, the client hears "network unreachable" from node
+        # 2 at once instead of timing out. (The chain sits on the forward
+        # path, as upstream's: on a node without a route for an address,
+        # routing answers first.)
+        lab = self.lab
+        for net in ("10.97.0.0/16", "10.200.0.0/16"):
+            lab.run(["ip", "route", "add", net, "via", NODE_IPS["node-2"]], ns="n1")
+            self.addCleanup(lab.run, ["ip", "route", "del", net], ns="n1", check=False)
+
+        def drop_rule(r):
+            rules = [l for l in nft_chains(r).get("cluster-ips-check", []) if l.endswith(
+                'drop comment "Drop traffic to unallocated ClusterIPs"')]
+            return rules[0] if rules else None
+        rule = lab.wait_rules("the drop rule for unallocated cluster IPs", drop_rule)
+        self.assertRegex(rule, r"^ip daddr \{? ?10\.96\.0\.0/12 \}? ?drop")
+        r = self.client("10.97.0.5", 80, 1, "--timeout", "1")
+        self.assertEqual(r["errors"], {"timeout": 1}, r)
+        r = self.client("10.96.0.10", 81, 1, "--timeout", "3")
+        self.assertEqual(r["errors"], {"ECONNREFUSED": 1}, r)
+        r = self.client("10.200.0.5", 80, 1, "--timeout", "1")
+        self.assertNotIn("timeout", r["errors"], r)
+        extra = {"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "extra"},
+                 "spec": {"cidrs": ["10.200.0.0/24"]}}
+        lab.apply_objects("create", [extra])
+        lab.wait_rules("the extra ServiceCIDR in the drop rule", lambda r: "10.200.0.0/24" in (drop_rule(r) or ""))
+        self.assertIn("10.96.0.0/12", drop_rule(lab.nft()))
+        r = self.client("10.200.0.5", 80, 1, "--timeout", "1")
+        self.assertEqual(r["errors"], {"timeout": 1}, r)
+        lab.kubectl("delete", "servicecidr", "extra")
+        lab.wait_rules("the extra ServiceCIDR gone from the drop rule", lambda r: drop_rule(r) == rule)
+        r = self.client("10.96.0.10", 80, 30)
+        self.assertEqual(r["errors"], {})
+
+    def test_11c_api_server_without_service_cidrs(self):
+        # An API server older than 1.33 answers 404 for ServiceCIDRs: kproxy
+        # says so once, syncs without the drop rule, and picks the resource
+        # up when the server is upgraded.
+        lab = self.lab
+        state = os.path.join(lab.tmp, "state-11c.json")
+        with open(state, "w") as f:
+            f.write(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
+        mark = len(lab.kproxy_output())
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.stop_apiserver()
+        lab.start_apiserver(["--disable-resource", "servicecidrs"], initial_rv=2000000, state=[state])
+        lab.start_kproxy()
+        lab.wait_healthy("healthz against an API server without ServiceCIDRs")
+        lab.wait_rules("no drop rule without ServiceCIDRs",
+                       lambda r: "cluster-ips-check" in r and "unallocated" not in r)
+        self.assertEqual(lab.kproxy_output()[mark:].count("servicecidrs: not served by this API server (404)"), 1)
+        r = self.client("10.96.0.10", 80, 30)
+        self.assertEqual(r["errors"], {})
+        # The upgraded server: the next list (within 30 s) finds them.
+        lab.stop_apiserver()
+        lab.start_apiserver(initial_rv=3000000, state=[state])
+        lab.wait_rules("the drop rule once ServiceCIDRs are served", lambda r: "unallocated" in r, timeout=60)
+        self.assertIn("servicecidrs: served again", lab.kproxy_output()[mark:])
+        self.assertKproxyRunning()
+
     def test_12h_node_change_resyncs_without_rewriting(self):
         # A changed Node asks for a full sync. Nobody else touched the
         # table, so kproxy checks it against what its last sync left and
