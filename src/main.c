@@ -35,6 +35,15 @@ struct render_opts {
         struct model *model;
 };
 
+/* -v, --vmodule and --logging-format, once the configuration is final
+ * (all three were validated with it). */
+static void setup_logging(const struct kproxy_config *c) {
+        log_set_verbosity(c->verbosity);
+        log_set_vmodule(c->log_vmodule);
+        log_set_format(c->logging_format && strcmp(c->logging_format, "json") == 0 ? LOG_FORMAT_JSON
+                                                                                  : LOG_FORMAT_TEXT);
+}
+
 static int parse_bool(const char *v, bool *ret) {
         if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
                 *ret = true;
@@ -217,7 +226,7 @@ static int cmd_render(int argc, char **argv) {
         }
         if (config_finish(&cfg) < 0)
                 goto out;
-        log_set_verbosity(cfg.verbosity);
+        setup_logging(&cfg);
         if (n_files == 0) {
                 fprintf(stderr, "kproxy render: no STATE file given (see kproxy render --help)\n");
                 goto out;
@@ -334,8 +343,8 @@ static int cmd_proxy(int argc, char **argv) {
                 }
                 goto out;
         }
-        log_set_verbosity(cfg.verbosity);
-        ret = cfg.cleanup ? daemon_cleanup(&cfg) : daemon_run(&cfg, &dopts);
+        setup_logging(&cfg);
+        ret = cfg.cleanup ? daemon_cleanup(&cfg) : cfg.init_only ? daemon_init_only(&cfg) : daemon_run(&cfg, &dopts);
 out:
         free(args);
         config_done(&cfg);

@@ -15,15 +15,18 @@
 #include "apply/iptables-known.h"
 #include "apply/iptables.h"
 #include "apply/nftables.h"
+#include "apply/sysctl.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
 #include "http/hcnp.h"
 #include "http/health.h"
 #include "http/metrics.h"
+#include "http/mhd.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "proxy/proxier.h"
+#include "proxy/setup.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -104,6 +107,18 @@ int daemon_cleanup(const struct kproxy_config *c) {
         return 0;
 }
 
+int daemon_init_only(const struct kproxy_config *c) {
+        struct host_facts host = {0};
+        int r = setup_node(c, c->hostname_override, sysctl_root(), &host);
+        host_facts_done(&host);
+        if (r < 0) {
+                log_error_errno(r, "Node set-up failed");
+                return EXIT_FAILURE;
+        }
+        log_info("Node set up and --init-only given, exiting");
+        return 0;
+}
+
 int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         struct host_facts host = {0};
         struct kube_conn conn = {0};
@@ -129,9 +144,12 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
          * freed memory; a fixed threshold keeps every large buffer mapped
          * and returned to the system when freed. */
         mallopt(M_MMAP_THRESHOLD, 1 << 20);
-        r = host_probe(&host);
-        if (r < 0)
+        /* The node set-up failing is not fatal: a proxy that runs with the
+         * kernel's defaults serves better than one in a crash loop. */
+        r = setup_node(c, c->hostname_override, sysctl_root(), &host);
+        if (r == -ENOMEM)
                 goto out;
+        setup_oom_score_adj(c, sysctl_root());
         const char *node = c->hostname_override && *c->hostname_override ? c->hostname_override : host.hostname;
         if (!node || !*node) {
                 log_error("Cannot tell this node's name: set --hostname-override");
@@ -151,7 +169,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 goto out;
         }
         if (c->healthz_bind_address) {
-                r = health_server_new(loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms, &health);
+                r = health_server_new(loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms,
+                                      c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, &health);
                 if (r < 0)
                         goto out;       /* logged, naming the address */
         }

@@ -23,7 +23,6 @@
 #include "apply/iptables-known.h"
 #include "apply/nftables.h"
 #include "apply/nfacct.h"
-#include "apply/sysctl.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
@@ -79,6 +78,8 @@ struct proxier {
         bool need_full_soon;            /* a full sync to check on one that could not listen */
         bool node_deleted;              /* the API has no Node of ours (its last version is kept) */
         bool udp_changed;               /* a changed service has (or had) a UDP port */
+        struct ct_frontend *gone_udp;   /* UDP frontends of service versions replaced since the last reconcile */
+        size_t n_gone_udp;
         bool hcnp_changed;              /* ... or a health-check node port */
         uint64_t last_full_ms, last_sync_ms;
         uint64_t sync_due;              /* when sync_timer fires */
@@ -127,6 +128,38 @@ static void note_service(struct proxier *p, const struct svc *s) {
                 p->hcnp_changed = true;
 }
 
+/* The UDP frontends of a service version about to be replaced or deleted.
+ * A frontend it no longer has (the service deleted, a port or IP dropped)
+ * would otherwise never be reconciled again, and a one-way UDP flow DNAT-ed
+ * to one of its endpoints would keep refreshing its entry (the black hole
+ * upstream fixed after 1.34 in #141371). The next reconcile checks them
+ * with no valid endpoint; one still in the service keeps its endpoints
+ * (frontends merge as a union). */
+static void remember_udp_frontends(struct proxier *p, const struct svc *s) {
+        if (!svc_has_udp(s))
+                return;
+        size_t want = s->n_ports * (2 * s->n_cluster_ips + s->n_external_ips + s->n_lb_ips);
+        struct ct_frontend *v = realloc(p->gone_udp, (p->n_gone_udp + want) * sizeof *v);
+        if (!v)
+                abort();
+        p->gone_udp = v;
+        for (size_t j = 0; j < s->n_ports; j++) {
+                const struct svc_port *port = &s->ports[j];
+                if (port->proto != L4_UDP)
+                        continue;
+                for (size_t k = 0; k < s->n_cluster_ips; k++) {
+                        v[p->n_gone_udp++] = (struct ct_frontend) {.ip = s->cluster_ips[k], .port = port->port};
+                        if (port->node_port)
+                                v[p->n_gone_udp++] = (struct ct_frontend) {
+                                        .ip = s->cluster_ips[k], .port = port->node_port, .node_port = 1};
+                }
+                for (size_t k = 0; k < s->n_external_ips; k++)
+                        v[p->n_gone_udp++] = (struct ct_frontend) {.ip = s->external_ips[k], .port = port->port};
+                for (size_t k = 0; k < s->n_lb_ips; k++)
+                        v[p->n_gone_udp++] = (struct ct_frontend) {.ip = s->lb_ips[k], .port = port->port};
+        }
+}
+
 static void mark_changed(struct proxier *p, const char *service_key) {
         if (!hmap_get(&p->changed, service_key)) {
                 char *k = strdup(service_key);
@@ -147,6 +180,7 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
 
         if (!obj) {
                 note_service(p, model_service_get(p->model, key));
+                remember_udp_frontends(p, model_service_get(p->model, key));
                 if (model_service_delete(p->model, key) == 0) {
                         metrics_change_queued(p->metrics, false);
                         mark_changed(p, key);
@@ -160,6 +194,7 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
                 return;
         }
         note_service(p, model_service_get(p->model, key));
+        remember_udp_frontends(p, model_service_get(p->model, key));
         if (r == KUBE_IGNORED) {
                 log_v(2, "Ignoring Service %s: %s", key, err);
                 if (model_service_delete(p->model, key) == 0)
@@ -297,8 +332,14 @@ void proxier_synced(struct proxier *p, enum proxier_source src) {
 /* --- conntrack --- */
 
 /* Every UDP frontend of the family with its serving endpoints (reference
- * §11); frontends without a serving endpoint are left alone. */
-static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
+ * §11). A frontend without any is reconciled too, with none valid: the
+ * flows DNAT-ed to its last endpoint are deleted, so their next packet is
+ * new and meets the rule that rejects it (upstream skipped such services
+ * until kubernetes/kubernetes#139629: one-way UDP senders stayed black-holed
+ * for as long as they sent). So are the frontends of service versions
+ * replaced since the last reconcile (remember_udp_frontends()). Returns 0
+ * or -errno (logged). */
+static int reconcile_udp(struct proxier *p, const struct render_params *rp) {
         struct endpoint_filter f = {.node_name = p->node_name};
         struct ct_frontend *fr = NULL;
         struct ct_backend *be = NULL;
@@ -337,8 +378,6 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
                                 be[n_be++] = (struct ct_backend) {e.all[k].addr, e.all[k].port};
                         }
                         endpoints_done(&e);
-                        if (n_be == first)
-                                continue;
                         /* Frontends: cluster IP, external IPs, LB IPs, node port. */
                         size_t want = 2 + s->n_external_ips + s->n_lb_ips;
                         if (n_fr + want > cap_fr) {
@@ -368,15 +407,31 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
                 }
                 free(slices);
         }
+        /* Gone frontends: no valid endpoint of their own. */
+        if (n_fr + p->n_gone_udp > cap_fr) {
+                cap_fr = n_fr + p->n_gone_udp;
+                fr = realloc(fr, cap_fr * sizeof *fr);
+                ranges = realloc(ranges, cap_fr * sizeof *ranges);
+                if (cap_fr > 0 && (!fr || !ranges))
+                        abort();
+        }
+        for (size_t i = 0; i < p->n_gone_udp; i++) {
+                if (p->gone_udp[i].ip.family != rp->family)
+                        continue;
+                fr[n_fr] = p->gone_udp[i];
+                ranges[n_fr].first = ranges[n_fr].n = 0;
+                n_fr++;
+        }
         /* Backend pointers only now: the array may have moved while growing. */
         for (size_t i = 0; i < n_fr; i++) {
                 fr[i].backends = be + ranges[i].first;
                 fr[i].n_backends = ranges[i].n;
         }
+        int r = 0;
         if (n_fr > 0) {
-                int r = conntrack_reconcile_udp(rp->family, fr, n_fr);
+                r = conntrack_reconcile_udp(rp->family, fr, n_fr);
                 if (r < 0)
-                        log_warning_errno(r, "Failed to clear stale IPv%u UDP conntrack entries, ignoring",
+                        log_warning_errno(r, "Failed to clear stale IPv%u UDP conntrack entries, will retry",
                                           rp->family);
                 else if (r > 0)
                         log_v(2, "Deleted %d stale IPv%u UDP conntrack entries", r, rp->family);
@@ -385,6 +440,7 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
         free(be);
         free(ranges);
         free(svcs);
+        return r < 0 ? r : 0;
 }
 
 /* --- sync --- */
@@ -726,7 +782,7 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         struct proxier *p = userdata;
         uint64_t start = ev_now_ms(l);
         bool full = p->need_full || p->last_full_ms == 0 || start - p->last_full_ms >= FULL_SYNC_PERIOD_MS;
-        bool ok = true;
+        bool ok = true, udp_failed = false;
         struct render_ipt_sync sum = {0};
         double t0 = realtime_s();
 
@@ -752,8 +808,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                         sum.n_nat_rules_total += c.n_nat_rules_total;
                         sum.n_no_local_internal += c.n_no_local_internal;
                         sum.n_no_local_external += c.n_no_local_external;
-                        if (p->udp_changed || p->n_syncs == 0)
-                                reconcile_udp(p, &rp);
+                        if ((p->udp_changed || p->n_syncs == 0) && reconcile_udp(p, &rp) < 0)
+                                udp_failed = true;
                         /* Every service is looked at: only when one that has
                                  * (or had) a health-check node port changed. */
                         if (i == 0 && (full || p->hcnp_changed))
@@ -785,7 +841,14 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         for (size_t it = 0; hmap_next(&p->changed, &it, &k, &v);)
                 free(v);
         hmap_done(&p->changed);
-        p->udp_changed = false;
+        /* A failed reconcile is tried again with the next sync, gone
+         * frontends and all. */
+        p->udp_changed = udp_failed;
+        if (!udp_failed) {
+                free(p->gone_udp);
+                p->gone_udp = NULL;
+                p->n_gone_udp = 0;
+        }
         p->hcnp_changed = false;
         p->need_full = false;
         if (full) {
@@ -980,16 +1043,6 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 iptables_canary_ensure(p->fam[i].family);
         p->canary_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
 
-        /* Localhost NodePorts need the kernel to route 127/8 to other hosts. */
-        struct render_params rp = {0};
-        if (p->cfg->mode == PROXY_MODE_IPTABLES &&
-            render_params_init(&rp, 4, p->cfg, p->node_name, NULL, &p->host, NULL) == 0 && rp.localhost_nodeports) {
-                int r = sysctl_write("net/ipv4/conf/all/route_localnet", "1");
-                if (r < 0)
-                        log_warning_errno(r, "Failed to set net.ipv4.conf.all.route_localnet=1 "
-                                             "(localhost NodePorts will not work), ignoring");
-        }
-        render_params_done(&rp);
         *ret = p;
         return 0;
 }
@@ -1015,6 +1068,7 @@ struct proxier *proxier_free(struct proxier *p) {
         nftables_monitor_close(p->monitor);
         nftables_close(p->nl);
         model_free(p->model);
+        free(p->gone_udp);
         free(p->triggers);
         free(p->node_name);
         free(p);
