@@ -364,6 +364,34 @@ static void test_warnings(void) {
         config_done(&c);
 }
 
+/* The one gate kproxy's configuration itself consults: component-base's
+ * json log format needs LoggingBetaOptions. */
+static void test_logging_gate(void) {
+        struct kproxy_config c;
+        char *err;
+
+        CHECK(setup(&c, &err, "--logging-format", "json", NULL) == 0);
+        CHECK_STREQ(err, "");
+        free(err);
+        config_done(&c);
+
+        CHECK(setup(&c, &err, "--logging-format", "json", "--feature-gates", "LoggingBetaOptions=false", NULL) ==
+              -EINVAL);
+        CHECK_STREQ(err, "kproxy: invalid value \"json\" for flag --logging-format: the json format is off with the "
+                         "LoggingBetaOptions feature gate\n");
+        free(err);
+        config_done(&c);
+
+        CHECK(setup(&c, &err, "--logging-format", "json", "--feature-gates", "AllBeta=false", NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "LoggingBetaOptions");
+        free(err);
+        config_done(&c);
+
+        CHECK(setup(&c, &err, "--feature-gates", "LoggingBetaOptions=false", NULL) == 0);  /* text needs nothing */
+        free(err);
+        config_done(&c);
+}
+
 /* render shares the flags and config_finish(): its extra flags do not
  * change how gates are read. */
 static int set_nothing(void *userdata, const char *value) {
@@ -465,6 +493,7 @@ int main(void) {
         TEST_RUN(test_unknown_from_file);
         TEST_RUN(test_locked);
         TEST_RUN(test_warnings);
+        TEST_RUN(test_logging_gate);
         TEST_RUN(test_with_extra_flags);
         TEST_RUN(test_help);
 
