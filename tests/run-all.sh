@@ -25,6 +25,7 @@ for t in "$build"/tests/test-*; do
     [ -x "$t" ] || continue
     run "unit $(basename "$t")" "$t"
 done
+run gen-gates python3 "$here/gates/test_gen_gates.py"
 run golden "$here/golden/run.sh" "$build"
 run golden-nft "$here/golden-nft/run.sh" "$build"
 run netns-restore "$here/netns/test-restore.sh" "$build"
