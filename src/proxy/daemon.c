@@ -190,8 +190,10 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 .hcnp = hcnp,
                 .ipv6 = ipv6_usable(),
                 /* Only nftables mode has a rule made from them (upstream's
-                 * iptables mode watches them and does nothing with them). */
-                .service_cidrs = c->mode == PROXY_MODE_NFTABLES,
+                 * iptables mode watches them and does nothing with them).
+                 * The gate is GA and locked on in 1.34. */
+                .service_cidrs = c->mode == PROXY_MODE_NFTABLES &&
+                                 config_feature_enabled(c, "MultiCIDRServiceAllocator"),
         };
         r = proxier_new(loop, &po, &proxier);
         if (r < 0)
