@@ -35,6 +35,7 @@ struct config_flag {
         const char *def;        /* default in --help; must match config_init() */
         const char *help;
         const char *deprecated; /* what to use instead */
+        void (*help_list)(int indent);  /* prints lines that follow the help, indented */
 };
 
 static void *flag_target(struct kproxy_config *c, const struct config_flag *f) {
@@ -427,7 +428,10 @@ static const struct config_flag flag_table[] = {
           .help = "How to recognise traffic from local pods: ClusterCIDR, NodeCIDR, BridgeInterface or "
                   "InterfaceNamePrefix." },
         { .name = "feature-gates", .set = flag_set_feature_gates, .type = "mapStringBool",
-          .help = "Feature gates to switch, as name=true|false,..." },
+          .help = "Feature gates to switch, as name=true|false,... (kube-proxy 1.34's gates; an unknown "
+                  "one, or a locked one set against its lock, stops kproxy at start-up). Ignored with "
+                  "--config, whose featureGates count instead. Options are:",
+          .help_list = config_features_print_known },
         { .name = "healthz-bind-address", .set = flag_set_ip_port, CFG(healthz_bind_address), .type = "ipport",
           .def = "0.0.0.0:10256",
           .help = "IP:port of the health check server; a bare IP gets the health check "
@@ -662,9 +666,12 @@ void config_print_help(const char *usage, const struct config_extra_flag *extra,
                         }
                         if (!f && x == extra)
                                 printf("\nCommand flags:\n");
-                        if (f)
+                        if (f) {
                                 help_line(width, left, f->help, f->def, f->deprecated);
-                        else
+                                /* pflag indents a multi-line help to its column. */
+                                if (f->help_list)
+                                        f->help_list(2 + width + 3);
+                        } else
                                 help_line(width, left, x->help ? x->help : "", NULL, NULL);
                 }
         }

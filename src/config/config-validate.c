@@ -163,6 +163,11 @@ int config_validate(const struct kproxy_config *c) {
 
         if (!config_value_logging_format_valid(c->logging_format))
                 return invalid(c, "logging.format", "logging-format", c->logging_format, "must be text or json");
+        /* component-base registers the json format behind LoggingBetaOptions
+         * (beta, on), so AllBeta=false turns it off too. */
+        if (streq(c->logging_format, "json") && !config_feature_enabled(c, "LoggingBetaOptions"))
+                return invalid(c, "logging.format", "logging-format", c->logging_format,
+                               "the json format is off with the LoggingBetaOptions feature gate");
         if (c->log_vmodule && !streq(c->logging_format, "text"))
                 return invalid(c, "logging.vmodule", "vmodule", c->log_vmodule, "only works with the text format");
         return 0;

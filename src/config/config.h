@@ -166,8 +166,12 @@ void config_print_help(const char *usage, const struct config_extra_flag *extra,
 /* The sync settings of the selected mode (iptables or nftables). */
 const struct config_sync *config_mode_sync(const struct kproxy_config *c);
 
-/* The gate's setting from --feature-gates or featureGates; false when the
- * gate was not set (kproxy has no table of upstream's per-gate defaults). */
+/* The gate's effective value, as upstream's featuregate computes it: what
+ * --feature-gates or featureGates set, else AllAlpha's or AllBeta's setting
+ * for an alpha or beta gate, else its default in the kube-proxy release
+ * kproxy follows (1.34: src/config/config-gates.c). gate must be one of its
+ * gates (asserted, as upstream panics). Meaningful after config_finish(),
+ * which refuses unknown and locked settings. */
 bool config_feature_enabled(const struct kproxy_config *c, const char *gate);
 
 const char *proxy_mode_to_string(enum proxy_mode m);

@@ -58,6 +58,8 @@ struct kube_watch {
         struct ev_timer *idle;
         uint64_t n_lists, n_restarts;
         bool got_event;         /* the current watch delivered something */
+        bool optional;          /* a 404 or 403 list means "none" (kube_watch_opts) */
+        bool unserved;          /* the last list got one */
 };
 
 struct kube_client {
@@ -196,6 +198,20 @@ static void collect_gone(const char *key, void *ctx) {
                 abort();
         g->keys = more;
         g->keys[g->n++] = k;
+}
+
+/* Whatever the consumer holds but the list just ended did not have is
+ * gone. Its keys are collected first: deleting changes what it iterates. */
+static void report_unlisted(struct kube_watch *w) {
+        struct gone g = {.seen = &w->seen};
+        if (w->keys)
+                w->keys(w->userdata, collect_gone, &g);
+        for (size_t j = 0; j < g.n; j++) {
+                report_delete(w, g.keys[j], NULL);
+                free(g.keys[j]);
+        }
+        free(g.keys);
+        seen_clear(w);
 }
 
 static uint64_t backoff_ms(struct kube_watch *w) {
@@ -491,24 +507,39 @@ static void finish_list_page(struct kube_watch *w) {
         set_str(&w->cont, NULL);
         buf_done(&w->body);     /* a page's room (about 1 MB); watch events need little */
 
-        /* Whatever the consumer holds but was not listed is gone. Its keys
-         * are collected first: deleting changes what it iterates. */
-        struct gone g = {.seen = &w->seen};
         size_t listed = w->seen.len;
-        if (w->keys)
-                w->keys(w->userdata, collect_gone, &g);
-        for (size_t j = 0; j < g.n; j++) {
-                report_delete(w, g.keys[j], NULL);
-                free(g.keys[j]);
-        }
-        free(g.keys);
-        seen_clear(w);
-
+        report_unlisted(w);
         w->attempts = 0;
         w->n_lists++;
+        if (w->unserved)
+                log_info("%s: served again, listed", w->path);
+        w->unserved = false;
         log_v(2, "%s: listed %zu objects at resourceVersion %s", w->path, listed, w->rv);
         w->fn(w->userdata, KUBE_EVENT_SYNCED, NULL, NULL);
         watch_begin_watch(w);
+}
+
+/* An optional resource this API server does not serve (404: older than
+ * the resource) or will not show kproxy (403: RBAC without it): the
+ * consumer holds none of it, and may go on; the list is tried again at the
+ * backoff's cap, in case the server is upgraded or the role extended. Said
+ * once, not per attempt. */
+static void not_served(struct kube_watch *w, long code) {
+        if (!w->unserved) {
+                if (code == 404)
+                        log_info("%s: not served by this API server (404); carrying on without it", w->path);
+                else
+                        log_warning("%s: 403 Forbidden: kproxy may not list it (its role lacks list and watch "
+                                    "there); carrying on without it", w->path);
+        }
+        w->unserved = true;
+        seen_clear(w);
+        report_unlisted(w);
+        w->fn(w->userdata, KUBE_EVENT_SYNCED, NULL, NULL);
+        stop_transfer(w);
+        w->retry = ev_timer_cancel(w->client->loop, w->retry);
+        w->retry = ev_timer_add(w->client->loop, BACKOFF_CAP_MS, on_retry, w);
+        log_v(4, "%s: HTTP %ld, listing again in %d ms", w->path, code, BACKOFF_CAP_MS);
 }
 
 static void log_status(struct kube_watch *w, long code) {
@@ -543,6 +574,10 @@ static void finish_transfer(struct kube_watch *w, CURLcode res) {
                 if (w->phase == PHASE_WATCH)
                         w->n_restarts++;
                 retry_later(w);
+                return;
+        }
+        if (w->optional && w->phase == PHASE_LIST && (code == 404 || code == 403)) {
+                not_served(w, code);
                 return;
         }
         if (code != 200) {
@@ -648,6 +683,7 @@ int kube_watch_start(struct kube_client *c, const struct kube_watch_opts *o, kub
         w->idle_ms = o->idle_timeout_ms ? o->idle_timeout_ms : DEFAULT_IDLE_MS;
         w->fn = fn;
         w->keys = o->keys;
+        w->optional = o->optional;
         w->userdata = userdata;
         w->next = c->watches;
         c->watches = w;

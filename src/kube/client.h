@@ -41,6 +41,9 @@ struct kube_watch_opts {
         unsigned page_size;             /* list page size; 0: 500 */
         uint64_t idle_timeout_ms;       /* 0: 5 minutes */
         kube_keys_fn keys;              /* NULL: nothing is reported deleted after a relist */
+        bool optional;                  /* a resource the server may not have (ServiceCIDRs): a list
+                                         * answered 404 or 403 reports none of it and SYNCED, and is
+                                         * tried again every 30 s */
 };
 
 /* The client borrows conn and loop; both must outlive it. Returns 0 or -errno. */

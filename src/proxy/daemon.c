@@ -15,15 +15,18 @@
 #include "apply/iptables-known.h"
 #include "apply/iptables.h"
 #include "apply/nftables.h"
+#include "apply/sysctl.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
 #include "http/hcnp.h"
 #include "http/health.h"
 #include "http/metrics.h"
+#include "http/mhd.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "proxy/proxier.h"
+#include "proxy/setup.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -109,6 +112,18 @@ int daemon_cleanup(const struct kproxy_config *c, const struct daemon_opts *o) {
         return 0;
 }
 
+int daemon_init_only(const struct kproxy_config *c) {
+        struct host_facts host = {0};
+        int r = setup_node(c, c->hostname_override, sysctl_root(), &host);
+        host_facts_done(&host);
+        if (r < 0) {
+                log_error_errno(r, "Node set-up failed");
+                return EXIT_FAILURE;
+        }
+        log_info("Node set up and --init-only given, exiting");
+        return 0;
+}
+
 int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         struct host_facts host = {0};
         struct kube_conn conn = {0};
@@ -134,8 +149,10 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
          * freed memory; a fixed threshold keeps every large buffer mapped
          * and returned to the system when freed. */
         mallopt(M_MMAP_THRESHOLD, 1 << 20);
-        r = host_probe(&host);
-        if (r < 0)
+        /* The node set-up failing is not fatal: a proxy that runs with the
+         * kernel's defaults serves better than one in a crash loop. */
+        r = setup_node(c, c->hostname_override, sysctl_root(), &host);
+        if (r == -ENOMEM)
                 goto out;
         host_probe_iptables(&host, o->iptables_backend);
         if (host.iptables_missing && c->mode == PROXY_MODE_IPTABLES) {
@@ -150,6 +167,7 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         struct iptables_tools v6 = host.iptables;
         if (c->mode == PROXY_MODE_NFTABLES)
                 iptables_tools_find(IPTABLES_BACKEND_NFT, &v6);
+        setup_oom_score_adj(c, sysctl_root());
         const char *node = c->hostname_override && *c->hostname_override ? c->hostname_override : host.hostname;
         if (!node || !*node) {
                 log_error("Cannot tell this node's name: set --hostname-override");
@@ -169,7 +187,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 goto out;
         }
         if (c->healthz_bind_address) {
-                r = health_server_new(loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms, &health);
+                r = health_server_new(loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms,
+                                      c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, &health);
                 if (r < 0)
                         goto out;       /* logged, naming the address */
         }
@@ -188,6 +207,11 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 .metrics = metrics,
                 .hcnp = hcnp,
                 .ipv6 = ipv6_usable(&v6),
+                /* Only nftables mode has a rule made from them (upstream's
+                 * iptables mode watches them and does nothing with them).
+                 * The gate is GA and locked on in 1.34. */
+                .service_cidrs = c->mode == PROXY_MODE_NFTABLES &&
+                                 config_feature_enabled(c, "MultiCIDRServiceAllocator"),
         };
         r = proxier_new(loop, &po, &proxier);
         if (r < 0)
@@ -202,8 +226,13 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 [PROXIER_SLICES] = {"/apis/discovery.k8s.io/v1/endpointslices", SELECTOR, NULL, 0,
                                     o->watch_idle_timeout_ms, on_kube_keys},
                 [PROXIER_NODE] = {"/api/v1/nodes", NULL, field, 0, o->watch_idle_timeout_ms, on_kube_keys},
+                /* Optional: an API server older than 1.33 answers 404. */
+                [PROXIER_SERVICE_CIDRS] = {"/apis/networking.k8s.io/v1/servicecidrs", NULL, NULL, 0,
+                                           o->watch_idle_timeout_ms, on_kube_keys, .optional = true},
         };
         for (int i = 0; i < _PROXIER_SOURCE_MAX; i++) {
+                if (i == PROXIER_SERVICE_CIDRS && !po.service_cidrs)
+                        continue;
                 sources[i] = (struct source) {proxier, (enum proxier_source) i};
                 r = kube_watch_start(client, &watches[i], on_kube_event, &sources[i], NULL);
                 if (r < 0)

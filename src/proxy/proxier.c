@@ -23,7 +23,6 @@
 #include "apply/iptables-known.h"
 #include "apply/nftables.h"
 #include "apply/nfacct.h"
-#include "apply/sysctl.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
@@ -33,6 +32,7 @@
 #include "kube/decode.h"
 #include "model/endpoints.h"
 #include "model/model.h"
+#include "model/servicecidrs.h"
 #include "proxy/nftsync.h"
 #include "render/render.h"
 #include "util/buf.h"
@@ -71,6 +71,8 @@ struct proxier {
         double *triggers;               /* EndpointSlice change times not yet programmed */
         size_t n_triggers;
         struct model *model;
+        struct service_cidrs *service_cidrs;    /* nftables mode's drop rule for unallocated cluster IPs */
+        bool watch_cidrs;                       /* ... which come from a watch */
         struct hmap changed;            /* service keys (owned) changed since the last sync */
         bool synced[_PROXIER_SOURCE_MAX];
         bool initialized;
@@ -79,6 +81,8 @@ struct proxier {
         bool need_full_soon;            /* a full sync to check on one that could not listen */
         bool node_deleted;              /* the API has no Node of ours (its last version is kept) */
         bool udp_changed;               /* a changed service has (or had) a UDP port */
+        struct ct_frontend *gone_udp;   /* UDP frontends of service versions replaced since the last reconcile */
+        size_t n_gone_udp;
         bool hcnp_changed;              /* ... or a health-check node port */
         uint64_t last_full_ms, last_sync_ms;
         uint64_t sync_due;              /* when sync_timer fires */
@@ -127,6 +131,38 @@ static void note_service(struct proxier *p, const struct svc *s) {
                 p->hcnp_changed = true;
 }
 
+/* The UDP frontends of a service version about to be replaced or deleted.
+ * A frontend it no longer has (the service deleted, a port or IP dropped)
+ * would otherwise never be reconciled again, and a one-way UDP flow DNAT-ed
+ * to one of its endpoints would keep refreshing its entry (the black hole
+ * upstream fixed after 1.34 in #141371). The next reconcile checks them
+ * with no valid endpoint; one still in the service keeps its endpoints
+ * (frontends merge as a union). */
+static void remember_udp_frontends(struct proxier *p, const struct svc *s) {
+        if (!svc_has_udp(s))
+                return;
+        size_t want = s->n_ports * (2 * s->n_cluster_ips + s->n_external_ips + s->n_lb_ips);
+        struct ct_frontend *v = realloc(p->gone_udp, (p->n_gone_udp + want) * sizeof *v);
+        if (!v)
+                abort();
+        p->gone_udp = v;
+        for (size_t j = 0; j < s->n_ports; j++) {
+                const struct svc_port *port = &s->ports[j];
+                if (port->proto != L4_UDP)
+                        continue;
+                for (size_t k = 0; k < s->n_cluster_ips; k++) {
+                        v[p->n_gone_udp++] = (struct ct_frontend) {.ip = s->cluster_ips[k], .port = port->port};
+                        if (port->node_port)
+                                v[p->n_gone_udp++] = (struct ct_frontend) {
+                                        .ip = s->cluster_ips[k], .port = port->node_port, .node_port = 1};
+                }
+                for (size_t k = 0; k < s->n_external_ips; k++)
+                        v[p->n_gone_udp++] = (struct ct_frontend) {.ip = s->external_ips[k], .port = port->port};
+                for (size_t k = 0; k < s->n_lb_ips; k++)
+                        v[p->n_gone_udp++] = (struct ct_frontend) {.ip = s->lb_ips[k], .port = port->port};
+        }
+}
+
 static void mark_changed(struct proxier *p, const char *service_key) {
         if (!hmap_get(&p->changed, service_key)) {
                 char *k = strdup(service_key);
@@ -147,6 +183,7 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
 
         if (!obj) {
                 note_service(p, model_service_get(p->model, key));
+                remember_udp_frontends(p, model_service_get(p->model, key));
                 if (model_service_delete(p->model, key) == 0) {
                         metrics_change_queued(p->metrics, false);
                         mark_changed(p, key);
@@ -160,6 +197,7 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
                 return;
         }
         note_service(p, model_service_get(p->model, key));
+        remember_udp_frontends(p, model_service_get(p->model, key));
         if (r == KUBE_IGNORED) {
                 log_v(2, "Ignoring Service %s: %s", key, err);
                 if (model_service_delete(p->model, key) == 0)
@@ -248,6 +286,39 @@ static void on_node(struct proxier *p, const char *key, const json_t *obj) {
         }
 }
 
+/* A ServiceCIDR changed: nftables mode's cluster-ips-check chain drops
+ * traffic to the union's unallocated addresses, so a changed union is a
+ * full sync (of the fixed part; services are checked against their
+ * records, not rewritten). A malformed object keeps its last good CIDRs. */
+static void on_service_cidr(struct proxier *p, const char *key, const json_t *obj) {
+        char err[KUBE_ERRLEN];
+        _cleanup_free_ char *name = NULL;
+        _cleanup_free_ struct inet_cidr *cidrs = NULL;
+        size_t n = 0;
+
+        if (obj && kube_decode_service_cidr(obj, &name, &cidrs, &n, err) < 0) {
+                log_warning("Invalid ServiceCIDR %s: %s; keeping its previous version", key, err);
+                return;
+        }
+        if (!service_cidrs_set(p->service_cidrs, key, cidrs, n))
+                return;
+        if (log_verbosity >= 2) {
+                size_t n_all;
+                const struct inet_cidr *all = service_cidrs_all(p->service_cidrs, &n_all);
+                struct buf b = BUF_INIT;
+                for (size_t i = 0; i < n_all; i++) {
+                        char c[INET_ADDR_STRLEN + 4];
+                        buf_printf(&b, "%s%s", i ? "," : "", inet_cidr_format(&all[i], c));
+                }
+                log_v_kv(2, "ServiceCIDRs changed", KV_STR("cidrs", b.data ? b.data : ""));
+                buf_done(&b);
+        }
+        if (p->cfg->mode != PROXY_MODE_NFTABLES)
+                return;
+        p->need_full = true;
+        request_sync(p);
+}
+
 void proxier_object(struct proxier *p, enum proxier_source src, const char *key, const json_t *obj) {
         switch (src) {
         case PROXIER_SERVICES:
@@ -258,6 +329,9 @@ void proxier_object(struct proxier *p, enum proxier_source src, const char *key,
                 break;
         case PROXIER_NODE:
                 on_node(p, key, obj);
+                break;
+        case PROXIER_SERVICE_CIDRS:
+                on_service_cidr(p, key, obj);
                 break;
         default:
                 break;
@@ -277,6 +351,9 @@ void proxier_keys(struct proxier *p, enum proxier_source src, void (*each)(const
                 if (model_node(p->model) && !p->node_deleted)
                         each(model_node(p->model)->name, ctx);
                 break;
+        case PROXIER_SERVICE_CIDRS:
+                service_cidrs_keys(p->service_cidrs, each, ctx);
+                break;
         default:
                 break;
         }
@@ -289,7 +366,8 @@ void proxier_synced(struct proxier *p, enum proxier_source src) {
         for (int i = 0; i < _PROXIER_SOURCE_MAX; i++)
                 if (!p->synced[i])
                         return;
-        log_info("Initial lists of Services, EndpointSlices and Node %s complete, syncing", p->node_name);
+        log_info("Initial lists of Services, EndpointSlices%s and Node %s complete, syncing",
+                 p->watch_cidrs ? ", ServiceCIDRs" : "", p->node_name);
         p->initialized = true;
         request_sync(p);
 }
@@ -297,8 +375,14 @@ void proxier_synced(struct proxier *p, enum proxier_source src) {
 /* --- conntrack --- */
 
 /* Every UDP frontend of the family with its serving endpoints (reference
- * §11); frontends without a serving endpoint are left alone. */
-static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
+ * §11). A frontend without any is reconciled too, with none valid: the
+ * flows DNAT-ed to its last endpoint are deleted, so their next packet is
+ * new and meets the rule that rejects it (upstream skipped such services
+ * until kubernetes/kubernetes#139629: one-way UDP senders stayed black-holed
+ * for as long as they sent). So are the frontends of service versions
+ * replaced since the last reconcile (remember_udp_frontends()). Returns 0
+ * or -errno (logged). */
+static int reconcile_udp(struct proxier *p, const struct render_params *rp) {
         struct endpoint_filter f = {.node_name = p->node_name};
         struct ct_frontend *fr = NULL;
         struct ct_backend *be = NULL;
@@ -337,8 +421,6 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
                                 be[n_be++] = (struct ct_backend) {e.all[k].addr, e.all[k].port};
                         }
                         endpoints_done(&e);
-                        if (n_be == first)
-                                continue;
                         /* Frontends: cluster IP, external IPs, LB IPs, node port. */
                         size_t want = 2 + s->n_external_ips + s->n_lb_ips;
                         if (n_fr + want > cap_fr) {
@@ -368,15 +450,31 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
                 }
                 free(slices);
         }
+        /* Gone frontends: no valid endpoint of their own. */
+        if (n_fr + p->n_gone_udp > cap_fr) {
+                cap_fr = n_fr + p->n_gone_udp;
+                fr = realloc(fr, cap_fr * sizeof *fr);
+                ranges = realloc(ranges, cap_fr * sizeof *ranges);
+                if (cap_fr > 0 && (!fr || !ranges))
+                        abort();
+        }
+        for (size_t i = 0; i < p->n_gone_udp; i++) {
+                if (p->gone_udp[i].ip.family != rp->family)
+                        continue;
+                fr[n_fr] = p->gone_udp[i];
+                ranges[n_fr].first = ranges[n_fr].n = 0;
+                n_fr++;
+        }
         /* Backend pointers only now: the array may have moved while growing. */
         for (size_t i = 0; i < n_fr; i++) {
                 fr[i].backends = be + ranges[i].first;
                 fr[i].n_backends = ranges[i].n;
         }
+        int r = 0;
         if (n_fr > 0) {
-                int r = conntrack_reconcile_udp(rp->family, fr, n_fr);
+                r = conntrack_reconcile_udp(rp->family, fr, n_fr);
                 if (r < 0)
-                        log_warning_errno(r, "Failed to clear stale IPv%u UDP conntrack entries, ignoring",
+                        log_warning_errno(r, "Failed to clear stale IPv%u UDP conntrack entries, will retry",
                                           rp->family);
                 else if (r > 0)
                         log_v(2, "Deleted %d stale IPv%u UDP conntrack entries", r, rp->family);
@@ -385,6 +483,7 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
         free(be);
         free(ranges);
         free(svcs);
+        return r < 0 ? r : 0;
 }
 
 /* --- sync --- */
@@ -404,11 +503,13 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
         struct nftsync_stats st;
         bool rebuild = full && f->nft_rebuild;
         bool resync = full && !rebuild && f->nft_known;
+        size_t n_cidrs;
+        const struct inet_cidr *cidrs = service_cidrs_all(p->service_cidrs, &n_cidrs);
         int r;
 
         f->nft_known = false;   /* until this sync succeeds */
         if (resync) {
-                r = nftsync_resync(f->nft, p->model, rp, NULL, 0, &st);
+                r = nftsync_resync(f->nft, p->model, rp, cidrs, n_cidrs, &st);
         } else if (full) {
                 /* Without notifications (a quarter of a large load's cost);
                  * whether anyone else committed meanwhile, the generation
@@ -419,7 +520,7 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
                         nftables_monitor_drain(p->monitor);
                         quiet = nftables_monitor_listen(p->monitor, false) == 0;
                 }
-                r = nftsync_full(f->nft, p->model, rp, NULL, 0, rebuild, &st);
+                r = nftsync_full(f->nft, p->model, rp, cidrs, n_cidrs, rebuild, &st);
                 f->nft_listen = false;
                 if (quiet) {
                         if (nftables_monitor_listen(p->monitor, true) < 0 || nftables_genid(p->nl, &g1) < 0 ||
@@ -709,7 +810,7 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         struct proxier *p = userdata;
         uint64_t start = ev_now_ms(l);
         bool full = p->need_full || p->last_full_ms == 0 || start - p->last_full_ms >= FULL_SYNC_PERIOD_MS;
-        bool ok = true;
+        bool ok = true, udp_failed = false;
         struct render_ipt_sync sum = {0};
         double t0 = realtime_s();
 
@@ -735,8 +836,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                         sum.n_nat_rules_total += c.n_nat_rules_total;
                         sum.n_no_local_internal += c.n_no_local_internal;
                         sum.n_no_local_external += c.n_no_local_external;
-                        if (p->udp_changed || p->n_syncs == 0)
-                                reconcile_udp(p, &rp);
+                        if ((p->udp_changed || p->n_syncs == 0) && reconcile_udp(p, &rp) < 0)
+                                udp_failed = true;
                         /* Every service is looked at: only when one that has
                                  * (or had) a health-check node port changed. */
                         if (i == 0 && (full || p->hcnp_changed))
@@ -768,7 +869,14 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         for (size_t it = 0; hmap_next(&p->changed, &it, &k, &v);)
                 free(v);
         hmap_done(&p->changed);
-        p->udp_changed = false;
+        /* A failed reconcile is tried again with the next sync, gone
+         * frontends and all. */
+        p->udp_changed = udp_failed;
+        if (!udp_failed) {
+                free(p->gone_udp);
+                p->gone_udp = NULL;
+                p->n_gone_udp = 0;
+        }
         p->hcnp_changed = false;
         p->need_full = false;
         if (full) {
@@ -912,8 +1020,11 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->metrics = o->metrics;
         p->hcnp = o->hcnp;
         p->model = model_new();
+        p->service_cidrs = service_cidrs_new();
+        p->watch_cidrs = o->service_cidrs;
+        p->synced[PROXIER_SERVICE_CIDRS] = !o->service_cidrs;
         p->need_full = true;
-        if (!p->node_name || !p->model) {
+        if (!p->node_name || !p->model || !p->service_cidrs) {
                 proxier_free(p);
                 return -ENOMEM;
         }
@@ -963,16 +1074,6 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 iptables_canary_ensure(&p->host.iptables, p->fam[i].family);
         p->canary_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
 
-        /* Localhost NodePorts need the kernel to route 127/8 to other hosts. */
-        struct render_params rp = {0};
-        if (p->cfg->mode == PROXY_MODE_IPTABLES &&
-            render_params_init(&rp, 4, p->cfg, p->node_name, NULL, &p->host, NULL) == 0 && rp.localhost_nodeports) {
-                int r = sysctl_write("net/ipv4/conf/all/route_localnet", "1");
-                if (r < 0)
-                        log_warning_errno(r, "Failed to set net.ipv4.conf.all.route_localnet=1 "
-                                             "(localhost NodePorts will not work), ignoring");
-        }
-        render_params_done(&rp);
         *ret = p;
         return 0;
 }
@@ -998,6 +1099,8 @@ struct proxier *proxier_free(struct proxier *p) {
         nftables_monitor_close(p->monitor);
         nftables_close(p->nl);
         model_free(p->model);
+        service_cidrs_free(p->service_cidrs);
+        free(p->gone_udp);
         free(p->triggers);
         free(p->node_name);
         free(p);

@@ -31,6 +31,11 @@ NFT_MAPS = ("service-ips", "service-nodeports", "no-endpoint-services", "no-endp
             "nodeport-ips", "firewall-ips")
 
 
+def slurp(path):
+    with open(path) as f:
+        return f.read()
+
+
 def steady(rules):
     """A rules dump without what changes by itself: iptables-save's
     timestamped comments, the expiry countdowns of affinity set elements."""
@@ -217,20 +222,45 @@ class Suite:
         lab.kubectl("delete", "service", "lb")
         wait_for("the health-check node port to close", lambda: probe() is None, timeout=20)
 
-    def test_01e_bind_problems_are_clear_startup_errors(self):
+    def test_01e_bind_problems(self):
         lab = self.lab
+        # A second kproxy that can never reach its API server (so it never
+        # syncs beside the running one), on ports the running one holds.
         base = [lab.kproxy_bin, "--proxy-mode", self.MODE, "--kubeconfig", lab.kubeconfig,
-                "--hostname-override", "node-1"]
-        # The running kproxy holds 10256 and 10249.
-        for flag, addr in (("--healthz-bind-address", "127.0.0.1:10256"),
-                           ("--metrics-bind-address", "127.0.0.1:10249"),
-                           ("--metrics-bind-address", "192.0.2.1:10249")):
-            args = base + [flag, addr]
+                "--master", "https://127.0.0.1:1", "--hostname-override", "node-1"]
+        cases = (("--healthz-bind-address", "127.0.0.1:10256"),
+                 ("--metrics-bind-address", "127.0.0.1:10249"),
+                 ("--metrics-bind-address", "192.0.2.1:10249"))
+        # --bind-address-hard-fail: a clear error at start-up naming the address.
+        for flag, addr in cases:
+            args = base + ["--bind-address-hard-fail", flag, addr]
             if flag == "--metrics-bind-address":
                 args += ["--healthz-bind-address", "127.0.0.1:10266"]
             p = lab.run(args, ns="n1", check=False, timeout=20)
             self.assertNotEqual(p.returncode, 0, addr)
-            self.assertIn(addr, p.stderr)
+            self.assertIn(addr.rsplit(":", 1)[0], p.stderr)
+        # Upstream's default: the error is logged, the bind retried, and the
+        # proxy runs on.
+        for flag, addr in cases:
+            args = base + [flag, addr]
+            if flag == "--metrics-bind-address":
+                args += ["--healthz-bind-address", "127.0.0.1:10266"]
+            log = os.path.join(lab.tmp, "bind-retry.log")
+            with open(log, "w") as err:
+                proc = subprocess.Popen(["ip", "netns", "exec", lab.ns("n1")] + args, stdout=subprocess.DEVNULL,
+                                        stderr=err)
+            try:
+                # The error, then the start-up going on past it.
+                wait_for("the bind error of %s, then kproxy running" % addr,
+                         lambda: proc.poll() is not None or re.search(
+                             r"cannot listen on %s.*\n(.*\n)*.*running for node" % re.escape(addr.rsplit(":", 1)[0]),
+                             slurp(log)), timeout=20)
+                alive = proc.poll() is None
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=10)
+            self.assertTrue(alive, "kproxy exited on a bind error without --bind-address-hard-fail:\n"
+                            + slurp(log)[-2000:])
         p = lab.run(base + ["--metrics-bind-address", "300.1.1.1:10249"], ns="n1", check=False, timeout=20)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("metrics", p.stderr)
@@ -303,6 +333,67 @@ class Suite:
         out, _ = proc.communicate(timeout=30)
         r = json.loads(out)
         self.assertGreater(r["replies"].get("a2", 0), 0, "the live UDP flow never reached the new endpoint: %s" % r)
+
+    def test_08b_udp_flow_to_a_service_scaled_to_zero_is_rejected(self):
+        # A live UDP flow keeps its conntrack entry DNAT-ed to the endpoint
+        # it started with. When the service loses its last endpoint, that
+        # entry must go, so the flow's next datagram meets the reject rule
+        # (ICMP port unreachable: ECONNREFUSED on a connected socket) instead
+        # of following the entry to the old pod (or into a black hole, once
+        # the pod is gone) for as long as the client sends.
+        lab = self.lab
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
+             os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.53", "53", "0", "--udp",
+             "--same-socket", "--connected", "--until-seconds", "10", "--timeout", "0.3", "--interval", "0.05"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            wait_for("the UDP flow's conntrack entry", lambda: "dport=53" in lab.run(
+                ["conntrack", "-L", "-p", "udp", "-d", "10.96.0.53"], ns="n1", check=False).stdout, timeout=10)
+            self.replace_slice(slice_("dns-1", "dns", [], port=5353, proto="UDP"))
+            lab.wait_targets("dns without endpoints", "default/dns", "p", [])
+            out, _ = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        r = json.loads(out)
+        self.assertGreater(r["replies"].get("a2", 0), 0, "the flow was not live before: %s" % r)
+        self.assertGreater(r["errors"].get("ECONNREFUSED", 0), 0,
+                           "the live flow was not rejected after the service lost its endpoints: %s" % r)
+        self.replace_slice(slice_("dns-1", "dns", [(self.ip["a2"], "node-1")], port=5353, proto="UDP"))
+        lab.wait_targets("dns back at a2", "default/dns", "p", self.eps("a2", port=5353))
+        r = self.client("10.96.0.53", 53, 5, "--udp")
+        self.assertEqual(r["replies"], {"a2": 5}, r)
+
+    def test_08c_udp_flow_to_a_deleted_service_is_not_delivered(self):
+        # The same for a service deleted outright: its frontends are gone
+        # from the model, but a live flow's entry DNAT-ed to its old pod
+        # must go too (upstream 1.34 leaves it: #141371, after 1.34).
+        lab, ip = self.lab, self.ip
+        lab.apply_objects("create", [service("dns2", "10.96.0.54", port=53, target=5353, proto="UDP"),
+                                     slice_("dns2-1", "dns2", [(ip["a3"], "node-1")], port=5353, proto="UDP")])
+        lab.wait_targets("dns2 at a3", "default/dns2", "p", self.eps("a3", port=5353))
+
+        def to_a3():
+            out = lab.run(["conntrack", "-L", "-p", "udp", "-d", "10.96.0.54"], ns="n1", check=False).stdout
+            return [l for l in out.splitlines() if "src=%s " % ip["a3"] in l]
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
+             os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.54", "53", "0", "--udp",
+             "--same-socket", "--until-seconds", "8", "--timeout", "0.2", "--interval", "0.05"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            wait_for("the flow's entry DNAT-ed to a3", to_a3, timeout=10)
+            lab.kubectl("delete", "service", "dns2")
+            lab.kubectl("delete", "endpointslice", "dns2-1")
+            lab.wait_rules("dns2's rules gone", lambda r: "default/dns2" not in r)
+            # While the client still sends, the entry to a3 must not come back.
+            wait_for("the flow's entry to a3 deleted", lambda: not to_a3(), timeout=10)
+            self.assertEqual(to_a3(), [])
+        finally:
+            proc.kill()
+            proc.wait()
 
     def test_09_watch_drops_and_errors_lose_no_update(self):
         lab, ip = self.lab, self.ip
@@ -690,6 +781,71 @@ class E2ENftables(Suite, unittest.TestCase):
         self.assertIn("(rebuilt)", lab.kproxy_output())
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {})
+
+    def test_11b_service_cidrs_drop_unallocated_cluster_ips(self):
+        # The stand-in API server has the ServiceCIDR a 1.33+ server makes
+        # from its range (10.96.0.0/12): traffic to an unallocated address
+        # in it is dropped, to a known cluster IP on another port rejected,
+        # as upstream's cluster-ips-check chain does. Node 1 forwards
+        # 10.97/16 and 10.200/16 to node 2, which has no route for them:
+        # without the drop, the client hears "network unreachable" from node
+        # 2 at once instead of timing out. (The chain sits on the forward
+        # path, as upstream's: on a node without a route for an address,
+        # routing answers first.)
+        lab = self.lab
+        for net in ("10.97.0.0/16", "10.200.0.0/16"):
+            lab.run(["ip", "route", "add", net, "via", NODE_IPS["node-2"]], ns="n1")
+            self.addCleanup(lab.run, ["ip", "route", "del", net], ns="n1", check=False)
+
+        def drop_rule(r):
+            rules = [l for l in nft_chains(r).get("cluster-ips-check", []) if l.endswith(
+                'drop comment "Drop traffic to unallocated ClusterIPs"')]
+            return rules[0] if rules else None
+        rule = lab.wait_rules("the drop rule for unallocated cluster IPs", drop_rule)
+        self.assertRegex(rule, r"^ip daddr \{? ?10\.96\.0\.0/12 \}? ?drop")
+        r = self.client("10.97.0.5", 80, 1, "--timeout", "1")
+        self.assertEqual(r["errors"], {"timeout": 1}, r)
+        r = self.client("10.96.0.10", 81, 1, "--timeout", "3")
+        self.assertEqual(r["errors"], {"ECONNREFUSED": 1}, r)
+        r = self.client("10.200.0.5", 80, 1, "--timeout", "1")
+        self.assertNotIn("timeout", r["errors"], r)
+        extra = {"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "extra"},
+                 "spec": {"cidrs": ["10.200.0.0/24"]}}
+        lab.apply_objects("create", [extra])
+        lab.wait_rules("the extra ServiceCIDR in the drop rule", lambda r: "10.200.0.0/24" in (drop_rule(r) or ""))
+        self.assertIn("10.96.0.0/12", drop_rule(lab.nft()))
+        r = self.client("10.200.0.5", 80, 1, "--timeout", "1")
+        self.assertEqual(r["errors"], {"timeout": 1}, r)
+        lab.kubectl("delete", "servicecidr", "extra")
+        lab.wait_rules("the extra ServiceCIDR gone from the drop rule", lambda r: drop_rule(r) == rule)
+        r = self.client("10.96.0.10", 80, 30)
+        self.assertEqual(r["errors"], {})
+
+    def test_11c_api_server_without_service_cidrs(self):
+        # An API server older than 1.33 answers 404 for ServiceCIDRs: kproxy
+        # says so once, syncs without the drop rule, and picks the resource
+        # up when the server is upgraded.
+        lab = self.lab
+        state = os.path.join(lab.tmp, "state-11c.json")
+        with open(state, "w") as f:
+            f.write(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
+        mark = len(lab.kproxy_output())
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.stop_apiserver()
+        lab.start_apiserver(["--disable-resource", "servicecidrs"], initial_rv=2000000, state=[state])
+        lab.start_kproxy()
+        lab.wait_healthy("healthz against an API server without ServiceCIDRs")
+        lab.wait_rules("no drop rule without ServiceCIDRs",
+                       lambda r: "cluster-ips-check" in r and "unallocated" not in r)
+        self.assertEqual(lab.kproxy_output()[mark:].count("servicecidrs: not served by this API server (404)"), 1)
+        r = self.client("10.96.0.10", 80, 30)
+        self.assertEqual(r["errors"], {})
+        # The upgraded server: the next list (within 30 s) finds them.
+        lab.stop_apiserver()
+        lab.start_apiserver(initial_rv=3000000, state=[state])
+        lab.wait_rules("the drop rule once ServiceCIDRs are served", lambda r: "unallocated" in r, timeout=60)
+        self.assertIn("servicecidrs: served again", lab.kproxy_output()[mark:])
+        self.assertKproxyRunning()
 
     def test_12h_node_change_resyncs_without_rewriting(self):
         # A changed Node asks for a full sync. Nobody else touched the

@@ -514,13 +514,15 @@ static void test_list_flags(void) {
         struct kproxy_config c;
 
         CHECK(setup(&c, NULL, "--nodeport-addresses", "10.0.0.0/8,192.168.1.0/24", "--nodeport-addresses",
-                    "fd00::/64", "--feature-gates", "B=true, A=false", "--feature-gates=C=1,A=true", NULL) == 0);
+                    "fd00::/64", "--feature-gates", "ClientsAllowCBOR=true, APIServingWithRoutine=false",
+                    "--feature-gates=ComponentFlagz=1,APIServingWithRoutine=true", NULL) == 0);
         CHECK(c.n_nodeport_addresses == 3);
         CHECK_STREQ(c.nodeport_addresses[2], "fd00::/64");
         CHECK(c.n_feature_gates == 3);
-        CHECK_STREQ(c.feature_gates[0].name, "A");  /* kept sorted */
-        CHECK(config_feature_enabled(&c, "A") && config_feature_enabled(&c, "B") && config_feature_enabled(&c, "C"));
-        CHECK(!config_feature_enabled(&c, "D"));
+        CHECK_STREQ(c.feature_gates[0].name, "APIServingWithRoutine");  /* kept sorted */
+        CHECK(config_feature_enabled(&c, "APIServingWithRoutine") && config_feature_enabled(&c, "ClientsAllowCBOR") &&
+              config_feature_enabled(&c, "ComponentFlagz"));
+        CHECK(!config_feature_enabled(&c, "ComponentStatusz"));    /* alpha, not set */
         config_done(&c);
 
         CHECK(setup(&c, NULL, "--nodeport-addresses", "primary", NULL) == 0);
@@ -704,7 +706,8 @@ static void test_kubeadm_file(void) {
         free(err);
         config_done(&c);
 
-        /* Flags other than --hostname-override and logging are dropped. */
+        /* Flags other than --hostname-override and logging are dropped,
+         * --feature-gates too: its unknown gate is not even looked at. */
         CHECK(setup(&c, &err, "--config", path, "--masquerade-all", "--proxy-mode", "nftables",
                     "--iptables-masquerade-bit", "3", "--hostname-override", "Worker-1", "-v", "3",
                     "--kubeconfig", "/flag/kubeconfig", "--feature-gates", "X=true", "--healthz-port", "0", NULL) == 0);
@@ -803,7 +806,8 @@ static void test_file_values(void) {
                           "  - filePattern: proxier\n"
                           "    verbosity: 5\n");
         CHECK(setup(&c, &err, "--config", path, "--vmodule", "sync=1", NULL) == 0);
-        CHECK_STREQ(err, "");
+        CHECK_STREQ(err, "kproxy: Setting GA feature gate ServiceTrafficDistribution=true. It will be removed in a "
+                         "future release.\n");
         CHECK(c.mode == PROXY_MODE_NFTABLES);
         CHECK(config_mode_sync(&c) == &c.nftables);
         CHECK_STREQ(c.bind_address, "::");
@@ -1103,7 +1107,8 @@ static void test_round_trip(void) {
                     "--conntrack-udp-timeout-stream", "2m", "--kubeconfig", "/etc/k k/config: x",
                     "--kube-api-content-type", "application/json", "--kube-api-qps", "0.1", "--kube-api-burst",
                     "3", "--config-sync-period", "30m", "--oom-score-adj", "0", "--profiling",
-                    "--show-hidden-metrics-for-version", "1.30", "--feature-gates", "Zeta=true,Alpha=false",
+                    "--show-hidden-metrics-for-version", "1.30", "--feature-gates",
+                    "WatchListClient=true,APIServingWithRoutine=false",
                     "-v", "6", "--log-flush-frequency", "1s", "--vmodule", "proxier=4,sync*=2", NULL) == 0);
         CHECK(config_write(&a, out) == 0);
         text = slurp(out);
@@ -1112,7 +1117,7 @@ static void test_round_trip(void) {
         CHECK_CONTAINS(text, "healthzBindAddress: \"[fd00::1]:1234\"\n");
         CHECK_CONTAINS(text, "  kubeconfig: \"/etc/k k/config: x\"\n");
         CHECK_CONTAINS(text, "showHiddenMetricsForVersion: \"1.30\"\n");
-        CHECK_CONTAINS(text, "featureGates:\n  Alpha: false\n  Zeta: true\n");
+        CHECK_CONTAINS(text, "featureGates:\n  APIServingWithRoutine: false\n  WatchListClient: true\n");
         CHECK_CONTAINS(text, "nodePortAddresses:\n- 10.0.0.0/8\n- fd00::/64\n");
         CHECK_CONTAINS(text, "  vmodule:\n  - filePattern: proxier\n    verbosity: 4\n  - filePattern: sync*\n");
         CHECK(setup(&b, NULL, "--config", out, NULL) == 0);

@@ -7,6 +7,7 @@
 #include "kube/decode.h"
 #include "kube/load.h"
 #include "model/model.h"
+#include "util/inet.h"
 #include "test.h"
 
 struct collect {
@@ -225,6 +226,41 @@ static void test_decode_slice(void) {
         json_decref(j);
 }
 
+static void expect_cidr(const char *text, int want, const char *needle, size_t want_n) {
+        char err[KUBE_ERRLEN], *name = NULL;
+        struct inet_cidr *cidrs = NULL;
+        size_t n = 0;
+        json_t *j = obj(text);
+        int r = kube_decode_service_cidr(j, &name, &cidrs, &n, err);
+        CHECK(r == want);
+        if (r == 0) {
+                CHECK_STREQ(name, needle);
+                CHECK(n == want_n);
+        } else if (!strstr(err, needle)) {
+                fprintf(stderr, "error \"%s\" does not contain \"%s\"\n", err, needle);
+                CHECK(!"error text");
+        }
+        CHECK(r == 0 || (!name && !cidrs));
+        free(name);
+        free(cidrs);
+        json_decref(j);
+}
+
+static void test_decode_service_cidr(void) {
+        expect_cidr("{\"metadata\":{\"name\":\"kubernetes\"},\"spec\":{\"cidrs\":[\"10.96.0.0/12\",\"fd00::/108\"]}}", 0,
+                    "kubernetes", 2);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":[\"10.96.0.0/33\"]}}", -EINVAL,
+                    "spec.cidrs[0]: \"10.96.0.0/33\" is not a CIDR", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":[\"10.96.0.0/16\",\"10.97.0.0/16\"]}}", -EINVAL,
+                    "spec.cidrs: two CIDRs of one IP family", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":[]}}", -EINVAL, "spec.cidrs: missing", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":\"10.0.0.0/8\"}}", -EINVAL,
+                    "spec.cidrs: must be a list", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":[1]}}", -EINVAL, "spec.cidrs[0]", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"Bad Name\"},\"spec\":{\"cidrs\":[\"10.0.0.0/8\"]}}", -EINVAL,
+                    "metadata.name", 0);
+}
+
 static void test_names(void) {
         CHECK(kube_valid_dns_label("kube-system") == 0);
         CHECK(kube_valid_dns_label("-a") < 0);
@@ -244,6 +280,7 @@ int main(void) {
         TEST_RUN(test_decode_service);
         TEST_RUN(test_decode_service_errors);
         TEST_RUN(test_decode_slice);
+        TEST_RUN(test_decode_service_cidr);
         TEST_RUN(test_names);
         TEST_DONE();
 }

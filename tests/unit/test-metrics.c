@@ -374,8 +374,15 @@ static void test_bind(void) {
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
         CHECK(metrics_new(l, addr, &c, &a) == 0 && a);
         CHECK(metrics_port(a) == port);
+        /* --bind-address-hard-fail: a taken port is an error; without it
+         * (upstream's default) the server waits for the port, port 0 meanwhile. */
+        c.bind_address_hard_fail = true;
         CHECK(metrics_new(l, addr, &c, &b) == -EADDRINUSE);
         CHECK(b == (struct metrics *) l);
+        c.bind_address_hard_fail = false;
+        CHECK(metrics_new(l, addr, &c, &b) == 0 && b && b != (struct metrics *) l);
+        CHECK(metrics_port(b) == 0);
+        b = metrics_free(b);
 
         /* A disabled server takes every call. */
         metrics_sync_done(NULL, true, 1);
