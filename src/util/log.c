@@ -332,6 +332,9 @@ void log_internal_kv(enum log_severity sev, int v, int err, const char *file, in
                 case LOG_KV_INT:
                         putf(&l, "%lld", va_arg(ap, long long));
                         break;
+                case LOG_KV_BOOL:
+                        puts_(&l, va_arg(ap, int) ? "true" : "false");
+                        break;
                 case LOG_KV_SECONDS:
                         put(&l, "\"", 1);
                         put_duration(&l, va_arg(ap, double));

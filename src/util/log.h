@@ -46,11 +46,13 @@ enum log_kv_type {
         LOG_KV_STR = 1,         /* const char *: quoted in text, a JSON string */
         LOG_KV_INT,             /* long long */
         LOG_KV_SECONDS,         /* double seconds, written as a Go duration ("12.3ms") */
+        LOG_KV_BOOL,            /* int: true or false, unquoted in both formats */
 };
 
 #define KV_STR(k, v) (const char *) (k), LOG_KV_STR, (const char *) (v)
 #define KV_INT(k, v) (const char *) (k), LOG_KV_INT, (long long) (v)
 #define KV_SECONDS(k, v) (const char *) (k), LOG_KV_SECONDS, (double) (v)
+#define KV_BOOL(k, v) (const char *) (k), LOG_KV_BOOL, (int) !!(v)
 
 /* The only globals kproxy has: the log settings (output is stderr, and
  * with split streams info goes to stdout). */
