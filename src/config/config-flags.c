@@ -209,10 +209,10 @@ static int flag_accept(struct kproxy_config *c, const struct config_flag *f, con
         return 0;
 }
 
-static int flag_check_quantity(struct kproxy_config *c, const struct config_flag *f, const char *v, bool first,
-                               struct buf *why) {
-        (void) c, (void) f, (void) first;
-        if (!config_value_quantity_valid(v)) {
+static int flag_set_quantity(struct kproxy_config *c, const struct config_flag *f, const char *v, bool first,
+                             struct buf *why) {
+        (void) first;
+        if (config_value_parse_quantity(v, flag_target(c, f)) < 0) {
                 buf_puts(why, "must be a quantity such as 0, 64Ki or 1Mi");
                 return -EINVAL;
         }
@@ -491,15 +491,23 @@ static const struct config_flag flag_table[] = {
           .help = "Kubeconfig file with the API server and credentials (--master overrides the "
                   "server)." },
         { .name = "log-flush-frequency", .set = flag_set_duration, CFG(log_flush_frequency_ms),
-          .type = "duration", .def = "5s", .help = "Longest time log lines may stay buffered." },
-        { .name = "log-json-info-buffer-size", .set = flag_check_quantity, .type = "quantity", .def = "0",
-          .help = "Accepted for kube-proxy compatibility; kproxy does not buffer logs." },
-        { .name = "log-json-split-stream", .is_bool = true, .set = flag_check_bool,
-          .help = "Accepted for kube-proxy compatibility; kproxy logs to stderr only." },
-        { .name = "log-text-info-buffer-size", .set = flag_check_quantity, .type = "quantity", .def = "0",
-          .help = "Accepted for kube-proxy compatibility; kproxy does not buffer logs." },
-        { .name = "log-text-split-stream", .is_bool = true, .set = flag_check_bool,
-          .help = "Accepted for kube-proxy compatibility; kproxy logs to stderr only." },
+          .type = "duration", .def = "5s",
+          .help = "Longest time buffered info lines (--log-*-info-buffer-size) wait before they are "
+                  "written." },
+        { .name = "log-json-info-buffer-size", .set = flag_set_quantity, CFG(log_json.info_buffer_size),
+          .type = "quantity", .def = "0",
+          .help = "[Alpha] With --log-json-split-stream, buffer up to this many bytes of info lines "
+                  "(needs LoggingAlphaOptions)." },
+        { .name = "log-json-split-stream", .is_bool = true, .set = flag_set_bool, CFG(log_json.split_stream),
+          .help = "[Alpha] In the json format, info lines to stdout and errors to stderr (needs "
+                  "LoggingAlphaOptions)." },
+        { .name = "log-text-info-buffer-size", .set = flag_set_quantity, CFG(log_text.info_buffer_size),
+          .type = "quantity", .def = "0",
+          .help = "[Alpha] With --log-text-split-stream, buffer up to this many bytes of info lines "
+                  "(needs LoggingAlphaOptions)." },
+        { .name = "log-text-split-stream", .is_bool = true, .set = flag_set_bool, CFG(log_text.split_stream),
+          .help = "[Alpha] In the text format, info lines to stdout and errors to stderr (needs "
+                  "LoggingAlphaOptions)." },
         { .name = "logging-format", .set = flag_set_logging_format, .type = "string", .def = "text",
           .help = "Log format: text (klog's) or json." },
         { .name = "machine-id-file", .set = flag_accept, .type = "string",

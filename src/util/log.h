@@ -60,8 +60,12 @@ extern int log_verbosity;
 
 void log_set_verbosity(int v);
 void log_set_format(enum log_format f);
-/* Info and warnings to stdout, errors to stderr (--log-*-split-stream). */
-void log_set_split_stream(int split);
+/* Info and warnings to stdout, errors to stderr (--log-*-split-stream);
+ * with info_buffer > 0 (--log-*-info-buffer-size) stdout is buffered that
+ * much and written when full or at log_flush() (the daemon calls it every
+ * --log-flush-frequency, and exit flushes it). Errors are never buffered. */
+void log_set_split_stream(int split, unsigned long info_buffer);
+void log_flush(void);
 /* "pattern=N,..." as klog's -vmodule: files whose name without ".c"
  * matches a glob pattern log at verbosity N. Returns 0 or -EINVAL (nothing
  * changed). NULL clears it. */

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -146,10 +147,50 @@ static void test_vmodule(void) {
         CHECK(!strstr(capture(emit_v3), "verbose line"));
 }
 
+/* --log-*-split-stream: info and warnings to stdout, errors to stderr; with
+ * a buffer, info waits in it until log_flush(). */
+static void test_split_stream(void) {
+        FILE *out = tmpfile(), *err = tmpfile();
+        int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
+        char text[4096];
+        size_t n;
+
+        fflush(stdout);
+        fflush(stderr);
+        dup2(fileno(out), STDOUT_FILENO);
+        dup2(fileno(err), STDERR_FILENO);
+        log_set_format(LOG_FORMAT_TEXT);
+        log_set_split_stream(1, 1 << 16);
+        log_info("an info line");
+        log_error("an error line");
+        struct stat st;
+        CHECK(fstat(fileno(out), &st) == 0 && st.st_size == 0);      /* buffered */
+        log_flush();
+        CHECK(fstat(fileno(out), &st) == 0 && st.st_size > 0);
+        log_set_split_stream(0, 0);
+        fflush(stdout);
+        fflush(stderr);
+        dup2(saved_out, STDOUT_FILENO);
+        dup2(saved_err, STDERR_FILENO);
+        close(saved_out);
+        close(saved_err);
+        rewind(out);
+        n = fread(text, 1, sizeof text - 1, out);
+        text[n] = '\0';
+        CHECK(strstr(text, "an info line") && !strstr(text, "an error line"));
+        rewind(err);
+        n = fread(text, 1, sizeof text - 1, err);
+        text[n] = '\0';
+        CHECK(strstr(text, "an error line") && !strstr(text, "an info line"));
+        fclose(out);
+        fclose(err);
+}
+
 int main(void) {
         TEST_RUN(test_text);
         TEST_RUN(test_json);
         TEST_RUN(test_durations);
         TEST_RUN(test_vmodule);
+        TEST_RUN(test_split_stream);
         TEST_DONE();
 }
