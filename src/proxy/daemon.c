@@ -215,6 +215,7 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         r = kube_client_new(loop, &conn, &client);
         if (r < 0)
                 goto out;
+        kube_client_set_rate(client, c->qps, c->burst);
 
         snprintf(field, sizeof field, "metadata.name=%s", node);
         const struct kube_watch_opts watches[_PROXIER_SOURCE_MAX] = {

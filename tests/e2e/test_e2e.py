@@ -266,6 +266,27 @@ class Suite:
         self.assertIn("metrics", p.stderr)
         self.assertKproxyRunning()
 
+    def test_01f_api_request_rate_is_limited(self):
+        # --kube-api-qps/--kube-api-burst: client-go's token bucket over
+        # every request. At 2 per second with a burst of 1, a restart's
+        # lists and watches reach the API server at least 0.5 s apart
+        # (without the limit they all arrive within milliseconds).
+        lab = self.lab
+        lab.stop_kproxy(signal.SIGTERM)
+        t0 = time.time()
+        lab.start_kproxy("--kube-api-qps", "2", "--kube-api-burst", "1")
+        lab.wait_healthy("healthz with a rate limit", timeout=30)
+
+        def ours():
+            reqs = lab.state_requests()
+            return sorted(e["time"] for e in reqs if e["userAgent"].startswith("kproxy/") and e["time"] >= t0)
+        times = wait_for("the restart's lists and watches", lambda: len(ours()) >= 6 and ours(), timeout=20)
+        gaps = [b - a for a, b in zip(times, times[1:])][:5]
+        self.assertTrue(all(g >= 0.4 for g in gaps), "requests closer than 0.5 s: %s" % gaps)
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy()
+        lab.wait_healthy("healthz without the limit")
+
     def test_02_spread_one_then_three(self):
         r = self.client("10.96.0.10", 80, 300)
         self.assertEqual(r["errors"], {})

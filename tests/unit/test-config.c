@@ -1107,6 +1107,10 @@ static void test_log_options(void) {
         CHECK_CONTAINS(err, "logging.options.json.splitStream: Forbidden: Feature LoggingAlphaOptions is disabled");
         free(err);
         config_done(&a);
+        /* Logging flags win over the file, as upstream's copyLogsFromFlags. */
+        CHECK(setup(&a, NULL, "--config", path, "--log-json-split-stream=false", NULL) == 0);
+        CHECK(!a.log_json.split_stream);
+        config_done(&a);
         free(path);
 }
 
