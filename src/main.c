@@ -39,13 +39,15 @@ struct render_opts {
         struct model *model;
 };
 
-/* -v, --vmodule and --logging-format, once the configuration is final
- * (all three were validated with it). */
+/* -v, --vmodule, --logging-format and its options, once the configuration
+ * is final (all were validated with it). */
 static void setup_logging(const struct kproxy_config *c) {
         log_set_verbosity(c->verbosity);
         log_set_vmodule(c->log_vmodule);
-        log_set_format(c->logging_format && strcmp(c->logging_format, "json") == 0 ? LOG_FORMAT_JSON
-                                                                                  : LOG_FORMAT_TEXT);
+        bool json = c->logging_format && strcmp(c->logging_format, "json") == 0;
+        const struct config_log_output *o = json ? &c->log_json : &c->log_text;
+        log_set_format(json ? LOG_FORMAT_JSON : LOG_FORMAT_TEXT);
+        log_set_split_stream(o->split_stream, (unsigned long) o->info_buffer_size);
 }
 
 static int parse_bool(const char *v, bool *ret) {

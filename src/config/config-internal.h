@@ -129,6 +129,11 @@ const char *config_value_host_port_problem(const char *s);
 /* A bare IP in *addr gets ":port" (IPv6 bracketed). 0 or -ENOMEM. */
 int config_value_append_port(char **addr, unsigned port);
 bool config_value_quantity_valid(const char *s);
+/* A non-negative resource.Quantity ("0", "64Ki", "1.5M") as bytes, rounded
+ * up as Quantity.Value() does. 0, -EINVAL or -ERANGE. */
+int config_value_parse_quantity(const char *s, uint64_t *ret);
+/* The bytes as a quantity string: with a binary suffix when exact. */
+void config_value_format_quantity(uint64_t v, char *out, size_t len);
 bool config_value_logging_format_valid(const char *v);
 
 /* A YAML scalar typed as go-yaml v2 types an untagged plain one. */

@@ -51,6 +51,13 @@ struct config_conntrack {
         uint64_t udp_stream_timeout_ms; /* default 0 */
 };
 
+/* logging.options.json / .text (--log-{json,text}-split-stream and
+ * -info-buffer-size): alpha options, behind LoggingAlphaOptions. */
+struct config_log_output {
+        bool split_stream;              /* info to stdout, errors to stderr */
+        uint64_t info_buffer_size;      /* bytes of info lines buffered with split_stream; 0: none */
+};
+
 struct config_feature_gate {
         char *name;
         bool enabled;
@@ -96,6 +103,7 @@ struct kproxy_config {
         char *logging_format;           /* default "text" */
         uint64_t log_flush_frequency_ms; /* logging.flushFrequency, default 5s */
         char *log_vmodule;              /* logging.vmodule as "pattern=N,...", or NULL */
+        struct config_log_output log_json, log_text;
 
         /* kproxy's own: services' nat side in this many extra nftables
          * tables (render/nftir.h); 0, the default: upstream's one table */

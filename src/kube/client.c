@@ -60,11 +60,13 @@ struct kube_watch {
         bool got_event;         /* the current watch delivered something */
         bool optional;          /* a 404 or 403 list means "none" (kube_watch_opts) */
         bool unserved;          /* the last list got one */
+        bool reserved;          /* holds a rate-limiter token for its next request */
 };
 
 struct kube_client {
         struct ev_loop *loop;
         struct kube_conn *conn;
+        struct kube_rate rate;          /* --kube-api-qps, --kube-api-burst */
         CURLM *multi;
         struct ev_timer *curl_timer;
         struct kube_watch *watches;
@@ -436,10 +438,33 @@ static void base_url(struct kube_watch *w, struct buf *url) {
                 append_param(url, "fieldSelector", w->field_selector);
 }
 
+/* client-go's client-side rate limit: every request (list page or watch)
+ * takes a token first. Without one, the request waits for its reserved
+ * token on the retry timer, in the phase it was about to start. */
+static bool throttled(struct kube_watch *w, enum phase phase) {
+        if (w->reserved) {
+                w->reserved = false;
+                return false;
+        }
+        uint64_t wait = kube_rate_take(&w->client->rate, ev_now_ms(w->client->loop));
+        if (wait == 0)
+                return false;
+        stop_transfer(w);
+        w->phase = phase;
+        w->reserved = true;
+        w->retry = ev_timer_cancel(w->client->loop, w->retry);
+        w->retry = ev_timer_add(w->client->loop, wait, on_retry, w);
+        log_v(3, "%s: waiting %llu ms for client-side throttling (--kube-api-qps)", w->path,
+              (unsigned long long) wait);
+        return true;
+}
+
 static void watch_begin_list(struct kube_watch *w) {
         struct buf url = BUF_INIT;
         char n[16];
 
+        if (throttled(w, PHASE_LIST))
+                return;
         w->phase = PHASE_LIST;
         base_url(w, &url);
         snprintf(n, sizeof n, "%u", w->page_size);
@@ -456,6 +481,8 @@ static void watch_begin_watch(struct kube_watch *w) {
         struct buf url = BUF_INIT;
         char t[16];
 
+        if (throttled(w, PHASE_WATCH))
+                return;
         w->phase = PHASE_WATCH;
         w->got_event = false;
         base_url(w, &url);
@@ -634,6 +661,7 @@ int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_clien
         c->loop = l;
         c->conn = conn;
         c->seed = (unsigned) time(NULL) ^ (unsigned) getpid();
+        kube_rate_init(&c->rate, 0, 0, ev_now_ms(l));
         c->multi = curl_multi_init();
         if (!c->multi) {
                 free(c);
@@ -645,6 +673,34 @@ int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_clien
         curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
         *ret = c;
         return 0;
+}
+
+void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst) {
+        kube_rate_init(&c->rate, qps, burst, ev_now_ms(c->loop));
+}
+
+/* golang.org/x/time/rate's reservations: tokens refill at qps up to burst,
+ * and a request that finds none reserves the next one, so waiters queue in
+ * order of arrival. */
+void kube_rate_init(struct kube_rate *r, float qps, int32_t burst, uint64_t now_ms) {
+        /* client-go's defaults for 0; a negative qps turns the limit off. */
+        r->qps = qps == 0 ? 5 : qps;
+        r->burst = burst <= 0 ? 10 : (double) burst;
+        r->tokens = r->burst;
+        r->last_ms = now_ms;
+}
+
+uint64_t kube_rate_take(struct kube_rate *r, uint64_t now_ms) {
+        if (r->qps < 0)
+                return 0;
+        if (now_ms > r->last_ms) {
+                r->tokens += (double) (now_ms - r->last_ms) * r->qps / 1000;
+                if (r->tokens > r->burst)
+                        r->tokens = r->burst;
+                r->last_ms = now_ms;
+        }
+        r->tokens -= 1;
+        return r->tokens >= 0 ? 0 : (uint64_t) (-r->tokens * 1000 / r->qps + 0.999);
 }
 
 struct kube_client *kube_client_free(struct kube_client *c) {

@@ -48,6 +48,19 @@ struct kube_watch_opts {
 
 /* The client borrows conn and loop; both must outlive it. Returns 0 or -errno. */
 int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_client **ret);
+/* The client-side rate limit of every request (clientConnection.qps and
+ * .burst): client-go's token bucket; 0 means its defaults (5 and 10), a
+ * negative qps no limit. The default until set. */
+void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst);
+
+/* The token bucket, on its own for tests: how long the request taken at
+ * now_ms must wait (0: at once); the token is reserved either way. */
+struct kube_rate {
+        double qps, burst, tokens;
+        uint64_t last_ms;
+};
+void kube_rate_init(struct kube_rate *r, float qps, int32_t burst, uint64_t now_ms);
+uint64_t kube_rate_take(struct kube_rate *r, uint64_t now_ms);
 struct kube_client *kube_client_free(struct kube_client *c);
 
 /* Starts a reflector; events go to fn until the client is freed. */

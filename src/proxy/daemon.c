@@ -52,6 +52,19 @@ static void on_kube_keys(void *userdata, void (*each)(const char *key, void *ctx
         proxier_keys(s->proxier, s->src, each, ctx);
 }
 
+/* Buffered info lines (--log-*-info-buffer-size) wait at most
+ * --log-flush-frequency. */
+struct log_flusher {
+        struct ev_timer *timer;
+        uint64_t period_ms;
+};
+
+static void on_log_flush(struct ev_loop *l, void *userdata) {
+        struct log_flusher *f = userdata;
+        log_flush();
+        f->timer = ev_timer_add(l, f->period_ms, on_log_flush, f);
+}
+
 static void on_signal(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
         struct signalfd_siginfo si;
         (void) events;
@@ -134,6 +147,7 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         struct proxier *proxier = NULL;
         struct kube_client *client = NULL;
         struct source sources[_PROXIER_SOURCE_MAX];
+        struct log_flusher flusher = {0};
         char err[KUBE_CONN_ERRLEN], field[300];
         int sigfd = -1, ret = EXIT_FAILURE, r;
 
@@ -219,6 +233,7 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         r = kube_client_new(loop, &conn, &client);
         if (r < 0)
                 goto out;
+        kube_client_set_rate(client, c->qps, c->burst);
 
         snprintf(field, sizeof field, "metadata.name=%s", node);
         const struct kube_watch_opts watches[_PROXIER_SOURCE_MAX] = {
@@ -238,6 +253,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 if (r < 0)
                         goto out;
         }
+        flusher.period_ms = c->log_flush_frequency_ms ? c->log_flush_frequency_ms : 5000;
+        flusher.timer = ev_timer_add(loop, flusher.period_ms, on_log_flush, &flusher);
         log_info("kproxy %s running for node %s against %s (%s mode%s)", KPROXY_VERSION, node, conn.server,
                  proxy_mode_to_string(c->mode),
                  po.ipv6 ? ", IPv4 and IPv6" : ", IPv4");
@@ -248,6 +265,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         }
         ret = 0;
 out:
+        flusher.timer = ev_timer_cancel(loop, flusher.timer);
+        log_flush();
         kube_client_free(client);
         proxier_free(proxier);
         hcnp_free(hcnp);

@@ -488,6 +488,10 @@ static int reconcile_udp(struct proxier *p, const struct render_params *rp) {
 
 /* --- sync --- */
 
+static const char *family_name(uint8_t family) {
+        return family == 6 ? "IPv6" : "IPv4";
+}
+
 static double realtime_s(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -541,14 +545,16 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
         }
         f->nft_rebuild = false;
         f->nft_known = !f->nft_listen;  /* not when others committed during it */
-        char reading[64];
-        snprintf(reading, sizeof reading, ", %.0f ms reading the table", st.list_seconds * 1000);
-        log_v(2, "Reloading service nftables data: IPv%u, %zu services, %zu chains written, %zu kept, %zu deleted, "
-              "%zu elements added, %zu deleted, %zu messages in %zu transactions%s, %.0f ms in the kernel%s",
-              f->family, model_n_services(p->model), st.chains_written, st.chains_kept, st.chains_deleted,
-              st.elements_added, st.elements_deleted, st.messages, st.transactions,
-              rebuild ? " (rebuilt)" : resync ? " (checked against what the last sync left)" : "",
-              st.kernel_seconds * 1000, full ? reading : "");
+        /* Upstream's message and numServices, then what kproxy did: the
+         * kind of sync, what was written and kept, the kernel's share. */
+        log_v_kv(2, "Reloading service nftables data", KV_STR("ipFamily", family_name(f->family)),
+                 KV_INT("numServices", model_n_services(p->model)),
+                 KV_STR("kind", rebuild ? "rebuild" : resync ? "resync" : full ? "full" : "partial"),
+                 KV_INT("chainsWritten", st.chains_written), KV_INT("chainsKept", st.chains_kept),
+                 KV_INT("chainsDeleted", st.chains_deleted), KV_INT("elementsAdded", st.elements_added),
+                 KV_INT("elementsDeleted", st.elements_deleted), KV_INT("messages", st.messages),
+                 KV_INT("transactions", st.transactions), KV_SECONDS("kernelElapsed", st.kernel_seconds),
+                 KV_SECONDS("readElapsed", st.list_seconds));
         return 0;
 }
 
@@ -652,15 +658,12 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         /* Rendered: the top-level chains whole, and the own chains of the
          * services written (all of them in a full sync); sent: what of it
          * iptables-restore got (0 bytes: nothing changed, no restore). */
-        char read_text[96] = "";
-        if (full)
-                snprintf(read_text, sizeof read_text, ", %.0f ms reading the tables %s", reading * 1000,
-                         p->nl ? "over nf_tables netlink" : "with iptables-save");
-        log_v(2, "Reloading service iptables data: IPv%u, %zu services, %zu filter rules, %zu of %zu nat rules "
-              "rendered, %zu bytes sent (%zu top-level chains changed by rule or left alone, %zu chains the "
-              "kernel holds as rendered left out), %.0f ms restoring%s", f->family, model_n_services(p->model),
-              s.n_filter_rules, s.n_nat_rules, s.n_nat_rules_total, sent_bytes, by_rule, kept, restoring * 1000,
-              read_text);
+        log_v_kv(2, "Reloading service iptables data", KV_STR("ipFamily", family_name(f->family)),
+                 KV_INT("numServices", model_n_services(p->model)), KV_INT("numFilterRules", s.n_filter_rules),
+                 KV_INT("numNATRules", s.n_nat_rules), KV_INT("numNATRulesTotal", s.n_nat_rules_total),
+                 KV_INT("bytesSent", sent_bytes), KV_INT("chainsByRule", by_rule), KV_INT("chainsLeftOut", kept),
+                 KV_SECONDS("restoreElapsed", restoring), KV_SECONDS("readElapsed", reading),
+                 KV_STR("readWith", !full ? "" : p->nl ? "netlink" : "iptables-save"));
 out:
         iptables_names_free(&existing, existing_names);
         buf_done(&out);
@@ -679,15 +682,26 @@ static int sync_family(struct proxier *p, struct family_state *f, bool full, str
         buf_done(&warnings);
         if (r < 0)
                 return r;
-        if (p->cfg->mode == PROXY_MODE_NFTABLES)
-                return sync_family_nft(p, f, full, rp);
-        r = sync_family_ipt(p, f, full, rp, ret_counts);
-        if (r == -EAGAIN) {
-                /* A partial sync by rule failed: the top-level chains are
-                 * not what was remembered. Write everything, now. */
-                log_warning("IPv%u partial sync refused; syncing all rules", f->family);
-                r = sync_family_ipt(p, f, true, rp, ret_counts);
+        /* Upstream's per-family lines (its proxiers are one per family). */
+        bool nft = p->cfg->mode == PROXY_MODE_NFTABLES;
+        double t0 = realtime_s();
+        log_v_kv(2, nft ? "Syncing nftables rules" : "Syncing iptables rules",
+                 KV_STR("ipFamily", family_name(f->family)), KV_BOOL("fullSync", full));
+        if (nft) {
+                r = sync_family_nft(p, f, full, rp);
+        } else {
+                r = sync_family_ipt(p, f, full, rp, ret_counts);
+                if (r == -EAGAIN) {
+                        /* A partial sync by rule failed: the top-level chains
+                         * are not what was remembered. Write everything, now. */
+                        log_warning_kv("Partial sync refused by the kernel, syncing all rules",
+                                       KV_STR("ipFamily", family_name(f->family)));
+                        r = sync_family_ipt(p, f, true, rp, ret_counts);
+                }
         }
+        if (r >= 0)
+                log_v_kv(2, "SyncProxyRules complete", KV_STR("ipFamily", family_name(f->family)),
+                         KV_SECONDS("elapsed", realtime_s() - t0));
         return r;
 }
 
@@ -818,9 +832,6 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         p->last_sync_ms = start;
         if (p->n_syncs == 0 && p->n_failures == 0)
                 p->other_mode_left = other_mode_present(p);
-        /* The same messages at the same verbosity as upstream's proxier. */
-        log_v(2, "Syncing %s rules (%s)", p->cfg->mode == PROXY_MODE_NFTABLES ? "nftables" : "iptables",
-              full ? "full" : "partial");
         if (full)
                 p->host.nfacct = nfacct_ensure_all();
         for (size_t i = 0; i < p->n_fam; i++) {
@@ -859,8 +870,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                 uint64_t retry = config_mode_sync(p->cfg)->sync_period_ms;
                 p->n_failures++;
                 p->need_full = true;
-                log_error("Sync failed after %llu ms; the previous rules stay in place, retrying in %llu ms",
-                          (unsigned long long) took, (unsigned long long) retry);
+                log_error_kv(0, "Sync failed", KV_SECONDS("retryingTime", retry / 1000.0),
+                             KV_SECONDS("elapsed", took / 1000.0));
                 schedule_sync(p, retry);
                 return;
         }
@@ -905,8 +916,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                 remove_other_mode(p);
         for (size_t i = 0; i < p->n_fam; i++)
                 health_server_synced(p->health, p->fam[i].family);
-        log_v(2, "SyncProxyRules complete: %s sync %llu, elapsed %llu ms", full ? "full" : "partial",
-              (unsigned long long) p->n_syncs, (unsigned long long) took);
+        log_v(2, "Sync %llu (%s) done in %llu ms", (unsigned long long) p->n_syncs, full ? "full" : "partial",
+              (unsigned long long) took);
         if (p->n_syncs == 1)
                 log_info("First sync done in %llu ms", (unsigned long long) took);
         if (p->need_full_soon) {

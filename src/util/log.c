@@ -20,6 +20,7 @@
 int log_verbosity = 0;
 static enum log_format log_format = LOG_FORMAT_TEXT;
 static bool log_split;
+static bool log_buffered;
 
 #define VMODULE_MAX 16
 static struct {
@@ -36,8 +37,15 @@ void log_set_format(enum log_format f) {
         log_format = f;
 }
 
-void log_set_split_stream(int split) {
+void log_set_split_stream(int split, unsigned long info_buffer) {
         log_split = split != 0;
+        log_buffered = log_split && info_buffer > 0;
+        if (log_buffered)
+                setvbuf(stdout, NULL, _IOFBF, info_buffer);
+}
+
+void log_flush(void) {
+        fflush(stdout);
 }
 
 int log_set_vmodule(const char *spec) {
@@ -249,7 +257,7 @@ static void finish(struct line *l, enum log_severity sev) {
         l->b[l->len++] = '\n';
         FILE *out = log_split && sev < LOG_SEV_ERROR ? stdout : stderr;
         fwrite(l->b, 1, l->len, out);
-        if (out == stdout)
+        if (out == stdout && !log_buffered)
                 fflush(out);
 }
 
@@ -331,6 +339,9 @@ void log_internal_kv(enum log_severity sev, int v, int err, const char *file, in
                 }
                 case LOG_KV_INT:
                         putf(&l, "%lld", va_arg(ap, long long));
+                        break;
+                case LOG_KV_BOOL:
+                        puts_(&l, va_arg(ap, int) ? "true" : "false");
                         break;
                 case LOG_KV_SECONDS:
                         put(&l, "\"", 1);

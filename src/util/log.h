@@ -46,11 +46,13 @@ enum log_kv_type {
         LOG_KV_STR = 1,         /* const char *: quoted in text, a JSON string */
         LOG_KV_INT,             /* long long */
         LOG_KV_SECONDS,         /* double seconds, written as a Go duration ("12.3ms") */
+        LOG_KV_BOOL,            /* int: true or false, unquoted in both formats */
 };
 
 #define KV_STR(k, v) (const char *) (k), LOG_KV_STR, (const char *) (v)
 #define KV_INT(k, v) (const char *) (k), LOG_KV_INT, (long long) (v)
 #define KV_SECONDS(k, v) (const char *) (k), LOG_KV_SECONDS, (double) (v)
+#define KV_BOOL(k, v) (const char *) (k), LOG_KV_BOOL, (int) !!(v)
 
 /* The only globals kproxy has: the log settings (output is stderr, and
  * with split streams info goes to stdout). */
@@ -58,8 +60,12 @@ extern int log_verbosity;
 
 void log_set_verbosity(int v);
 void log_set_format(enum log_format f);
-/* Info and warnings to stdout, errors to stderr (--log-*-split-stream). */
-void log_set_split_stream(int split);
+/* Info and warnings to stdout, errors to stderr (--log-*-split-stream);
+ * with info_buffer > 0 (--log-*-info-buffer-size) stdout is buffered that
+ * much and written when full or at log_flush() (the daemon calls it every
+ * --log-flush-frequency, and exit flushes it). Errors are never buffered. */
+void log_set_split_stream(int split, unsigned long info_buffer);
+void log_flush(void);
 /* "pattern=N,..." as klog's -vmodule: files whose name without ".c"
  * matches a glob pattern log at verbosity N. Returns 0 or -EINVAL (nothing
  * changed). NULL clears it. */

@@ -266,6 +266,27 @@ class Suite:
         self.assertIn("metrics", p.stderr)
         self.assertKproxyRunning()
 
+    def test_01f_api_request_rate_is_limited(self):
+        # --kube-api-qps/--kube-api-burst: client-go's token bucket over
+        # every request. At 2 per second with a burst of 1, a restart's
+        # lists and watches reach the API server at least 0.5 s apart
+        # (without the limit they all arrive within milliseconds).
+        lab = self.lab
+        lab.stop_kproxy(signal.SIGTERM)
+        t0 = time.time()
+        lab.start_kproxy("--kube-api-qps", "2", "--kube-api-burst", "1")
+        lab.wait_healthy("healthz with a rate limit", timeout=30)
+
+        def ours():
+            reqs = lab.state_requests()
+            return sorted(e["time"] for e in reqs if e["userAgent"].startswith("kproxy/") and e["time"] >= t0)
+        times = wait_for("the restart's lists and watches", lambda: len(ours()) >= 6 and ours(), timeout=20)
+        gaps = [b - a for a, b in zip(times, times[1:])][:5]
+        self.assertTrue(all(g >= 0.4 for g in gaps), "requests closer than 0.5 s: %s" % gaps)
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy()
+        lab.wait_healthy("healthz without the limit")
+
     def test_02_spread_one_then_three(self):
         r = self.client("10.96.0.10", 80, 300)
         self.assertEqual(r["errors"], {})
@@ -480,6 +501,47 @@ class Suite:
         self.assertNotIn("a3", r["replies"])
         sys.stderr.write("\n  restart to new endpoint in the kernel: %.2fs\n" % took)
 
+    def test_13b_json_logs_with_upstreams_keys(self):
+        # --logging-format=json: every line one JSON object with
+        # component-base's keys; the sync lines carry upstream's messages
+        # and keys, so queries written for kube-proxy's logs match.
+        lab, ip = self.lab, self.ip
+        lab.stop_kproxy(signal.SIGTERM)
+        mark = len(lab.kproxy_output())
+        lab.start_kproxy("--logging-format", "json")
+        lab.wait_healthy("healthz with JSON logs")
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
+        self.wait_web("a4 gone from web", "a1", "a2")
+        mode = self.MODE
+        lines = []
+        for l in lab.kproxy_output()[mark:].splitlines():
+            if l.startswith("=== start"):
+                continue
+            try:
+                lines.append(json.loads(l))
+            except ValueError:
+                self.fail("not a JSON line: %r" % l)
+
+        def find(msg, **keys):
+            return [j for j in lines if j.get("msg") == msg and all(j.get(k) == v for k, v in keys.items())]
+        for j in lines:
+            self.assertIsInstance(j.get("ts"), float, j)
+            self.assertRegex(j.get("caller", ""), r"^\w+/[\w-]+\.c:\d+$", j)
+            self.assertTrue("v" in j or "err" in j or j.get("msg"), j)
+        # The partial sync logged its start before the kernel had the change.
+        want = "Syncing %s rules" % mode
+        self.assertTrue(find(want, ipFamily="IPv4", fullSync=True), "no full-sync line %r" % want)
+        self.assertTrue(find(want, ipFamily="IPv4", fullSync=False), "no partial-sync line %r" % want)
+        done = find("SyncProxyRules complete", ipFamily="IPv4")
+        self.assertTrue(done and all(re.fullmatch(r"[\d.]+(µs|ms|s)", j["elapsed"]) for j in done), done)
+        reload_ = find("Reloading service %s data" % mode, ipFamily="IPv4")
+        self.assertTrue(reload_ and all(isinstance(j["numServices"], int) for j in reload_), reload_)
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy()
+        lab.wait_healthy("healthz back in text")
+        self.replace_slice(slice_("web-1", "web", [(ip[p], "node-1") for p in ("a1", "a2", "a4")]))
+        self.wait_web("web as test 13 left it", "a1", "a2", "a4")
+
     def _restart_under_traffic(self, sig):
         r = self.lab.restart_under_traffic(sig, "10.96.0.10", 80)
         self.assertEqual(r["errors"], {}, r)
@@ -638,11 +700,11 @@ class E2EIptables(Suite, unittest.TestCase):
                  lambda: "First sync done in" in lab.kproxy_output()[mark:], timeout=20)
         out = lab.kproxy_output()[mark:]
         self.assertRegex(out, r"Read \d+ IPv4 chains known to be in the kernel from ")
-        line = [l for l in out.splitlines() if "Reloading service iptables data: IPv4" in l][0]
-        m = re.search(r"(\d+) chains the kernel holds as rendered left out", line)
+        line = [l for l in out.splitlines() if '"Reloading service iptables data" ipFamily="IPv4"' in l][0]
+        m = re.search(r" chainsLeftOut=(\d+)", line)
         self.assertIsNotNone(m, line)
         # This machine's iptables is iptables-nft: read over netlink.
-        self.assertIn("ms reading the tables over nf_tables netlink", line)
+        self.assertIn(' readWith="netlink"', line)
         declared = len([l for l in before if l.startswith(":KUBE-")])
         # Every chain of kproxy's in nat but web's service chain (and the
         # filter table's few, not counted here) left out.
@@ -678,8 +740,8 @@ class E2EIptables(Suite, unittest.TestCase):
         lab.wait_rules("bulk1's rule restored by the full sync", lambda nat: services_rule(nat, "bulk1"), timeout=15)
         nat = lab.nat()
         self.assertIsNone(services_rule(nat, "bulk0"))
-        self.assertIn("partial sync refused; syncing all rules", lab.kproxy_output())
-        self.assertNotIn("Sync failed", lab.kproxy_output().split("partial sync refused")[-1])
+        self.assertIn("Partial sync refused by the kernel, syncing all rules", lab.kproxy_output())
+        self.assertNotIn("Sync failed", lab.kproxy_output().split("Partial sync refused")[-1])
         r = self.client("10.96.1.2", 80, 30)
         self.assertEqual(r["errors"], {})
         # An ordinary change after that goes by rule again and works.
@@ -778,7 +840,7 @@ class E2ENftables(Suite, unittest.TestCase):
         self.assertEqual(r["errors"], {})
         lab.wait_rules("the table rebuilt without the foreign objects", lambda t: table_state(t) == before,
                        timeout=20)
-        self.assertIn("(rebuilt)", lab.kproxy_output())
+        self.assertIn(' kind="rebuild"', lab.kproxy_output())
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {})
 
@@ -856,13 +918,14 @@ class E2ENftables(Suite, unittest.TestCase):
         mark = len(lab.kproxy_output())
         lab.kubectl("label", "node", "node-1", "e2e.kproxy.io/resync=%d" % time.monotonic_ns(), "--overwrite")
         wait_for("a full sync of both families after the node change",
-                 lambda: lab.kproxy_output()[mark:].count("(checked against what the last sync left)") >= 2,
+                 lambda: lab.kproxy_output()[mark:].count(' kind="resync"') >= 2,
                  timeout=15)
         lines = [l for l in lab.kproxy_output()[mark:].splitlines() if "Reloading service nftables data" in l]
         self.assertEqual(len(lines), 2, lines)
         for fam, line in zip((4, 6), lines):
-            self.assertRegex(line, r"IPv%d, \d+ services, 0 chains written, 0 kept, 0 deleted, 0 elements added, "
-                                   r"0 deleted, 0 messages in 0 transactions \(checked against" % fam)
+            self.assertRegex(line, r'ipFamily="IPv%d" numServices=\d+ kind="resync" chainsWritten=0 chainsKept=0 '
+                                   r'chainsDeleted=0 elementsAdded=0 elementsDeleted=0 messages=0 transactions=0 '
+                                   % fam)
 
     def test_12i_restart_writes_only_what_changed(self):
         # kproxy restarted over its own table compares what each chain
@@ -878,8 +941,8 @@ class E2ENftables(Suite, unittest.TestCase):
         wait_for("the first sync after the restart",
                  lambda: "First sync done in" in lab.kproxy_output()[mark:], timeout=20)
         line = [l for l in lab.kproxy_output()[mark:].splitlines()
-                if "Reloading service nftables data: IPv4" in l][0]
-        m = re.search(r"(\d+) chains written, (\d+) kept", line)
+                if '"Reloading service nftables data" ipFamily="IPv4"' in l][0]
+        m = re.search(r" chainsWritten=(\d+) chainsKept=(\d+)", line)
         self.assertIsNotNone(m, line)
         self.assertEqual(int(m.group(1)), 1, line)      # web's service chain
         self.assertGreater(int(m.group(2)), 10, line)

@@ -1045,6 +1045,8 @@ static void check_same(const struct kproxy_config *a, const struct kproxy_config
         CHECK_STREQ(a->logging_format, b->logging_format);
         CHECK(a->log_flush_frequency_ms == b->log_flush_frequency_ms);
         CHECK_STREQ(a->log_vmodule ? a->log_vmodule : "", b->log_vmodule ? b->log_vmodule : "");
+        CHECK(memcmp(&a->log_json, &b->log_json, sizeof a->log_json) == 0);
+        CHECK(memcmp(&a->log_text, &b->log_text, sizeof a->log_text) == 0);
 }
 
 static char *slurp(const char *path) {
@@ -1057,6 +1059,59 @@ static char *slurp(const char *path) {
                 text[0] = '\0';
         fclose(f);
         return text;
+}
+
+/* logging.options: alpha, so forbidden without LoggingAlphaOptions (as
+ * component-base refuses them), taken from flags and file, and written back. */
+static void test_log_options(void) {
+        struct kproxy_config a, b;
+        char *err = NULL, *out;
+
+        CHECK(setup(&a, &err, "--log-text-split-stream", NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "--log-text-split-stream: Forbidden: Feature LoggingAlphaOptions is disabled");
+        free(err);
+        config_done(&a);
+        CHECK(setup(&a, &err, "--log-json-info-buffer-size", "1Mi", NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "LoggingAlphaOptions");
+        free(err);
+        config_done(&a);
+        CHECK(setup(&a, &err, "--log-json-info-buffer-size", "lots", NULL) == -EINVAL);
+        free(err);
+        config_done(&a);
+
+        CHECK(setup(&a, NULL, "--feature-gates", "LoggingAlphaOptions=true", "--log-text-split-stream",
+                    "--log-text-info-buffer-size", "64Ki", "--log-json-info-buffer-size", "1.5k", NULL) == 0);
+        CHECK(a.log_text.split_stream && a.log_text.info_buffer_size == 65536);
+        CHECK(!a.log_json.split_stream && a.log_json.info_buffer_size == 1500);
+        if (asprintf(&out, "%s/log-options.yaml", tmpdir) < 0)
+                abort();
+        CHECK(config_write(&a, out) == 0);
+        char *text = slurp(out);
+        CHECK_CONTAINS(text, "    text:\n      infoBufferSize: 64Ki\n      splitStream: true\n");
+        CHECK_CONTAINS(text, "    json:\n      infoBufferSize: \"1500\"\n");
+        free(text);
+        CHECK(setup(&b, NULL, "--config", out, NULL) == 0);
+        check_same(&a, &b);
+        config_done(&a);
+        config_done(&b);
+        free(out);
+
+        char *path = write_temp("log-options-off.yaml",
+                                "apiVersion: kubeproxy.config.k8s.io/v1alpha1\n"
+                                "kind: KubeProxyConfiguration\n"
+                                "logging:\n"
+                                "  options:\n"
+                                "    json:\n"
+                                "      splitStream: true\n");
+        CHECK(setup(&a, &err, "--config", path, NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "logging.options.json.splitStream: Forbidden: Feature LoggingAlphaOptions is disabled");
+        free(err);
+        config_done(&a);
+        /* Logging flags win over the file, as upstream's copyLogsFromFlags. */
+        CHECK(setup(&a, NULL, "--config", path, "--log-json-split-stream=false", NULL) == 0);
+        CHECK(!a.log_json.split_stream);
+        config_done(&a);
+        free(path);
 }
 
 static void test_round_trip(void) {
@@ -1262,6 +1317,7 @@ int main(void) {
         TEST_RUN(test_file_errors);
         TEST_RUN(test_file_unreadable);
         TEST_RUN(test_json_file);
+        TEST_RUN(test_log_options);
         TEST_RUN(test_round_trip);
         TEST_RUN(test_durations);
         TEST_RUN(test_enums);

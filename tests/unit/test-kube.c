@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <jansson.h>
 
+#include "kube/client.h"
 #include "kube/decode.h"
 #include "kube/load.h"
 #include "model/model.h"
@@ -261,6 +262,33 @@ static void test_decode_service_cidr(void) {
                     "metadata.name", 0);
 }
 
+/* client-go's token bucket: a burst at once, then one request per 1/qps,
+ * waiters in order; tokens come back with time; qps < 0 is no limit. */
+static void test_rate(void) {
+        struct kube_rate r;
+        kube_rate_init(&r, 5, 10, 1000);
+        for (int i = 0; i < 10; i++)
+                CHECK(kube_rate_take(&r, 1000) == 0);
+        CHECK(kube_rate_take(&r, 1000) == 200);
+        CHECK(kube_rate_take(&r, 1000) == 400);
+        CHECK(kube_rate_take(&r, 2000) == 0);           /* -2 + 5 tokens back */
+        CHECK(kube_rate_take(&r, 2000) == 0);
+        CHECK(kube_rate_take(&r, 2000) == 0);
+        CHECK(kube_rate_take(&r, 2000) == 200);
+        CHECK(kube_rate_take(&r, 100000) == 0);         /* no more than burst saved up */
+        for (int i = 0; i < 9; i++)
+                kube_rate_take(&r, 100000);
+        CHECK(kube_rate_take(&r, 100000) == 200);
+        kube_rate_init(&r, 0, 0, 0);                    /* client-go's defaults */
+        CHECK(r.qps == 5 && r.burst == 10);
+        kube_rate_init(&r, -1, 0, 0);
+        for (int i = 0; i < 1000; i++)
+                CHECK(kube_rate_take(&r, 0) == 0);
+        kube_rate_init(&r, 0.5, 1, 0);
+        CHECK(kube_rate_take(&r, 0) == 0);
+        CHECK(kube_rate_take(&r, 0) == 2000);
+}
+
 static void test_names(void) {
         CHECK(kube_valid_dns_label("kube-system") == 0);
         CHECK(kube_valid_dns_label("-a") < 0);
@@ -281,6 +309,7 @@ int main(void) {
         TEST_RUN(test_decode_service_errors);
         TEST_RUN(test_decode_slice);
         TEST_RUN(test_decode_service_cidr);
+        TEST_RUN(test_rate);
         TEST_RUN(test_names);
         TEST_DONE();
 }
