@@ -104,7 +104,8 @@ bool service_cidrs_set(struct service_cidrs *s, const char *name, const struct i
         struct inet_cidr *all;
         size_t n_all;
         rebuild(s, &all, &n_all);
-        bool changed = n_all != s->n_all || memcmp(all, s->all, n_all * sizeof *all) != 0;
+        /* memcmp() of NULL is undefined even for 0 bytes (UBSan stops on it). */
+        bool changed = n_all != s->n_all || (n_all > 0 && memcmp(all, s->all, n_all * sizeof *all) != 0);
         free(s->all);
         s->all = all;
         s->n_all = n_all;
