@@ -438,9 +438,9 @@ static void base_url(struct kube_watch *w, struct buf *url) {
                 append_param(url, "fieldSelector", w->field_selector);
 }
 
-/* client-go's client-side rate limit: every request (list page or watch)
- * takes a token first. Without one, the request waits for its reserved
- * token on the retry timer, in the phase it was about to start. */
+/* client-go's client-side rate limit: every list request (a page) takes a
+ * token first; watches do not (client-go exempts them on purpose). Without
+ * a token, the list waits for its reserved one on the retry timer. */
 static bool throttled(struct kube_watch *w, enum phase phase) {
         if (w->reserved) {
                 w->reserved = false;
@@ -481,8 +481,6 @@ static void watch_begin_watch(struct kube_watch *w) {
         struct buf url = BUF_INIT;
         char t[16];
 
-        if (throttled(w, PHASE_WATCH))
-                return;
         w->phase = PHASE_WATCH;
         w->got_event = false;
         base_url(w, &url);

@@ -48,9 +48,9 @@ struct kube_watch_opts {
 
 /* The client borrows conn and loop; both must outlive it. Returns 0 or -errno. */
 int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_client **ret);
-/* The client-side rate limit of every request (clientConnection.qps and
- * .burst): client-go's token bucket; 0 means its defaults (5 and 10), a
- * negative qps no limit. The default until set. */
+/* The client-side rate limit of list requests (clientConnection.qps and
+ * .burst; client-go exempts watches): its token bucket; 0 means its
+ * defaults (5 and 10), a negative qps no limit. The default until set. */
 void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst);
 
 /* The token bucket, on its own for tests: how long the request taken at

@@ -268,24 +268,54 @@ class Suite:
 
     def test_01f_api_request_rate_is_limited(self):
         # --kube-api-qps/--kube-api-burst: client-go's token bucket over
-        # every request. At 2 per second with a burst of 1, a restart's
-        # lists and watches reach the API server at least 0.5 s apart
+        # every request but watches. At 2 per second with a burst of 1, a
+        # restart's lists reach the API server at least 0.5 s apart
         # (without the limit they all arrive within milliseconds).
         lab = self.lab
         lab.stop_kproxy(signal.SIGTERM)
         t0 = time.time()
         lab.start_kproxy("--kube-api-qps", "2", "--kube-api-burst", "1")
         lab.wait_healthy("healthz with a rate limit", timeout=30)
+        self.assertTrue(any("watch=1" in e["path"] for e in lab.state_requests()
+                            if e["userAgent"].startswith("kproxy/") and e["time"] >= t0))
 
         def ours():
             reqs = lab.state_requests()
-            return sorted(e["time"] for e in reqs if e["userAgent"].startswith("kproxy/") and e["time"] >= t0)
-        times = wait_for("the restart's lists and watches", lambda: len(ours()) >= 6 and ours(), timeout=20)
-        gaps = [b - a for a, b in zip(times, times[1:])][:5]
+            return sorted(e["time"] for e in reqs if e["userAgent"].startswith("kproxy/") and e["time"] >= t0
+                          and "watch=1" not in e["path"])
+        times = wait_for("the restart's lists", lambda: len(ours()) >= 3 and ours(), timeout=20)
+        gaps = [b - a for a, b in zip(times, times[1:])][:2]
         self.assertTrue(all(g >= 0.4 for g in gaps), "requests closer than 0.5 s: %s" % gaps)
         lab.stop_kproxy(signal.SIGTERM)
         lab.start_kproxy()
         lab.wait_healthy("healthz without the limit")
+
+    def test_01i_min_sync_period_spaces_syncs(self):
+        # --iptables-min-sync-period: changes in a burst are applied by
+        # syncs at least that far apart, several changes to a sync.
+        lab, ip = self.lab, self.ip
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy("--iptables-min-sync-period", "2s")
+        lab.wait_healthy("healthz with a 2 s minimum sync period")
+        mark = len(lab.kproxy_output())
+        sets = (("a1", "a2"), ("a1", "a3"), ("a2", "a3"), ("a1", "a2", "a3"), ("a2",))
+        for pods in sets:
+            self.replace_slice(slice_("web-1", "web", [(ip[p], "node-1") for p in pods]))
+            time.sleep(0.2)     # a burst of changes, not a wait for a state
+        self.wait_web("the last change applied", "a2", timeout=20)
+        starts = []
+        for l in lab.kproxy_output()[mark:].splitlines():
+            m = re.match(r"I\d{4} (\d\d):(\d\d):(\d\d\.\d+) .*\"Syncing %s rules\" ipFamily=\"IPv4\"" % self.MODE, l)
+            if m:
+                starts.append(int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)))
+        self.assertTrue(1 <= len(starts) < len(sets), "%d syncs for %d changes" % (len(starts), len(sets)))
+        gaps = [b - a for a, b in zip(starts, starts[1:])]
+        self.assertTrue(all(g >= 1.9 for g in gaps), "syncs closer than 2 s: %s" % gaps)
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy()
+        lab.wait_healthy("healthz with the default period")
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1")]))
+        self.wait_web("web back at a1", "a1")
 
     def test_02_spread_one_then_three(self):
         r = self.client("10.96.0.10", 80, 300)
