@@ -1053,7 +1053,7 @@ def full_resync(run, api, kp, mode, timeout):
     (every --iptables-sync-period). nftables mode: a new label on kproxy's
     Node asks for a full sync, which (nobody else having changed the table)
     checks the table against what kproxy's last sync left."""
-    seen = len(re.findall(r"SyncProxyRules complete: full sync", kp.output()))
+    seen = len(re.findall(r"Sync \d+ \(full\) done in", kp.output()))
     if mode == "iptables":
         run.sh(["iptables", "-t", "mangle", "-X", "KUBE-PROXY-CANARY"], ns="node")
     else:
@@ -1063,7 +1063,7 @@ def full_resync(run, api, kp, mode, timeout):
         api.request("PUT", path, obj)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = re.findall(r"SyncProxyRules complete: full sync \d+, elapsed (\d+) ms", kp.output())
+        found = re.findall(r"Sync \d+ \(full\) done in (\d+) ms", kp.output())
         if len(found) > seen:
             return int(found[seen])
         if not kp.alive():

@@ -16,6 +16,7 @@
 #include "kube/decode.h"
 #include "kube/load.h"
 #include "model/model.h"
+#include "model/servicecidrs.h"
 #include "proxy/daemon.h"
 #include "render/nftmsg.h"
 #include "render/render.h"
@@ -27,13 +28,25 @@
 
 struct render_opts {
         struct host_facts host;
-        struct inet_cidr *service_cidrs;
-        size_t n_service_cidrs;
+        struct inet_cidr *flag_cidrs;           /* --service-cidrs */
+        size_t n_flag_cidrs;
+        struct service_cidrs *service_cidrs;    /* and the state's ServiceCIDR objects */
         int ip_family;
         bool netlink;                   /* --output netlink */
         const char *node_name;
         struct model *model;
 };
+
+/* -v, --vmodule, --logging-format and its options, once the configuration
+ * is final (all were validated with it). */
+static void setup_logging(const struct kproxy_config *c) {
+        log_set_verbosity(c->verbosity);
+        log_set_vmodule(c->log_vmodule);
+        bool json = c->logging_format && strcmp(c->logging_format, "json") == 0;
+        const struct config_log_output *o = json ? &c->log_json : &c->log_text;
+        log_set_format(json ? LOG_FORMAT_JSON : LOG_FORMAT_TEXT);
+        log_set_split_stream(o->split_stream, (unsigned long) o->info_buffer_size);
+}
 
 static int parse_bool(const char *v, bool *ret) {
         if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
@@ -101,9 +114,9 @@ static int set_service_cidrs(void *u, const char *v) {
                         goto bad;
                 c += len + (c[len] == ',');
         }
-        free(o->service_cidrs);
-        o->service_cidrs = a;
-        o->n_service_cidrs = k;
+        free(o->flag_cidrs);
+        o->flag_cidrs = a;
+        o->n_flag_cidrs = k;
         return 0;
 bad:
         free(a);
@@ -123,7 +136,8 @@ static const struct config_extra_flag render_flags[] = {
          "nftables mode: the nft script (default), or the nf_tables netlink batch the daemon sends, as bytes",
          set_output},
         {"service-cidrs", false, "CIDR,...",
-         "the cluster's ServiceCIDRs (nftables mode drops traffic to unallocated cluster IPs in them)",
+         "ServiceCIDRs besides the state's ServiceCIDR objects (nftables mode drops traffic to unallocated "
+         "cluster IPs in them)",
          set_service_cidrs},
         {"ip-family", false, "4|6", "IP family to render (default 4)", set_ip_family},
         {"host-addresses", false, "CIDR,...",
@@ -167,6 +181,15 @@ static int add_object(void *userdata, const json_t *obj) {
                 r = kube_decode_node(obj, &n, err);
                 if (r == 0)
                         model_node_set(o->model, n);
+                break;
+        }
+        case KUBE_KIND_SERVICE_CIDR: {
+                _cleanup_free_ char *name = NULL;
+                _cleanup_free_ struct inet_cidr *cidrs = NULL;
+                size_t n;
+                r = kube_decode_service_cidr(obj, &name, &cidrs, &n, err);
+                if (r == 0)
+                        service_cidrs_set(o->service_cidrs, name, cidrs, n);
                 break;
         }
         default:
@@ -217,7 +240,7 @@ static int cmd_render(int argc, char **argv) {
         }
         if (config_finish(&cfg) < 0)
                 goto out;
-        log_set_verbosity(cfg.verbosity);
+        setup_logging(&cfg);
         if (n_files == 0) {
                 fprintf(stderr, "kproxy render: no STATE file given (see kproxy render --help)\n");
                 goto out;
@@ -227,7 +250,8 @@ static int cmd_render(int argc, char **argv) {
                       : o.host.hostname                                 ? o.host.hostname
                                                                         : "";
         o.model = model_new();
-        if (!o.model) {
+        o.service_cidrs = service_cidrs_new();
+        if (!o.model || !o.service_cidrs) {
                 ret = EXIT_FAILURE;
                 goto out;
         }
@@ -241,6 +265,10 @@ static int cmd_render(int argc, char **argv) {
         }
         if (!model_node(o.model))
                 log_warning("Node %s is not in the state: no node IPs, labels or pod CIDRs", o.node_name);
+        /* The flag's CIDRs join the state's objects' (not a name an object can have). */
+        service_cidrs_set(o.service_cidrs, "--service-cidrs", o.flag_cidrs, o.n_flag_cidrs);
+        size_t n_cidrs;
+        const struct inet_cidr *cidrs = service_cidrs_all(o.service_cidrs, &n_cidrs);
 
         r = render_params_init(&params, (uint8_t) o.ip_family, &cfg, o.node_name, model_node(o.model), &o.host,
                                &warnings);
@@ -251,12 +279,12 @@ static int cmd_render(int argc, char **argv) {
                 struct nftmsg m;
                 nftmsg_init(&m, params.family, 0);
                 nftmsg_batch_begin(&m);
-                r = render_nftables_netlink(o.model, &params, o.service_cidrs, o.n_service_cidrs, &m);
+                r = render_nftables_netlink(o.model, &params, cidrs, n_cidrs, &m);
                 nftmsg_batch_end(&m);
                 buf_put(&out, m.b.data, m.b.len);
                 nftmsg_done(&m);
         } else if (cfg.mode == PROXY_MODE_NFTABLES)
-                r = render_nftables(o.model, &params, o.service_cidrs, o.n_service_cidrs, &out);
+                r = render_nftables(o.model, &params, cidrs, n_cidrs, &out);
         else if (cfg.mode == PROXY_MODE_IPTABLES)
                 r = render_iptables(o.model, &params, NULL, &out);
         else
@@ -275,7 +303,8 @@ static int cmd_render(int argc, char **argv) {
         ret = 0;
 out:
         free(files);
-        free(o.service_cidrs);
+        free(o.flag_cidrs);
+        service_cidrs_free(o.service_cidrs);
         buf_done(&out);
         buf_done(&warnings);
         model_free(o.model);
@@ -334,8 +363,8 @@ static int cmd_proxy(int argc, char **argv) {
                 }
                 goto out;
         }
-        log_set_verbosity(cfg.verbosity);
-        ret = cfg.cleanup ? daemon_cleanup(&cfg) : daemon_run(&cfg, &dopts);
+        setup_logging(&cfg);
+        ret = cfg.cleanup ? daemon_cleanup(&cfg) : cfg.init_only ? daemon_init_only(&cfg) : daemon_run(&cfg, &dopts);
 out:
         free(args);
         config_done(&cfg);

@@ -25,6 +25,7 @@ for t in "$build"/tests/test-*; do
     [ -x "$t" ] || continue
     run "unit $(basename "$t")" "$t"
 done
+run gen-gates python3 "$here/gates/test_gen_gates.py"
 run golden "$here/golden/run.sh" "$build"
 run golden-nft "$here/golden-nft/run.sh" "$build"
 run netns-restore "$here/netns/test-restore.sh" "$build"
@@ -32,6 +33,7 @@ run netns-restore-split "$here/netns/test-restore-split.sh" "$build"
 run netns-restore-delta "$here/netns/test-restore-delta.sh" "$build"
 run netns-restore-known "$here/netns/test-restore-known.sh" "$build"
 run netns-conntrack "$here/netns/test-conntrack.sh" "$build"
+run netns-setup "$here/netns/test-setup.sh" "$build"
 run netns-nftmsg "$here/netns/test-nftmsg.sh" "$build"
 run netns-nftsync "$here/netns/test-nftsync.sh" "$build"
 run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"

@@ -1,5 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
-/* Writing a sysctl of the current network namespace, e.g.
- * "net/ipv4/conf/all/route_localnet". Returns 0 or -errno. */
-int sysctl_write(const char *name, const char *value);
+/*
+ * The kernel's settings files: sysctls under /proc/sys (most of them are
+ * the current network namespace's) and module parameters under /sys.
+ *
+ * Every path is absolute ("/proc/sys/net/netfilter/nf_conntrack_max") and
+ * read under a root directory: NULL or "" for the machine itself, or a
+ * scratch directory holding the same tree, which is how the tests exercise
+ * settings that are machine-wide (the conntrack hash size) without ever
+ * writing them. kproxy takes the root from $KPROXY_SYSROOT, which only the
+ * tests set (sysctl_root()).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+/* $KPROXY_SYSROOT, or NULL. */
+const char *sysctl_root(void);
+
+/* Reads a decimal value (the first number in the file). Returns 0, -errno,
+ * or -EINVAL when the file holds no number. */
+int sysctl_read_u64(const char *root, const char *path, uint64_t *ret);
+
+/* Writes value, as `echo value > path` would. Returns 0 or -errno. */
+int sysctl_write(const char *root, const char *path, const char *value);
+int sysctl_write_u64(const char *root, const char *path, uint64_t v);
+
+/* Whether -errno r means "this process may not change that here" (a
+ * read-only /sys or /proc/sys in a container, a machine-wide setting seen
+ * from a network namespace) rather than a real failure. */
+bool sysctl_not_permitted(int r);

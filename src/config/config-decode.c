@@ -154,15 +154,21 @@ static const struct field winkernel_fields[] = {
         F_END,
 };
 
-static const struct field log_output_fields[] = {
-        F_IGNORE("infoBufferSize", FIELD_QUANTITY),
-        F_IGNORE("splitStream", FIELD_BOOL),
+static const struct field log_json_fields[] = {
+        F("infoBufferSize", FIELD_QUANTITY, log_json.info_buffer_size),
+        F("splitStream", FIELD_BOOL, log_json.split_stream),
+        F_END,
+};
+
+static const struct field log_text_fields[] = {
+        F("infoBufferSize", FIELD_QUANTITY, log_text.info_buffer_size),
+        F("splitStream", FIELD_BOOL, log_text.split_stream),
         F_END,
 };
 
 static const struct field log_options_fields[] = {
-        F_MAP("json", log_output_fields),
-        F_MAP("text", log_output_fields),
+        F_MAP("json", log_json_fields),
+        F_MAP("text", log_text_fields),
         F_END,
 };
 
@@ -568,12 +574,16 @@ static int decode_value(struct file_decoder *d, const struct field *f, yaml_node
                         return r;
                 *(int32_t *) target = (int32_t) i;
                 break;
-        case FIELD_QUANTITY:
-                if (s.kind == CONFIG_SCALAR_STRING && !config_value_quantity_valid(s.text))
-                        return decode_error(d, n, "\"%s\" is not a quantity such as 0, 64Ki or 1Mi", s.text);
+        case FIELD_QUANTITY: {
+                uint64_t bytes;
                 if (s.kind != CONFIG_SCALAR_STRING && s.kind != CONFIG_SCALAR_INT && s.kind != CONFIG_SCALAR_FLOAT)
                         return decode_type_error(d, n, &s, "a quantity");
+                if (config_value_parse_quantity(s.text, &bytes) < 0)
+                        return decode_error(d, n, "\"%s\" is not a quantity such as 0, 64Ki or 1Mi", s.text);
+                if (target)
+                        *(uint64_t *) target = bytes;
                 break;
+        }
         case FIELD_FEATURE_GATES:
                 return decode_type_error(d, n, &s, "a mapping of feature gate names to true or false");
         case FIELD_MAP:

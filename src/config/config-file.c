@@ -223,6 +223,14 @@ static int file_adopt(struct kproxy_config *c, struct kproxy_config *file) {
                 free(c->log_vmodule);
                 c->log_vmodule = TAKE_PTR(old.log_vmodule);
         }
+        if (config_flags_changed(c, "log-json-split-stream"))
+                c->log_json.split_stream = old.log_json.split_stream;
+        if (config_flags_changed(c, "log-json-info-buffer-size"))
+                c->log_json.info_buffer_size = old.log_json.info_buffer_size;
+        if (config_flags_changed(c, "log-text-split-stream"))
+                c->log_text.split_stream = old.log_text.split_stream;
+        if (config_flags_changed(c, "log-text-info-buffer-size"))
+                c->log_text.info_buffer_size = old.log_text.info_buffer_size;
         config_done(&old);
         return 0;
 }

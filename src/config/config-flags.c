@@ -35,6 +35,7 @@ struct config_flag {
         const char *def;        /* default in --help; must match config_init() */
         const char *help;
         const char *deprecated; /* what to use instead */
+        void (*help_list)(int indent);  /* prints lines that follow the help, indented */
 };
 
 static void *flag_target(struct kproxy_config *c, const struct config_flag *f) {
@@ -208,10 +209,10 @@ static int flag_accept(struct kproxy_config *c, const struct config_flag *f, con
         return 0;
 }
 
-static int flag_check_quantity(struct kproxy_config *c, const struct config_flag *f, const char *v, bool first,
-                               struct buf *why) {
-        (void) c, (void) f, (void) first;
-        if (!config_value_quantity_valid(v)) {
+static int flag_set_quantity(struct kproxy_config *c, const struct config_flag *f, const char *v, bool first,
+                             struct buf *why) {
+        (void) first;
+        if (config_value_parse_quantity(v, flag_target(c, f)) < 0) {
                 buf_puts(why, "must be a quantity such as 0, 64Ki or 1Mi");
                 return -EINVAL;
         }
@@ -396,8 +397,9 @@ static const struct config_flag flag_table[] = {
         { .name = "config", .set = flag_set_string, CFG(config_file), .type = "string",
           .help = "Read the settings from this KubeProxyConfiguration file (YAML or JSON)." },
         { .name = "config-sync-period", .set = flag_set_duration, CFG(config_sync_period_ms), .type = "duration",
-          .def = "15m0s", .help = "Resync period of the Service and EndpointSlice informers; "
-                                  "must be above 0." },
+          .def = "15m0s", .help = "Resync period of upstream's informers; must be above 0. No effect in "
+                                  "kproxy: its watches need no resync (upstream's re-delivers unchanged "
+                                  "objects, which change no rule)." },
         { .name = "conntrack-max-per-core", .set = flag_set_int32, CFG(conntrack.max_per_core), .min = 0,
           .max = INT32_MAX, .type = "int32", .def = "32768",
           .help = "Conntrack table size per CPU core; 0 leaves the kernel's limit (and --conntrack-min) "
@@ -427,7 +429,10 @@ static const struct config_flag flag_table[] = {
           .help = "How to recognise traffic from local pods: ClusterCIDR, NodeCIDR, BridgeInterface or "
                   "InterfaceNamePrefix." },
         { .name = "feature-gates", .set = flag_set_feature_gates, .type = "mapStringBool",
-          .help = "Feature gates to switch, as name=true|false,..." },
+          .help = "Feature gates to switch, as name=true|false,... (kube-proxy 1.34's gates; an unknown "
+                  "one, or a locked one set against its lock, stops kproxy at start-up). Ignored with "
+                  "--config, whose featureGates count instead. Options are:",
+          .help_list = config_features_print_known },
         { .name = "healthz-bind-address", .set = flag_set_ip_port, CFG(healthz_bind_address), .type = "ipport",
           .def = "0.0.0.0:10256",
           .help = "IP:port of the health check server; a bare IP gets the health check "
@@ -442,8 +447,8 @@ static const struct config_flag flag_table[] = {
         { .name = "hostname-override", .set = flag_set_string, CMD(hostname_override), .type = "string",
           .help = "Node name to use instead of the host name. Wins over the config file too." },
         { .name = "init-only", .is_bool = true, .set = flag_set_bool, CFG(init_only),
-          .help = "Do the set-up that needs full root privileges, then exit; later runs need only "
-                  "CAP_NET_ADMIN." },
+          .help = "Set the node up (conntrack limits and timeouts, route_localnet, nfacct counters) "
+                  "without contacting the API server, then exit: an init container's job." },
         { .name = "iptables-localhost-nodeports", .is_bool = true, .set = flag_set_bool,
           CFG(iptables.localhost_nodeports), .def = "true",
           .help = "Let NodePort services answer on localhost (iptables mode, IPv4 only); false turns "
@@ -478,24 +483,36 @@ static const struct config_flag flag_table[] = {
           .help = "IPVS mode only: timeout of UDP sessions; 0 keeps the kernel's value." },
         { .name = "kube-api-burst", .set = flag_set_int32, CFG(burst), .min = INT32_MIN, .max = INT32_MAX,
           .type = "int32", .def = "10",
-          .help = "Requests to the API server allowed at once beyond --kube-api-qps." },
+          .help = "Requests to the API server allowed at once above --kube-api-qps (client-go's token "
+                  "bucket; 0: 10)." },
         { .name = "kube-api-content-type", .set = flag_set_string, CFG(content_type), .type = "string",
-          .def = DEFAULT_CONTENT_TYPE, .help = "Content type to ask the API server for." },
+          .def = DEFAULT_CONTENT_TYPE,
+          .help = "Content type to ask the API server for. No effect in kproxy, which always asks for "
+                  "JSON (it has no protobuf decoder); the objects are the same." },
         { .name = "kube-api-qps", .set = flag_set_float32, CFG(qps), .type = "float32", .def = "5",
-          .help = "Sustained requests per second to the API server." },
+          .help = "Sustained requests per second to the API server, lists and watches (0: 5; negative: "
+                  "no limit)." },
         { .name = "kubeconfig", .set = flag_set_string, CFG(kubeconfig), .type = "string",
           .help = "Kubeconfig file with the API server and credentials (--master overrides the "
                   "server)." },
         { .name = "log-flush-frequency", .set = flag_set_duration, CFG(log_flush_frequency_ms),
-          .type = "duration", .def = "5s", .help = "Longest time log lines may stay buffered." },
-        { .name = "log-json-info-buffer-size", .set = flag_check_quantity, .type = "quantity", .def = "0",
-          .help = "Accepted for kube-proxy compatibility; kproxy does not buffer logs." },
-        { .name = "log-json-split-stream", .is_bool = true, .set = flag_check_bool,
-          .help = "Accepted for kube-proxy compatibility; kproxy logs to stderr only." },
-        { .name = "log-text-info-buffer-size", .set = flag_check_quantity, .type = "quantity", .def = "0",
-          .help = "Accepted for kube-proxy compatibility; kproxy does not buffer logs." },
-        { .name = "log-text-split-stream", .is_bool = true, .set = flag_check_bool,
-          .help = "Accepted for kube-proxy compatibility; kproxy logs to stderr only." },
+          .type = "duration", .def = "5s",
+          .help = "Longest time buffered info lines (--log-*-info-buffer-size) wait before they are "
+                  "written." },
+        { .name = "log-json-info-buffer-size", .set = flag_set_quantity, CFG(log_json.info_buffer_size),
+          .type = "quantity", .def = "0",
+          .help = "[Alpha] With --log-json-split-stream, buffer up to this many bytes of info lines "
+                  "(needs LoggingAlphaOptions)." },
+        { .name = "log-json-split-stream", .is_bool = true, .set = flag_set_bool, CFG(log_json.split_stream),
+          .help = "[Alpha] In the json format, info lines to stdout and errors to stderr (needs "
+                  "LoggingAlphaOptions)." },
+        { .name = "log-text-info-buffer-size", .set = flag_set_quantity, CFG(log_text.info_buffer_size),
+          .type = "quantity", .def = "0",
+          .help = "[Alpha] With --log-text-split-stream, buffer up to this many bytes of info lines "
+                  "(needs LoggingAlphaOptions)." },
+        { .name = "log-text-split-stream", .is_bool = true, .set = flag_set_bool, CFG(log_text.split_stream),
+          .help = "[Alpha] In the text format, info lines to stdout and errors to stderr (needs "
+                  "LoggingAlphaOptions)." },
         { .name = "logging-format", .set = flag_set_logging_format, .type = "string", .def = "text",
           .help = "Log format: text (klog's) or json." },
         { .name = "machine-id-file", .set = flag_accept, .type = "string",
@@ -532,7 +549,8 @@ static const struct config_flag flag_table[] = {
           .help = "In InterfaceNamePrefix detect-local mode, traffic from interfaces whose name starts "
                   "with this counts as local." },
         { .name = "profiling", .is_bool = true, .set = flag_set_bool, CFG(enable_profiling),
-          .help = "Turn on profiling under /debug/pprof on the metrics server." },
+          .help = "Upstream: Go's pprof under /debug/pprof on the metrics server. No effect in kproxy, "
+                  "which is not Go: profile it with perf (make profile)." },
         { .name = "proxy-mode", .set = flag_set_proxy_mode, .type = "ProxyMode", .def = "iptables",
           .help = "Rule backend: iptables or nftables (ipvs parses but is refused at "
                   "start-up)." },
@@ -640,7 +658,8 @@ void config_print_help(const char *usage, const struct config_extra_flag *extra,
         printf("\nWhen --config is given, the file replaces every flag but --config, --write-config-to,\n"
                "--cleanup, --init-only, --master, --hostname-override, --nftables-shards, --state-dir and the\n"
                "logging flags "
-               "(-v, --vmodule, --logging-format, --log-flush-frequency).\n\n"
+               "(-v, --vmodule, --logging-format, --log-flush-frequency, --log-*-split-stream, "
+               "--log-*-info-buffer-size).\n\n"
                "Flags:\n");
         for (int pass = 0; pass < 2; pass++) {
                 for (size_t i = 0; i < ELEMENTSOF(flag_table) + n_extra; i++) {
@@ -662,9 +681,12 @@ void config_print_help(const char *usage, const struct config_extra_flag *extra,
                         }
                         if (!f && x == extra)
                                 printf("\nCommand flags:\n");
-                        if (f)
+                        if (f) {
                                 help_line(width, left, f->help, f->def, f->deprecated);
-                        else
+                                /* pflag indents a multi-line help to its column. */
+                                if (f->help_list)
+                                        f->help_list(2 + width + 3);
+                        } else
                                 help_line(width, left, x->help ? x->help : "", NULL, NULL);
                 }
         }

@@ -54,9 +54,53 @@ struct config_cmdline {
  * config_error() returns -EINVAL; config_print() is for warnings. */
 int config_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void config_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Sets one gate, keeping the array sorted by name. Returns 0 or -ENOMEM. */
+
+/* ---- config-gates.c: the table, written by tools/gen-gates.py ---- */
+
+/* featuregate's pre-release stages; PRE_ALPHA is a gate the sources list
+ * only from a later release on (none in 1.34, but the table could hold one). */
+enum config_gate_stage {
+        CONFIG_GATE_ALPHA,
+        CONFIG_GATE_BETA,
+        CONFIG_GATE_GA,
+        CONFIG_GATE_DEPRECATED,
+        CONFIG_GATE_PRE_ALPHA,
+        _CONFIG_GATE_STAGE_MAX,
+};
+
+struct config_gate {
+        const char *name;
+        enum config_gate_stage stage;
+        bool def;               /* the default at kproxy's release */
+        bool locked;            /* LockToDefault: setting it to !def is refused */
+};
+
+/* Every gate kube-proxy knows, sorted by strcmp() of the name. */
+extern const struct config_gate config_gates[];
+extern const size_t config_gates_count;
+/* The release the table is for, "MAJOR.MINOR": upstream's emulated version. */
+extern const char config_gates_release[];
+
+/* ---- config-features.c: featureGates / --feature-gates ---- */
+
+/* Sets one gate, keeping the array sorted by name. Names are not checked
+ * here (config_features_check() does, once the source is settled). Returns
+ * 0 or -ENOMEM. */
 int config_feature_gate_set(struct kproxy_config *c, const char *name, bool enabled);
 void config_feature_gates_clear(struct kproxy_config *c);
+/* The table's entry for name, or NULL. */
+const struct config_gate *config_feature_find(const char *name);
+/* "ALPHA", "BETA", "" (GA), "DEPRECATED", "PRE-ALPHA", as featuregate spells
+ * its stages in --help and messages. */
+const char *config_gate_stage_to_string(enum config_gate_stage s);
+/* upstream's SetFromMap() over the gates that were set: prints one line for
+ * each unknown, locked or not-yet-existing gate (naming the flag or the
+ * file's field) and returns -EINVAL if there was any; prints upstream's
+ * warning for each GA or deprecated gate set. */
+int config_features_check(const struct kproxy_config *c);
+/* Prints the alpha and beta gates (and AllAlpha, AllBeta) one a line, each
+ * indented by indent, as featuregate's KnownFeatures() lists them. */
+void config_features_print_known(int indent);
 
 /* ---- config-value.c: Go's value syntax (strconv, net), owned strings ---- */
 
@@ -85,6 +129,11 @@ const char *config_value_host_port_problem(const char *s);
 /* A bare IP in *addr gets ":port" (IPv6 bracketed). 0 or -ENOMEM. */
 int config_value_append_port(char **addr, unsigned port);
 bool config_value_quantity_valid(const char *s);
+/* A non-negative resource.Quantity ("0", "64Ki", "1.5M") as bytes, rounded
+ * up as Quantity.Value() does. 0, -EINVAL or -ERANGE. */
+int config_value_parse_quantity(const char *s, uint64_t *ret);
+/* The bytes as a quantity string: with a binary suffix when exact. */
+void config_value_format_quantity(uint64_t v, char *out, size_t len);
 bool config_value_logging_format_valid(const char *v);
 
 /* A YAML scalar typed as go-yaml v2 types an untagged plain one. */

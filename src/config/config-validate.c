@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -163,6 +164,33 @@ int config_validate(const struct kproxy_config *c) {
 
         if (!config_value_logging_format_valid(c->logging_format))
                 return invalid(c, "logging.format", "logging-format", c->logging_format, "must be text or json");
+        /* component-base registers the json format behind LoggingBetaOptions
+         * (beta, on), so AllBeta=false turns it off too. */
+        if (streq(c->logging_format, "json") && !config_feature_enabled(c, "LoggingBetaOptions"))
+                return invalid(c, "logging.format", "logging-format", c->logging_format,
+                               "the json format is off with the LoggingBetaOptions feature gate");
+        /* component-base's alpha options, forbidden without their gate. */
+        static const struct {
+                const char *field, *flag;
+                size_t offset;
+                bool is_size;
+        } alpha[] = {
+                {"logging.options.json.splitStream", "log-json-split-stream",
+                 offsetof(struct kproxy_config, log_json.split_stream), false},
+                {"logging.options.json.infoBufferSize", "log-json-info-buffer-size",
+                 offsetof(struct kproxy_config, log_json.info_buffer_size), true},
+                {"logging.options.text.splitStream", "log-text-split-stream",
+                 offsetof(struct kproxy_config, log_text.split_stream), false},
+                {"logging.options.text.infoBufferSize", "log-text-info-buffer-size",
+                 offsetof(struct kproxy_config, log_text.info_buffer_size), true},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(alpha); i++) {
+                const char *p = (const char *) c + alpha[i].offset;
+                bool set = alpha[i].is_size ? *(const uint64_t *) p != 0 : *(const bool *) p;
+                if (set && !config_feature_enabled(c, "LoggingAlphaOptions"))
+                        return invalid(c, alpha[i].field, alpha[i].flag, alpha[i].is_size ? "non-zero" : "true",
+                                       "Forbidden: Feature LoggingAlphaOptions is disabled");
+        }
         if (c->log_vmodule && !streq(c->logging_format, "text"))
                 return invalid(c, "logging.vmodule", "vmodule", c->log_vmodule, "only works with the text format");
         return 0;

@@ -18,6 +18,8 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -340,6 +342,41 @@ bool config_value_quantity_valid(const char *s) {
                 if (streq(end, suffixes[i]))
                         return true;
         return false;
+}
+
+int config_value_parse_quantity(const char *s, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                double mult;
+        } units[] = {
+                {"", 1}, {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
+                {"Pi", 1125899906842624.0}, {"Ei", 1152921504606846976.0}, {"n", 1e-9}, {"u", 1e-6}, {"m", 1e-3},
+                {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"E", 1e18},
+        };
+        char *end;
+
+        if (!config_value_quantity_valid(s))
+                return -EINVAL;
+        double v = strtod(s, &end);
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                if (streq(end, units[i].suffix)) {
+                        double bytes = ceil(v * units[i].mult);
+                        if (v < 0 || !isfinite(bytes) || bytes > 9.2e18)
+                                return -ERANGE;
+                        *ret = (uint64_t) bytes;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+void config_value_format_quantity(uint64_t v, char *out, size_t len) {
+        static const char *const suffixes[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+        size_t i = 0;
+        while (v != 0 && v % 1024 == 0 && i + 1 < ELEMENTSOF(suffixes)) {
+                v /= 1024;
+                i++;
+        }
+        snprintf(out, len, "%" PRIu64 "%s", v, suffixes[i]);
 }
 
 bool config_value_logging_format_valid(const char *v) {

@@ -79,6 +79,18 @@ static void yaml_duration(struct buf *b, int indent, const char *key, uint64_t m
         yaml_str(b, indent, key, d);
 }
 
+/* One of logging.options' formats: infoBufferSize always (a quantity
+ * string), splitStream only when true (omitempty). */
+static void yaml_log_output(struct buf *b, const char *name, const struct config_log_output *o) {
+        char q[32];
+        config_value_format_quantity(o->info_buffer_size, q, sizeof q);
+        yaml_key(b, 4, name);
+        buf_putc(b, '\n');
+        yaml_str(b, 6, "infoBufferSize", q);
+        if (o->split_stream)
+                yaml_bool(b, 6, "splitStream", true);
+}
+
 /* The shortest text that reads back as the same float32, as Go prints it. */
 static void yaml_float32(struct buf *b, int indent, const char *key, float value) {
         char text[64];
@@ -187,11 +199,9 @@ static void format_yaml(const struct kproxy_config *c, struct buf *b) {
         buf_puts(b, "logging:\n");
         yaml_duration(b, 2, "flushFrequency", c->log_flush_frequency_ms);
         yaml_str(b, 2, "format", c->logging_format);
-        buf_puts(b, "  options:\n"
-                    "    json:\n"
-                    "      infoBufferSize: \"0\"\n"
-                    "    text:\n"
-                    "      infoBufferSize: \"0\"\n");
+        buf_puts(b, "  options:\n");
+        yaml_log_output(b, "json", &c->log_json);
+        yaml_log_output(b, "text", &c->log_text);
         yaml_int(b, 2, "verbosity", c->verbosity);
         if (c->log_vmodule)
                 yaml_vmodule(b, 2, c->log_vmodule);
@@ -388,6 +398,17 @@ static void json_cluster_cidrs(struct buf *b, const char *cidrs) {
         buf_putc(b, ']');
 }
 
+/* logsapi's TextOptions/JSONOptions: splitStream omitted when false,
+ * infoBufferSize always, as a quantity string. */
+static void json_log_output(struct buf *b, const char *name, const struct config_log_output *o) {
+        char q[32];
+        config_value_format_quantity(o->info_buffer_size, q, sizeof q);
+        buf_printf(b, "\"%s\":{", name);
+        if (o->split_stream)
+                buf_puts(b, "\"splitStream\":true,");
+        buf_printf(b, "\"infoBufferSize\":\"%s\"}", q);
+}
+
 /* logsapi.LoggingConfiguration (k8s.io/component-base/logs/api/v1), whose
  * tags are lowerCamel: format is omitted when empty, vmodule when it has no
  * entries; options always holds both formats. */
@@ -419,7 +440,11 @@ static void json_logging(struct buf *b, const struct kproxy_config *c) {
                 buf_putc(b, ']');
         }
         json_key(b, "options");
-        buf_puts(b, "{\"text\":{\"infoBufferSize\":\"0\"},\"json\":{\"infoBufferSize\":\"0\"}}");
+        buf_putc(b, '{');
+        json_log_output(b, "text", &c->log_text);
+        buf_putc(b, ',');
+        json_log_output(b, "json", &c->log_json);
+        buf_putc(b, '}');
         buf_putc(b, '}');
 }
 

@@ -28,14 +28,16 @@
  *
  * The module's files, one concept each:
  *
- *   config.c            defaults (step 1), the enum tables, feature gates,
- *                       and config_finish() (steps 3 and 4)
+ *   config.c            defaults (step 1), the enum tables, and
+ *                       config_finish() (steps 3 and 4)
  *   config-flags.c      the flag table: what each flag sets, and --help
  *   config-args.c       argv in pflag's syntax onto the flag table (step 2)
  *   config-file.c       reading --config, v1alpha1 defaulting, precedence
  *   config-decode.c     a KubeProxyConfiguration YAML document onto a struct
  *   config-validate.c   upstream's validation
  *   config-write.c      --write-config-to
+ *   config-features.c   feature gates: upstream's rules over config-gates.c,
+ *                       the table tools/gen-gates.py writes
  *   config-value.c      Go's syntax of bools, numbers and addresses; YAML scalars
  *   config-duration.c   Go's time.Duration syntax
  */
@@ -133,55 +135,6 @@ enum detect_local_mode detect_local_mode_from_string(const char *s) {
                 if (streq(s, detect_local_mode_table[i]))
                         return (enum detect_local_mode) i;
         return _DETECT_LOCAL_INVALID;
-}
-
-/* ---- feature gates ----------------------------------------------------------------- */
-
-/* Sets one gate, keeping the array sorted by name as upstream writes its map. */
-int config_feature_gate_set(struct kproxy_config *c, const char *name, bool enabled) {
-        _cleanup_free_ char *copy = NULL;
-        struct config_feature_gate *n;
-        size_t i;
-
-        for (i = 0; i < c->n_feature_gates; i++) {
-                int d = strcmp(c->feature_gates[i].name, name);
-
-                if (d == 0) {
-                        c->feature_gates[i].enabled = enabled;
-                        return 0;
-                }
-                if (d > 0)
-                        break;
-        }
-        copy = strdup(name);
-        if (!copy)
-                return -ENOMEM;
-        n = reallocarray(c->feature_gates, c->n_feature_gates + 1, sizeof *n);
-        if (!n)
-                return -ENOMEM;
-        c->feature_gates = n;
-        memmove(n + i + 1, n + i, (c->n_feature_gates - i) * sizeof *n);
-        n[i] = (struct config_feature_gate) { .name = TAKE_PTR(copy), .enabled = enabled };
-        c->n_feature_gates++;
-        return 0;
-}
-
-void config_feature_gates_clear(struct kproxy_config *c) {
-        for (size_t i = 0; i < c->n_feature_gates; i++)
-                free(c->feature_gates[i].name);
-        free(c->feature_gates);
-        c->feature_gates = NULL;
-        c->n_feature_gates = 0;
-}
-
-bool config_feature_enabled(const struct kproxy_config *c, const char *gate) {
-        assert(c);
-        assert(gate);
-
-        for (size_t i = 0; i < c->n_feature_gates; i++)
-                if (streq(c->feature_gates[i].name, gate))
-                        return c->feature_gates[i].enabled;
-        return false;
 }
 
 const struct config_sync *config_mode_sync(const struct kproxy_config *c) {
@@ -362,6 +315,11 @@ int config_finish(struct kproxy_config *c) {
         if (r < 0)
                 return r;
         r = config_resolve_hostname(c);
+        if (r < 0)
+                return r;
+        /* Where upstream's Complete() calls SetFromMap(): after the file has
+         * replaced the flags, before validation. */
+        r = config_features_check(c);
         if (r < 0)
                 return r;
         c->nftables_shards = c->cmdline->nftables_shards;

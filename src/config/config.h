@@ -51,6 +51,13 @@ struct config_conntrack {
         uint64_t udp_stream_timeout_ms; /* default 0 */
 };
 
+/* logging.options.json / .text (--log-{json,text}-split-stream and
+ * -info-buffer-size): alpha options, behind LoggingAlphaOptions. */
+struct config_log_output {
+        bool split_stream;              /* info to stdout, errors to stderr */
+        uint64_t info_buffer_size;      /* bytes of info lines buffered with split_stream; 0: none */
+};
+
 struct config_feature_gate {
         char *name;
         bool enabled;
@@ -96,6 +103,7 @@ struct kproxy_config {
         char *logging_format;           /* default "text" */
         uint64_t log_flush_frequency_ms; /* logging.flushFrequency, default 5s */
         char *log_vmodule;              /* logging.vmodule as "pattern=N,...", or NULL */
+        struct config_log_output log_json, log_text;
 
         /* kproxy's own: services' nat side in this many extra nftables
          * tables (render/nftir.h); 0, the default: upstream's one table */
@@ -166,8 +174,12 @@ void config_print_help(const char *usage, const struct config_extra_flag *extra,
 /* The sync settings of the selected mode (iptables or nftables). */
 const struct config_sync *config_mode_sync(const struct kproxy_config *c);
 
-/* The gate's setting from --feature-gates or featureGates; false when the
- * gate was not set (kproxy has no table of upstream's per-gate defaults). */
+/* The gate's effective value, as upstream's featuregate computes it: what
+ * --feature-gates or featureGates set, else AllAlpha's or AllBeta's setting
+ * for an alpha or beta gate, else its default in the kube-proxy release
+ * kproxy follows (1.34: src/config/config-gates.c). gate must be one of its
+ * gates (asserted, as upstream panics). Meaningful after config_finish(),
+ * which refuses unknown and locked settings. */
 bool config_feature_enabled(const struct kproxy_config *c, const char *gate);
 
 const char *proxy_mode_to_string(enum proxy_mode m);

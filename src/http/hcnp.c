@@ -144,7 +144,7 @@ static int hcnp_listener_start(struct hcnp_listener *li) {
         assert(!li->server);
         snprintf(name, sizeof name, "healthcheck port %u", p->port);
         /* The port outlives its listeners: it is the handler's userdata. */
-        return mhd_server_new(p->hcnp->loop, name, &li->addr, p->port, HCNP_CONNECTION_LIMIT, hcnp_handle,
+        return mhd_server_new(p->hcnp->loop, name, &li->addr, p->port, HCNP_CONNECTION_LIMIT, 0, hcnp_handle,
                               li->owner, &li->server);
 }
 

@@ -243,7 +243,8 @@ static void health_server_freep(struct health_server **h) {
         health_server_free(*h);
 }
 
-int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, struct health_server **ret) {
+int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, uint64_t retry_ms,
+                      struct health_server **ret) {
         _cleanup_(health_server_freep) struct health_server *h = NULL;
         struct inet_addr a;
         uint16_t port;
@@ -276,7 +277,8 @@ int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, 
 
         /* 0.0.0.0, the default, is one dual-stack socket on [::] (IPv4 only
          * on a kernel without IPv6), as Go's net.Listen makes it. */
-        r = mhd_server_new(l, "healthz server", &a, port, HEALTH_CONNECTION_LIMIT, health_handle, h, &h->server);
+        r = mhd_server_new(l, "healthz server", &a, port, HEALTH_CONNECTION_LIMIT, retry_ms, health_handle, h,
+                           &h->server);
         if (r < 0)
                 return log_error_errno(r, "Failed to start proxy healthz on %s", bind);
 

@@ -27,8 +27,12 @@ void health_server_set_metrics(struct health_server *h, struct metrics *m);
 /* Binds bind ("IP:PORT", "[IPv6]:PORT"; port 0 or a NULL bind means disabled:
  * *ret is then NULL and 0 is returned) and registers with the loop. timeout_ms
  * is how long a queued change may wait before /healthz fails. Returns 0, or
- * -errno with a log line naming the address (e.g. -EADDRINUSE, -EINVAL). */
-int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, struct health_server **ret);
+ * -errno with a log line naming the address (e.g. -EADDRINUSE, -EINVAL).
+ * With retry_ms > 0 a failed bind is logged and retried that often instead
+ * (-EINVAL and -ENOMEM still fail): upstream's default,
+ * --bind-address-hard-fail=false (http/mhd.h). */
+int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, uint64_t retry_ms,
+                      struct health_server **ret);
 struct health_server *health_server_free(struct health_server *h);
 
 /* Events from the sync loop, per IP family (4 or 6). NULL h is a no-op. */

@@ -8,8 +8,7 @@
  * that is not a watch it also records the whole duration, the request
  * body's size (0 for a GET), the wait for the client-side rate limiter and
  * the response body's size. A watch is only counted. kproxy's client
- * reports the same moments (kube/client.c). kproxy has no client-side rate
- * limiter, so its lists wait 0 s there, which is what they report.
+ * reports the same moments (kube/client.c).
  *
  * Series are few (one API server, GET), so they live in small sorted
  * arrays: Go sorts a family's series by their label values.
@@ -147,7 +146,7 @@ static void metrics_client_observe(struct metrics_client_series *s, enum metrics
 }
 
 void metrics_api_request(struct metrics *m, const char *method, const char *host, unsigned code, bool watch,
-                         double seconds, size_t response_bytes) {
+                         double seconds, double waited, size_t response_bytes) {
         struct metrics_client *c;
         struct metrics_client_series *s;
         char text[16];
@@ -166,7 +165,7 @@ void metrics_api_request(struct metrics *m, const char *method, const char *host
         if (watch || !(s = metrics_client_series(c, host, method)))
                 return;
         metrics_client_observe(s, METRICS_CLIENT_DURATION, MF_CLIENT_DURATION, seconds);
-        metrics_client_observe(s, METRICS_CLIENT_RATE_LIMITER, MF_CLIENT_RATE_LIMITER, 0);
+        metrics_client_observe(s, METRICS_CLIENT_RATE_LIMITER, MF_CLIENT_RATE_LIMITER, waited);
         metrics_client_observe(s, METRICS_CLIENT_REQUEST_SIZE, MF_CLIENT_REQUEST_SIZE, 0);
         if (code != 0)
                 metrics_client_observe(s, METRICS_CLIENT_RESPONSE_SIZE, MF_CLIENT_RESPONSE_SIZE,

@@ -679,8 +679,8 @@ int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config 
                         m->acct = TAKE_PTR(acct);
         }
 
-        r = mhd_server_new(l, "metrics server", &a, port, METRICS_CONNECTION_LIMIT, metrics_http_handle, m,
-                           &m->server);
+        r = mhd_server_new(l, "metrics server", &a, port, METRICS_CONNECTION_LIMIT,
+                           c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, metrics_http_handle, m, &m->server);
         if (r < 0)
                 /* Upstream: "starting metrics server failed: listen tcp ...". */
                 return log_error_errno(r, "Failed to start metrics server on %s", bind);

@@ -61,10 +61,11 @@ void metrics_health_answer(struct metrics *m, const char *what, unsigned code);
 /* One request to the API server, as client-go's metrics see it: method
  * ("GET"), host (the server's host[:port]), the HTTP status or 0 when no
  * response came (client-go's "<error>"). A list reports when it is done:
- * its duration and response body size; a watch reports when its response
- * headers arrive, and client-go records no duration or size for it. */
+ * its duration (its wait included), its wait for the client-side rate
+ * limit and its response body size; a watch reports when its response
+ * headers arrive, and client-go records no duration, wait or size for it. */
 void metrics_api_request(struct metrics *m, const char *method, const char *host, unsigned code, bool watch,
-                         double seconds, size_t response_bytes);
+                         double seconds, double waited, size_t response_bytes);
 /* The API client built its connection's transport (client-go's transport
  * cache: one entry, created once). */
 void metrics_api_transport(struct metrics *m);

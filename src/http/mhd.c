@@ -44,6 +44,12 @@
 struct mhd_server {
         struct ev_loop *loop;
         char *name;
+        struct inet_addr addr;
+        uint16_t want_port;             /* as asked for: 0 lets the kernel pick */
+        unsigned max_connections;
+        uint64_t retry_ms;              /* 0: a failed bind is the caller's error */
+        struct ev_timer *retry;         /* armed while the bind waits for its next try */
+        unsigned failures;              /* binds failed in a row */
         struct MHD_Daemon *daemon;
         int epoll_fd;                   /* MHD's own; registered with the loop */
         struct ev_timer *timer;         /* armed while MHD wants a wake-up */
@@ -328,11 +334,84 @@ static void mhd_server_freep(struct mhd_server **s) {
         mhd_server_free(*s);
 }
 
-int mhd_server_new(struct ev_loop *l, const char *name, const struct inet_addr *addr, uint16_t port,
-                   unsigned max_connections, mhd_handler_fn fn, void *userdata, struct mhd_server **ret) {
-        _cleanup_(mhd_server_freep) struct mhd_server *s = NULL;
+/* Binds and starts MHD on s. On failure nothing of it is left open. */
+static int mhd_start(struct mhd_server *s) {
         _cleanup_close_ int fd = -1;
         const union MHD_DaemonInfo *info;
+        int r;
+
+        r = mhd_listen(&s->addr, s->want_port, &fd, &s->port);
+        if (r < 0)
+                return r;
+
+        /* No MHD_USE_INTERNAL_POLLING_THREAD: MHD runs only inside MHD_run(),
+         * on this thread. MHD_USE_DUAL_STACK is not needed: the socket is
+         * ours and already has IPV6_V6ONLY off. */
+        s->starting = true;
+        errno = 0;
+        s->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, mhd_handle, s,
+                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+                                     MHD_OPTION_LISTEN_SOCKET, fd,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, MHD_SERVER_CONNECTION_TIMEOUT_S,
+                                     MHD_OPTION_CONNECTION_LIMIT, s->max_connections,
+                                     MHD_OPTION_END);
+        s->starting = false;
+        if (!s->daemon) {
+                /* On failure the socket is still ours (closed on return). */
+                s->port = 0;
+                return errno > 0 ? -errno : -EIO;
+        }
+        fd = -1;        /* MHD_stop_daemon() closes it */
+
+        info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        r = !info || info->epoll_fd < 0 ? -EIO : ev_io_add(s->loop, info->epoll_fd, EPOLLIN, mhd_on_io, s);
+        if (r < 0) {
+                MHD_stop_daemon(s->daemon);
+                s->daemon = NULL;
+                s->port = 0;
+                return r;
+        }
+        s->epoll_fd = info->epoll_fd;
+        mhd_rearm(s);
+        return 0;
+}
+
+static void mhd_on_retry(struct ev_loop *l, void *userdata);
+
+/* Upstream without --bind-address-hard-fail: the error is logged and the
+ * bind tried again every few seconds while the proxy carries on. Every
+ * failure after the first is logged at V(2) only: the first said it all. */
+static void mhd_retry_later(struct mhd_server *s, int r) {
+        char a[INET_ADDR_STRLEN];
+        inet_addr_format(&s->addr, a);
+        s->failures++;
+        if (s->failures == 1)
+                log_error_errno(r, "%s: cannot listen on %s%s%s:%u, retrying every %llu ms", s->name,
+                                s->addr.family == 6 ? "[" : "", a, s->addr.family == 6 ? "]" : "", s->want_port,
+                                (unsigned long long) s->retry_ms);
+        else
+                log_v(2, "%s: cannot listen on %s:%u yet (%s), attempt %u", s->name, a, s->want_port, strerror(-r),
+                      s->failures);
+        s->retry = ev_timer_add(s->loop, s->retry_ms, mhd_on_retry, s);
+}
+
+static void mhd_on_retry(struct ev_loop *l, void *userdata) {
+        struct mhd_server *s = userdata;
+        (void) l;
+        s->retry = NULL;
+        int r = mhd_start(s);
+        if (r < 0) {
+                mhd_retry_later(s, r);
+                return;
+        }
+        log_info("%s: listening on port %u after %u failed attempts", s->name, s->port, s->failures);
+        s->failures = 0;
+}
+
+int mhd_server_new(struct ev_loop *l, const char *name, const struct inet_addr *addr, uint16_t port,
+                   unsigned max_connections, uint64_t retry_ms, mhd_handler_fn fn, void *userdata,
+                   struct mhd_server **ret) {
+        _cleanup_(mhd_server_freep) struct mhd_server *s = NULL;
         int r;
 
         assert(l);
@@ -347,43 +426,21 @@ int mhd_server_new(struct ev_loop *l, const char *name, const struct inet_addr *
         *s = (struct mhd_server) {
                 .loop = l,
                 .name = strdup(name),
+                .addr = *addr,
+                .want_port = port,
+                .max_connections = max_connections,
+                .retry_ms = retry_ms,
                 .epoll_fd = -1,
                 .fn = fn,
                 .userdata = userdata,
         };
         if (!s->name)
                 return -ENOMEM;
-
-        r = mhd_listen(addr, port, &fd, &s->port);
-        if (r < 0)
+        r = mhd_start(s);
+        if (r == -ENOMEM || (r < 0 && retry_ms == 0))
                 return r;
-
-        /* No MHD_USE_INTERNAL_POLLING_THREAD: MHD runs only inside MHD_run(),
-         * on this thread. MHD_USE_DUAL_STACK is not needed: the socket is
-         * ours and already has IPV6_V6ONLY off. */
-        s->starting = true;
-        errno = 0;
-        s->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, mhd_handle, s,
-                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                                     MHD_OPTION_LISTEN_SOCKET, fd,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, MHD_SERVER_CONNECTION_TIMEOUT_S,
-                                     MHD_OPTION_CONNECTION_LIMIT, max_connections,
-                                     MHD_OPTION_END);
-        s->starting = false;
-        if (!s->daemon)
-                /* On failure the socket is still ours (closed on return). */
-                return errno > 0 ? -errno : -EIO;
-        fd = -1;        /* MHD_stop_daemon() closes it */
-
-        info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
-        if (!info || info->epoll_fd < 0)
-                return -EIO;
-        r = ev_io_add(l, info->epoll_fd, EPOLLIN, mhd_on_io, s);
         if (r < 0)
-                return r;
-        s->epoll_fd = info->epoll_fd;
-        mhd_rearm(s);
-
+                mhd_retry_later(s, r);
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -392,6 +449,7 @@ struct mhd_server *mhd_server_free(struct mhd_server *s) {
         if (!s)
                 return NULL;
         s->timer = ev_timer_cancel(s->loop, s->timer);
+        s->retry = ev_timer_cancel(s->loop, s->retry);
         if (s->epoll_fd >= 0)
                 (void) ev_io_del(s->loop, s->epoll_fd);
         /* Closes the connections, the listen socket and the epoll fd. */

@@ -28,6 +28,10 @@ struct mhd_reply {
         struct buf headers;             /* mhd_reply_add_header()'s; not for handlers */
 };
 
+/* How often upstream's servers retry a failed bind when
+ * --bind-address-hard-fail is false (wait.Until's period). */
+#define MHD_BIND_RETRY_MS 5000
+
 typedef void (*mhd_handler_fn)(void *userdata, const struct mhd_request *req, struct mhd_reply *reply);
 
 /* "IP:PORT" or "[IP]:PORT" (Go's SplitHostPort: an IPv6 address needs the
@@ -43,12 +47,17 @@ int mhd_parse_bind(const char *s, struct inet_addr *ret_addr, uint16_t *ret_port
  * served at once. fn is called on the loop thread for every request, with
  * userdata, which must outlive the server. Returns 0, or -errno
  * (-EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM, ...) without logging: the caller
- * knows what the address was for. */
+ * knows what the address was for. With retry_ms > 0, a failed bind is
+ * logged instead and tried again every retry_ms while the server object
+ * exists (upstream's behaviour without --bind-address-hard-fail); only
+ * -ENOMEM is returned then. */
 int mhd_server_new(struct ev_loop *l, const char *name, const struct inet_addr *addr, uint16_t port,
-                   unsigned max_connections, mhd_handler_fn fn, void *userdata, struct mhd_server **ret);
+                   unsigned max_connections, uint64_t retry_ms, mhd_handler_fn fn, void *userdata,
+                   struct mhd_server **ret);
 /* Closes the listener and every connection. Accepts NULL; returns NULL. */
 struct mhd_server *mhd_server_free(struct mhd_server *s);
-/* The bound port (the kernel's choice when 0 was asked for). */
+/* The bound port (the kernel's choice when 0 was asked for); 0 while a
+ * retried bind has not succeeded. */
 uint16_t mhd_server_port(const struct mhd_server *s);
 
 /* The request's path, percent-decoded, without the query string. */

@@ -58,13 +58,19 @@ struct kube_watch {
         struct ev_timer *idle;
         uint64_t n_lists, n_restarts;
         bool got_event;         /* the current watch delivered something */
-        double started;         /* the current request's start (monotonic seconds) */
+        bool optional;          /* a 404 or 403 list means "none" (kube_watch_opts) */
+        bool unserved;          /* the last list got one */
+        bool reserved;          /* holds a rate-limiter token for its next request */
+        double wait_started;    /* when the reserved token was asked for (monotonic seconds) */
+        double waited;          /* the next request's wait for its token */
+        double started;         /* the current request's start, its wait included (monotonic seconds) */
         bool reported;          /* ... has been reported to the observer */
 };
 
 struct kube_client {
         struct ev_loop *loop;
         struct kube_conn *conn;
+        struct kube_rate rate;          /* --kube-api-qps, --kube-api-burst */
         CURLM *multi;
         struct ev_timer *curl_timer;
         struct kube_watch *watches;
@@ -203,6 +209,20 @@ static void collect_gone(const char *key, void *ctx) {
         g->keys[g->n++] = k;
 }
 
+/* Whatever the consumer holds but the list just ended did not have is
+ * gone. Its keys are collected first: deleting changes what it iterates. */
+static void report_unlisted(struct kube_watch *w) {
+        struct gone g = {.seen = &w->seen};
+        if (w->keys)
+                w->keys(w->userdata, collect_gone, &g);
+        for (size_t j = 0; j < g.n; j++) {
+                report_delete(w, g.keys[j], NULL);
+                free(g.keys[j]);
+        }
+        free(g.keys);
+        seen_clear(w);
+}
+
 static uint64_t backoff_ms(struct kube_watch *w) {
         uint64_t d = BACKOFF_BASE_MS;
         for (unsigned i = 0; i < w->attempts && d < BACKOFF_CAP_MS; i++)
@@ -247,6 +267,7 @@ static void report_request(struct kube_watch *w) {
                 .code = code > 0 && code < 1000 ? (unsigned) code : 0,
                 .watch = w->phase == PHASE_WATCH,
                 .seconds = monotonic_s() - w->started,
+                .waited = w->waited,
                 .response_bytes = w->body.len,
         });
 }
@@ -454,7 +475,7 @@ static int start_request(struct kube_watch *w, const char *url, bool watching) {
         }
         curl_easy_setopt(e, CURLOPT_WRITEDATA, w);
         w->easy = e;
-        w->started = monotonic_s();
+        w->started = monotonic_s() - w->waited;         /* client-go times its wait too */
         w->reported = false;
         if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
                 stop_transfer(w);
@@ -473,10 +494,37 @@ static void base_url(struct kube_watch *w, struct buf *url) {
                 append_param(url, "fieldSelector", w->field_selector);
 }
 
+/* client-go's client-side rate limit: every request (list page or watch)
+ * takes a token first. Without one, the request waits for its reserved
+ * token on the retry timer, in the phase it was about to start. */
+static bool throttled(struct kube_watch *w, enum phase phase) {
+        if (w->reserved) {
+                w->reserved = false;
+                w->waited = monotonic_s() - w->wait_started;
+                return false;
+        }
+        uint64_t wait = kube_rate_take(&w->client->rate, ev_now_ms(w->client->loop));
+        if (wait == 0) {
+                w->waited = 0;
+                return false;
+        }
+        w->wait_started = monotonic_s();
+        stop_transfer(w);
+        w->phase = phase;
+        w->reserved = true;
+        w->retry = ev_timer_cancel(w->client->loop, w->retry);
+        w->retry = ev_timer_add(w->client->loop, wait, on_retry, w);
+        log_v(3, "%s: waiting %llu ms for client-side throttling (--kube-api-qps)", w->path,
+              (unsigned long long) wait);
+        return true;
+}
+
 static void watch_begin_list(struct kube_watch *w) {
         struct buf url = BUF_INIT;
         char n[16];
 
+        if (throttled(w, PHASE_LIST))
+                return;
         w->phase = PHASE_LIST;
         base_url(w, &url);
         snprintf(n, sizeof n, "%u", w->page_size);
@@ -493,6 +541,8 @@ static void watch_begin_watch(struct kube_watch *w) {
         struct buf url = BUF_INIT;
         char t[16];
 
+        if (throttled(w, PHASE_WATCH))
+                return;
         w->phase = PHASE_WATCH;
         w->got_event = false;
         base_url(w, &url);
@@ -544,24 +594,39 @@ static void finish_list_page(struct kube_watch *w) {
         set_str(&w->cont, NULL);
         buf_done(&w->body);     /* a page's room (about 1 MB); watch events need little */
 
-        /* Whatever the consumer holds but was not listed is gone. Its keys
-         * are collected first: deleting changes what it iterates. */
-        struct gone g = {.seen = &w->seen};
         size_t listed = w->seen.len;
-        if (w->keys)
-                w->keys(w->userdata, collect_gone, &g);
-        for (size_t j = 0; j < g.n; j++) {
-                report_delete(w, g.keys[j], NULL);
-                free(g.keys[j]);
-        }
-        free(g.keys);
-        seen_clear(w);
-
+        report_unlisted(w);
         w->attempts = 0;
         w->n_lists++;
+        if (w->unserved)
+                log_info("%s: served again, listed", w->path);
+        w->unserved = false;
         log_v(2, "%s: listed %zu objects at resourceVersion %s", w->path, listed, w->rv);
         w->fn(w->userdata, KUBE_EVENT_SYNCED, NULL, NULL);
         watch_begin_watch(w);
+}
+
+/* An optional resource this API server does not serve (404: older than
+ * the resource) or will not show kproxy (403: RBAC without it): the
+ * consumer holds none of it, and may go on; the list is tried again at the
+ * backoff's cap, in case the server is upgraded or the role extended. Said
+ * once, not per attempt. */
+static void not_served(struct kube_watch *w, long code) {
+        if (!w->unserved) {
+                if (code == 404)
+                        log_info("%s: not served by this API server (404); carrying on without it", w->path);
+                else
+                        log_warning("%s: 403 Forbidden: kproxy may not list it (its role lacks list and watch "
+                                    "there); carrying on without it", w->path);
+        }
+        w->unserved = true;
+        seen_clear(w);
+        report_unlisted(w);
+        w->fn(w->userdata, KUBE_EVENT_SYNCED, NULL, NULL);
+        stop_transfer(w);
+        w->retry = ev_timer_cancel(w->client->loop, w->retry);
+        w->retry = ev_timer_add(w->client->loop, BACKOFF_CAP_MS, on_retry, w);
+        log_v(4, "%s: HTTP %ld, listing again in %d ms", w->path, code, BACKOFF_CAP_MS);
 }
 
 static void log_status(struct kube_watch *w, long code) {
@@ -597,6 +662,10 @@ static void finish_transfer(struct kube_watch *w, CURLcode res) {
                 if (w->phase == PHASE_WATCH)
                         w->n_restarts++;
                 retry_later(w);
+                return;
+        }
+        if (w->optional && w->phase == PHASE_LIST && (code == 404 || code == 403)) {
+                not_served(w, code);
                 return;
         }
         if (code != 200) {
@@ -667,6 +736,7 @@ int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_clien
         c->loop = l;
         c->conn = conn;
         c->seed = (unsigned) time(NULL) ^ (unsigned) getpid();
+        kube_rate_init(&c->rate, 0, 0, ev_now_ms(l));
         c->host = server_host(conn->server);
         if (!c->host) {
                 free(c);
@@ -684,6 +754,34 @@ int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_clien
         curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
         *ret = c;
         return 0;
+}
+
+void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst) {
+        kube_rate_init(&c->rate, qps, burst, ev_now_ms(c->loop));
+}
+
+/* golang.org/x/time/rate's reservations: tokens refill at qps up to burst,
+ * and a request that finds none reserves the next one, so waiters queue in
+ * order of arrival. */
+void kube_rate_init(struct kube_rate *r, float qps, int32_t burst, uint64_t now_ms) {
+        /* client-go's defaults for 0; a negative qps turns the limit off. */
+        r->qps = qps == 0 ? 5 : qps;
+        r->burst = burst <= 0 ? 10 : (double) burst;
+        r->tokens = r->burst;
+        r->last_ms = now_ms;
+}
+
+uint64_t kube_rate_take(struct kube_rate *r, uint64_t now_ms) {
+        if (r->qps < 0)
+                return 0;
+        if (now_ms > r->last_ms) {
+                r->tokens += (double) (now_ms - r->last_ms) * r->qps / 1000;
+                if (r->tokens > r->burst)
+                        r->tokens = r->burst;
+                r->last_ms = now_ms;
+        }
+        r->tokens -= 1;
+        return r->tokens >= 0 ? 0 : (uint64_t) (-r->tokens * 1000 / r->qps + 0.999);
 }
 
 struct kube_client *kube_client_free(struct kube_client *c) {
@@ -723,6 +821,7 @@ int kube_watch_start(struct kube_client *c, const struct kube_watch_opts *o, kub
         w->idle_ms = o->idle_timeout_ms ? o->idle_timeout_ms : DEFAULT_IDLE_MS;
         w->fn = fn;
         w->keys = o->keys;
+        w->optional = o->optional;
         w->userdata = userdata;
         w->next = c->watches;
         c->watches = w;

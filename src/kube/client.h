@@ -42,10 +42,26 @@ struct kube_watch_opts {
         unsigned page_size;             /* list page size; 0: 500 */
         uint64_t idle_timeout_ms;       /* 0: 5 minutes */
         kube_keys_fn keys;              /* NULL: nothing is reported deleted after a relist */
+        bool optional;                  /* a resource the server may not have (ServiceCIDRs): a list
+                                         * answered 404 or 403 reports none of it and SYNCED, and is
+                                         * tried again every 30 s */
 };
 
 /* The client borrows conn and loop; both must outlive it. Returns 0 or -errno. */
 int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_client **ret);
+/* The client-side rate limit of every request (clientConnection.qps and
+ * .burst): client-go's token bucket; 0 means its defaults (5 and 10), a
+ * negative qps no limit. The default until set. */
+void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst);
+
+/* The token bucket, on its own for tests: how long the request taken at
+ * now_ms must wait (0: at once); the token is reserved either way. */
+struct kube_rate {
+        double qps, burst, tokens;
+        uint64_t last_ms;
+};
+void kube_rate_init(struct kube_rate *r, float qps, int32_t burst, uint64_t now_ms);
+uint64_t kube_rate_take(struct kube_rate *r, uint64_t now_ms);
 struct kube_client *kube_client_free(struct kube_client *c);
 
 /* Starts a reflector; events go to fn until the client is freed. */
@@ -60,7 +76,9 @@ struct kube_request_report {
         const char *host;               /* the server's host[:port], as in its URL */
         unsigned code;                  /* HTTP status; 0: no response came */
         bool watch;
-        double seconds;                 /* lists: the whole request; watches: until the headers */
+        double seconds;                 /* lists: the whole request, its wait for the rate limit
+                                         * included; watches: until the headers */
+        double waited;                  /* the wait for the client-side rate limit (kube_client_set_rate) */
         size_t response_bytes;          /* lists: the body read */
 };
 typedef void (*kube_request_fn)(void *userdata, const struct kube_request_report *r);

@@ -31,6 +31,7 @@ static const char *const kube_kind_table[_KUBE_KIND_MAX] = {
         [KUBE_KIND_SERVICE] = "Service",
         [KUBE_KIND_ENDPOINT_SLICE] = "EndpointSlice",
         [KUBE_KIND_NODE] = "Node",
+        [KUBE_KIND_SERVICE_CIDR] = "ServiceCIDR",
 };
 
 const char *kube_kind_to_string(enum kube_kind k) {
@@ -814,5 +815,36 @@ int kube_decode_node(const json_t *obj, struct node **ret, char err[KUBE_ERRLEN]
         }
         n->n_pod_cidrs = nc;
         *ret = TAKE_PTR(n);
+        return 0;
+}
+
+int kube_decode_service_cidr(const json_t *obj, char **ret_name, struct inet_cidr **ret_cidrs, size_t *ret_n,
+                             char err[KUBE_ERRLEN]) {
+        _cleanup_free_ char *name = NULL;
+        _cleanup_free_ struct inet_cidr *cidrs = NULL;
+        const json_t *labels, *spec, *list;
+        int r;
+
+        err[0] = '\0';
+        if ((r = decode_meta(obj, false, &name, &labels, err)) < 0 ||
+            (r = get_object(obj, "spec", &spec, err, "")) < 0 ||
+            (r = get_array(spec, "cidrs", &list, err, "spec.")) < 0)
+                return r;
+        size_t n = json_array_size(list);
+        if (n == 0)
+                return fail(err, "spec.cidrs: missing");
+        if (n > 2)
+                return fail(err, "spec.cidrs: %zu CIDRs, at most one per IP family", n);
+        cidrs = xcalloc(n, sizeof *cidrs);
+        for (size_t i = 0; i < n; i++) {
+                const char *c = json_string_value(json_array_get(list, i));
+                if (!c || inet_cidr_parse(c, &cidrs[i]) < 0)
+                        return fail(err, "spec.cidrs[%zu]: \"%.64s\" is not a CIDR", i, c ? c : "");
+        }
+        if (n == 2 && cidrs[0].addr.family == cidrs[1].addr.family)
+                return fail(err, "spec.cidrs: two CIDRs of one IP family");
+        *ret_name = TAKE_PTR(name);
+        *ret_cidrs = TAKE_PTR(cidrs);
+        *ret_n = n;
         return 0;
 }

@@ -26,6 +26,7 @@ enum kube_kind {
         KUBE_KIND_SERVICE,
         KUBE_KIND_ENDPOINT_SLICE,
         KUBE_KIND_NODE,
+        KUBE_KIND_SERVICE_CIDR,
         _KUBE_KIND_MAX,
         _KUBE_KIND_INVALID = -22,
 };
@@ -36,6 +37,11 @@ enum kube_kind kube_kind_from_string(const char *s);
 int kube_decode_service(const json_t *obj, struct svc **ret, char err[KUBE_ERRLEN]);
 int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLEN]);
 int kube_decode_node(const json_t *obj, struct node **ret, char err[KUBE_ERRLEN]);
+/* A ServiceCIDR (networking.k8s.io/v1): its name (owned) and spec.cidrs
+ * (owned; one or two, of different families). */
+struct inet_cidr;
+int kube_decode_service_cidr(const json_t *obj, char **ret_name, struct inet_cidr **ret_cidrs, size_t *ret_n,
+                             char err[KUBE_ERRLEN]);
 
 /* "namespace/name" of an object, for messages, from whatever metadata it has
  * ("<unnamed>" parts where missing). out holds at least 512 bytes. */

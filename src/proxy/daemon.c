@@ -15,15 +15,18 @@
 #include "apply/iptables-known.h"
 #include "apply/iptables.h"
 #include "apply/nftables.h"
+#include "apply/sysctl.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
 #include "http/hcnp.h"
 #include "http/health.h"
 #include "http/metrics.h"
+#include "http/mhd.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "proxy/proxier.h"
+#include "proxy/setup.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -51,7 +54,21 @@ static void on_kube_keys(void *userdata, void (*each)(const char *key, void *ctx
 
 /* The API client's requests, for client-go's metrics. */
 static void on_api_request(void *userdata, const struct kube_request_report *r) {
-        metrics_api_request(userdata, r->method, r->host, r->code, r->watch, r->seconds, r->response_bytes);
+        metrics_api_request(userdata, r->method, r->host, r->code, r->watch, r->seconds, r->waited,
+                            r->response_bytes);
+}
+
+/* Buffered info lines (--log-*-info-buffer-size) wait at most
+ * --log-flush-frequency. */
+struct log_flusher {
+        struct ev_timer *timer;
+        uint64_t period_ms;
+};
+
+static void on_log_flush(struct ev_loop *l, void *userdata) {
+        struct log_flusher *f = userdata;
+        log_flush();
+        f->timer = ev_timer_add(l, f->period_ms, on_log_flush, f);
 }
 
 static void on_signal(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
@@ -109,6 +126,18 @@ int daemon_cleanup(const struct kproxy_config *c) {
         return 0;
 }
 
+int daemon_init_only(const struct kproxy_config *c) {
+        struct host_facts host = {0};
+        int r = setup_node(c, c->hostname_override, sysctl_root(), &host);
+        host_facts_done(&host);
+        if (r < 0) {
+                log_error_errno(r, "Node set-up failed");
+                return EXIT_FAILURE;
+        }
+        log_info("Node set up and --init-only given, exiting");
+        return 0;
+}
+
 int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         struct host_facts host = {0};
         struct kube_conn conn = {0};
@@ -119,6 +148,7 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         struct proxier *proxier = NULL;
         struct kube_client *client = NULL;
         struct source sources[_PROXIER_SOURCE_MAX];
+        struct log_flusher flusher = {0};
         char err[KUBE_CONN_ERRLEN], field[300];
         int sigfd = -1, ret = EXIT_FAILURE, r;
 
@@ -134,9 +164,12 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
          * freed memory; a fixed threshold keeps every large buffer mapped
          * and returned to the system when freed. */
         mallopt(M_MMAP_THRESHOLD, 1 << 20);
-        r = host_probe(&host);
-        if (r < 0)
+        /* The node set-up failing is not fatal: a proxy that runs with the
+         * kernel's defaults serves better than one in a crash loop. */
+        r = setup_node(c, c->hostname_override, sysctl_root(), &host);
+        if (r == -ENOMEM)
                 goto out;
+        setup_oom_score_adj(c, sysctl_root());
         const char *node = c->hostname_override && *c->hostname_override ? c->hostname_override : host.hostname;
         if (!node || !*node) {
                 log_error("Cannot tell this node's name: set --hostname-override");
@@ -156,7 +189,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 goto out;
         }
         if (c->healthz_bind_address) {
-                r = health_server_new(loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms, &health);
+                r = health_server_new(loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms,
+                                      c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, &health);
                 if (r < 0)
                         goto out;       /* logged, naming the address */
         }
@@ -175,6 +209,11 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 .metrics = metrics,
                 .hcnp = hcnp,
                 .ipv6 = ipv6_usable(),
+                /* Only nftables mode has a rule made from them (upstream's
+                 * iptables mode watches them and does nothing with them).
+                 * The gate is GA and locked on in 1.34. */
+                .service_cidrs = c->mode == PROXY_MODE_NFTABLES &&
+                                 config_feature_enabled(c, "MultiCIDRServiceAllocator"),
         };
         r = proxier_new(loop, &po, &proxier);
         if (r < 0)
@@ -182,6 +221,7 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         r = kube_client_new(loop, &conn, &client);
         if (r < 0)
                 goto out;
+        kube_client_set_rate(client, c->qps, c->burst);
         if (metrics) {
                 kube_client_set_observer(client, on_api_request, metrics);
                 metrics_api_transport(metrics);
@@ -193,13 +233,20 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 [PROXIER_SLICES] = {"/apis/discovery.k8s.io/v1/endpointslices", SELECTOR, NULL, 0,
                                     o->watch_idle_timeout_ms, on_kube_keys},
                 [PROXIER_NODE] = {"/api/v1/nodes", NULL, field, 0, o->watch_idle_timeout_ms, on_kube_keys},
+                /* Optional: an API server older than 1.33 answers 404. */
+                [PROXIER_SERVICE_CIDRS] = {"/apis/networking.k8s.io/v1/servicecidrs", NULL, NULL, 0,
+                                           o->watch_idle_timeout_ms, on_kube_keys, .optional = true},
         };
         for (int i = 0; i < _PROXIER_SOURCE_MAX; i++) {
+                if (i == PROXIER_SERVICE_CIDRS && !po.service_cidrs)
+                        continue;
                 sources[i] = (struct source) {proxier, (enum proxier_source) i};
                 r = kube_watch_start(client, &watches[i], on_kube_event, &sources[i], NULL);
                 if (r < 0)
                         goto out;
         }
+        flusher.period_ms = c->log_flush_frequency_ms ? c->log_flush_frequency_ms : 5000;
+        flusher.timer = ev_timer_add(loop, flusher.period_ms, on_log_flush, &flusher);
         log_info("kproxy %s running for node %s against %s (%s mode%s)", KPROXY_VERSION, node, conn.server,
                  proxy_mode_to_string(c->mode),
                  po.ipv6 ? ", IPv4 and IPv6" : ", IPv4");
@@ -210,6 +257,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         }
         ret = 0;
 out:
+        flusher.timer = ev_timer_cancel(loop, flusher.timer);
+        log_flush();
         kube_client_free(client);
         proxier_free(proxier);
         hcnp_free(hcnp);

@@ -23,7 +23,6 @@
 #include "apply/iptables-known.h"
 #include "apply/nftables.h"
 #include "apply/nfacct.h"
-#include "apply/sysctl.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
@@ -33,6 +32,7 @@
 #include "kube/decode.h"
 #include "model/endpoints.h"
 #include "model/model.h"
+#include "model/servicecidrs.h"
 #include "proxy/nftsync.h"
 #include "proxy/nolocal.h"
 #include "render/render.h"
@@ -76,6 +76,8 @@ struct proxier {
         } *triggers;                    /* EndpointSlice change times not yet programmed */
         size_t n_triggers;
         struct model *model;
+        struct service_cidrs *service_cidrs;    /* nftables mode's drop rule for unallocated cluster IPs */
+        bool watch_cidrs;                       /* ... which come from a watch */
         struct hmap changed;            /* service keys (owned) changed since the last sync */
         bool synced[_PROXIER_SOURCE_MAX];
         bool initialized;
@@ -84,6 +86,8 @@ struct proxier {
         bool need_full_soon;            /* a full sync to check on one that could not listen */
         bool node_deleted;              /* the API has no Node of ours (its last version is kept) */
         bool udp_changed;               /* a changed service has (or had) a UDP port */
+        struct ct_frontend *gone_udp;   /* UDP frontends of service versions replaced since the last reconcile */
+        size_t n_gone_udp;
         bool hcnp_changed;              /* ... or a health-check node port */
         uint64_t last_full_ms, last_sync_ms;
         uint64_t sync_due;              /* when sync_timer fires */
@@ -134,6 +138,38 @@ static void note_service(struct proxier *p, const struct svc *s) {
                 p->hcnp_changed = true;
 }
 
+/* The UDP frontends of a service version about to be replaced or deleted.
+ * A frontend it no longer has (the service deleted, a port or IP dropped)
+ * would otherwise never be reconciled again, and a one-way UDP flow DNAT-ed
+ * to one of its endpoints would keep refreshing its entry (the black hole
+ * upstream fixed after 1.34 in #141371). The next reconcile checks them
+ * with no valid endpoint; one still in the service keeps its endpoints
+ * (frontends merge as a union). */
+static void remember_udp_frontends(struct proxier *p, const struct svc *s) {
+        if (!svc_has_udp(s))
+                return;
+        size_t want = s->n_ports * (2 * s->n_cluster_ips + s->n_external_ips + s->n_lb_ips);
+        struct ct_frontend *v = realloc(p->gone_udp, (p->n_gone_udp + want) * sizeof *v);
+        if (!v)
+                abort();
+        p->gone_udp = v;
+        for (size_t j = 0; j < s->n_ports; j++) {
+                const struct svc_port *port = &s->ports[j];
+                if (port->proto != L4_UDP)
+                        continue;
+                for (size_t k = 0; k < s->n_cluster_ips; k++) {
+                        v[p->n_gone_udp++] = (struct ct_frontend) {.ip = s->cluster_ips[k], .port = port->port};
+                        if (port->node_port)
+                                v[p->n_gone_udp++] = (struct ct_frontend) {
+                                        .ip = s->cluster_ips[k], .port = port->node_port, .node_port = 1};
+                }
+                for (size_t k = 0; k < s->n_external_ips; k++)
+                        v[p->n_gone_udp++] = (struct ct_frontend) {.ip = s->external_ips[k], .port = port->port};
+                for (size_t k = 0; k < s->n_lb_ips; k++)
+                        v[p->n_gone_udp++] = (struct ct_frontend) {.ip = s->lb_ips[k], .port = port->port};
+        }
+}
+
 static void mark_changed(struct proxier *p, const char *service_key) {
         if (!hmap_get(&p->changed, service_key)) {
                 char *k = strdup(service_key);
@@ -154,6 +190,7 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
 
         if (!obj) {
                 note_service(p, model_service_get(p->model, key));
+                remember_udp_frontends(p, model_service_get(p->model, key));
                 if (model_service_delete(p->model, key) == 0) {
                         metrics_change_queued(p->metrics, false);
                         mark_changed(p, key);
@@ -167,6 +204,7 @@ static void on_service(struct proxier *p, const char *key, const json_t *obj) {
                 return;
         }
         note_service(p, model_service_get(p->model, key));
+        remember_udp_frontends(p, model_service_get(p->model, key));
         if (r == KUBE_IGNORED) {
                 log_v(2, "Ignoring Service %s: %s", key, err);
                 if (model_service_delete(p->model, key) == 0)
@@ -256,6 +294,39 @@ static void on_node(struct proxier *p, const char *key, const json_t *obj) {
         }
 }
 
+/* A ServiceCIDR changed: nftables mode's cluster-ips-check chain drops
+ * traffic to the union's unallocated addresses, so a changed union is a
+ * full sync (of the fixed part; services are checked against their
+ * records, not rewritten). A malformed object keeps its last good CIDRs. */
+static void on_service_cidr(struct proxier *p, const char *key, const json_t *obj) {
+        char err[KUBE_ERRLEN];
+        _cleanup_free_ char *name = NULL;
+        _cleanup_free_ struct inet_cidr *cidrs = NULL;
+        size_t n = 0;
+
+        if (obj && kube_decode_service_cidr(obj, &name, &cidrs, &n, err) < 0) {
+                log_warning("Invalid ServiceCIDR %s: %s; keeping its previous version", key, err);
+                return;
+        }
+        if (!service_cidrs_set(p->service_cidrs, key, cidrs, n))
+                return;
+        if (log_verbosity >= 2) {
+                size_t n_all;
+                const struct inet_cidr *all = service_cidrs_all(p->service_cidrs, &n_all);
+                struct buf b = BUF_INIT;
+                for (size_t i = 0; i < n_all; i++) {
+                        char c[INET_ADDR_STRLEN + 4];
+                        buf_printf(&b, "%s%s", i ? "," : "", inet_cidr_format(&all[i], c));
+                }
+                log_v_kv(2, "ServiceCIDRs changed", KV_STR("cidrs", b.data ? b.data : ""));
+                buf_done(&b);
+        }
+        if (p->cfg->mode != PROXY_MODE_NFTABLES)
+                return;
+        p->need_full = true;
+        request_sync(p);
+}
+
 void proxier_object(struct proxier *p, enum proxier_source src, const char *key, const json_t *obj) {
         switch (src) {
         case PROXIER_SERVICES:
@@ -266,6 +337,9 @@ void proxier_object(struct proxier *p, enum proxier_source src, const char *key,
                 break;
         case PROXIER_NODE:
                 on_node(p, key, obj);
+                break;
+        case PROXIER_SERVICE_CIDRS:
+                on_service_cidr(p, key, obj);
                 break;
         default:
                 break;
@@ -285,6 +359,9 @@ void proxier_keys(struct proxier *p, enum proxier_source src, void (*each)(const
                 if (model_node(p->model) && !p->node_deleted)
                         each(model_node(p->model)->name, ctx);
                 break;
+        case PROXIER_SERVICE_CIDRS:
+                service_cidrs_keys(p->service_cidrs, each, ctx);
+                break;
         default:
                 break;
         }
@@ -297,18 +374,25 @@ void proxier_synced(struct proxier *p, enum proxier_source src) {
         for (int i = 0; i < _PROXIER_SOURCE_MAX; i++)
                 if (!p->synced[i])
                         return;
-        log_info("Initial lists of Services, EndpointSlices and Node %s complete, syncing", p->node_name);
+        log_info("Initial lists of Services, EndpointSlices%s and Node %s complete, syncing",
+                 p->watch_cidrs ? ", ServiceCIDRs" : "", p->node_name);
         p->initialized = true;
         request_sync(p);
 }
 
 /* --- conntrack --- */
 
-/* Every UDP frontend of the family with its serving endpoints (reference
- * §11); frontends without a serving endpoint are left alone. */
 static double realtime_s(void);
 
-static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
+/* Every UDP frontend of the family with its serving endpoints (reference
+ * §11). A frontend without any is reconciled too, with none valid: the
+ * flows DNAT-ed to its last endpoint are deleted, so their next packet is
+ * new and meets the rule that rejects it (upstream skipped such services
+ * until kubernetes/kubernetes#139629: one-way UDP senders stayed black-holed
+ * for as long as they sent). So are the frontends of service versions
+ * replaced since the last reconcile (remember_udp_frontends()). Returns 0
+ * or -errno (logged). */
+static int reconcile_udp(struct proxier *p, const struct render_params *rp) {
         double t0 = realtime_s();
         size_t deleted = 0;
         struct endpoint_filter f = {.node_name = p->node_name};
@@ -349,8 +433,6 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
                                 be[n_be++] = (struct ct_backend) {e.all[k].addr, e.all[k].port};
                         }
                         endpoints_done(&e);
-                        if (n_be == first)
-                                continue;
                         /* Frontends: cluster IP, external IPs, LB IPs, node port. */
                         size_t want = 2 + s->n_external_ips + s->n_lb_ips;
                         if (n_fr + want > cap_fr) {
@@ -380,15 +462,31 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
                 }
                 free(slices);
         }
+        /* Gone frontends: no valid endpoint of their own. */
+        if (n_fr + p->n_gone_udp > cap_fr) {
+                cap_fr = n_fr + p->n_gone_udp;
+                fr = realloc(fr, cap_fr * sizeof *fr);
+                ranges = realloc(ranges, cap_fr * sizeof *ranges);
+                if (cap_fr > 0 && (!fr || !ranges))
+                        abort();
+        }
+        for (size_t i = 0; i < p->n_gone_udp; i++) {
+                if (p->gone_udp[i].ip.family != rp->family)
+                        continue;
+                fr[n_fr] = p->gone_udp[i];
+                ranges[n_fr].first = ranges[n_fr].n = 0;
+                n_fr++;
+        }
         /* Backend pointers only now: the array may have moved while growing. */
         for (size_t i = 0; i < n_fr; i++) {
                 fr[i].backends = be + ranges[i].first;
                 fr[i].n_backends = ranges[i].n;
         }
+        int r = 0;
         if (n_fr > 0) {
-                int r = conntrack_reconcile_udp(rp->family, fr, n_fr);
+                r = conntrack_reconcile_udp(rp->family, fr, n_fr);
                 if (r < 0)
-                        log_warning_errno(r, "Failed to clear stale IPv%u UDP conntrack entries, ignoring",
+                        log_warning_errno(r, "Failed to clear stale IPv%u UDP conntrack entries, will retry",
                                           rp->family);
                 else if (r > 0)
                         log_v(2, "Deleted %d stale IPv%u UDP conntrack entries", r, rp->family);
@@ -399,9 +497,14 @@ static void reconcile_udp(struct proxier *p, const struct render_params *rp) {
         free(be);
         free(ranges);
         free(svcs);
+        return r < 0 ? r : 0;
 }
 
 /* --- sync --- */
+
+static const char *family_name(uint8_t family) {
+        return family == 6 ? "IPv6" : "IPv4";
+}
 
 static double realtime_s(void) {
         struct timespec ts;
@@ -418,11 +521,13 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
         struct nftsync_stats st;
         bool rebuild = full && f->nft_rebuild;
         bool resync = full && !rebuild && f->nft_known;
+        size_t n_cidrs;
+        const struct inet_cidr *cidrs = service_cidrs_all(p->service_cidrs, &n_cidrs);
         int r;
 
         f->nft_known = false;   /* until this sync succeeds */
         if (resync) {
-                r = nftsync_resync(f->nft, p->model, rp, NULL, 0, &st);
+                r = nftsync_resync(f->nft, p->model, rp, cidrs, n_cidrs, &st);
         } else if (full) {
                 /* Without notifications (a quarter of a large load's cost);
                  * whether anyone else committed meanwhile, the generation
@@ -433,7 +538,7 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
                         nftables_monitor_drain(p->monitor);
                         quiet = nftables_monitor_listen(p->monitor, false) == 0;
                 }
-                r = nftsync_full(f->nft, p->model, rp, NULL, 0, rebuild, &st);
+                r = nftsync_full(f->nft, p->model, rp, cidrs, n_cidrs, rebuild, &st);
                 f->nft_listen = false;
                 if (quiet) {
                         if (nftables_monitor_listen(p->monitor, true) < 0 || nftables_genid(p->nl, &g1) < 0 ||
@@ -455,14 +560,16 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
         }
         f->nft_rebuild = false;
         f->nft_known = !f->nft_listen;  /* not when others committed during it */
-        char reading[64];
-        snprintf(reading, sizeof reading, ", %.0f ms reading the table", st.list_seconds * 1000);
-        log_v(2, "Reloading service nftables data: IPv%u, %zu services, %zu chains written, %zu kept, %zu deleted, "
-              "%zu elements added, %zu deleted, %zu messages in %zu transactions%s, %.0f ms in the kernel%s",
-              f->family, model_n_services(p->model), st.chains_written, st.chains_kept, st.chains_deleted,
-              st.elements_added, st.elements_deleted, st.messages, st.transactions,
-              rebuild ? " (rebuilt)" : resync ? " (checked against what the last sync left)" : "",
-              st.kernel_seconds * 1000, full ? reading : "");
+        /* Upstream's message and numServices, then what kproxy did: the
+         * kind of sync, what was written and kept, the kernel's share. */
+        log_v_kv(2, "Reloading service nftables data", KV_STR("ipFamily", family_name(f->family)),
+                 KV_INT("numServices", model_n_services(p->model)),
+                 KV_STR("kind", rebuild ? "rebuild" : resync ? "resync" : full ? "full" : "partial"),
+                 KV_INT("chainsWritten", st.chains_written), KV_INT("chainsKept", st.chains_kept),
+                 KV_INT("chainsDeleted", st.chains_deleted), KV_INT("elementsAdded", st.elements_added),
+                 KV_INT("elementsDeleted", st.elements_deleted), KV_INT("messages", st.messages),
+                 KV_INT("transactions", st.transactions), KV_SECONDS("kernelElapsed", st.kernel_seconds),
+                 KV_SECONDS("readElapsed", st.list_seconds));
         return 0;
 }
 
@@ -565,15 +672,12 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
         /* Rendered: the top-level chains whole, and the own chains of the
          * services written (all of them in a full sync); sent: what of it
          * iptables-restore got (0 bytes: nothing changed, no restore). */
-        char read_text[96] = "";
-        if (full)
-                snprintf(read_text, sizeof read_text, ", %.0f ms reading the tables %s", reading * 1000,
-                         p->nl ? "over nf_tables netlink" : "with iptables-save");
-        log_v(2, "Reloading service iptables data: IPv%u, %zu services, %zu filter rules, %zu of %zu nat rules "
-              "rendered, %zu bytes sent (%zu top-level chains changed by rule or left alone, %zu chains the "
-              "kernel holds as rendered left out), %.0f ms restoring%s", f->family, model_n_services(p->model),
-              s.n_filter_rules, s.n_nat_rules, s.n_nat_rules_total, sent_bytes, by_rule, kept, restoring * 1000,
-              read_text);
+        log_v_kv(2, "Reloading service iptables data", KV_STR("ipFamily", family_name(f->family)),
+                 KV_INT("numServices", model_n_services(p->model)), KV_INT("numFilterRules", s.n_filter_rules),
+                 KV_INT("numNATRules", s.n_nat_rules), KV_INT("numNATRulesTotal", s.n_nat_rules_total),
+                 KV_INT("bytesSent", sent_bytes), KV_INT("chainsByRule", by_rule), KV_INT("chainsLeftOut", kept),
+                 KV_SECONDS("restoreElapsed", restoring), KV_SECONDS("readElapsed", reading),
+                 KV_STR("readWith", !full ? "" : p->nl ? "netlink" : "iptables-save"));
 out:
         iptables_names_free(&existing, existing_names);
         buf_done(&out);
@@ -592,15 +696,26 @@ static int sync_family(struct proxier *p, struct family_state *f, bool full, str
         buf_done(&warnings);
         if (r < 0)
                 return r;
-        if (p->cfg->mode == PROXY_MODE_NFTABLES)
-                return sync_family_nft(p, f, full, rp);
-        r = sync_family_ipt(p, f, full, rp, ret_counts);
-        if (r == -EAGAIN) {
-                /* A partial sync by rule failed: the top-level chains are
-                 * not what was remembered. Write everything, now. */
-                log_warning("IPv%u partial sync refused; syncing all rules", f->family);
-                r = sync_family_ipt(p, f, true, rp, ret_counts);
+        /* Upstream's per-family lines (its proxiers are one per family). */
+        bool nft = p->cfg->mode == PROXY_MODE_NFTABLES;
+        double t0 = realtime_s();
+        log_v_kv(2, nft ? "Syncing nftables rules" : "Syncing iptables rules",
+                 KV_STR("ipFamily", family_name(f->family)), KV_BOOL("fullSync", full));
+        if (nft) {
+                r = sync_family_nft(p, f, full, rp);
+        } else {
+                r = sync_family_ipt(p, f, full, rp, ret_counts);
+                if (r == -EAGAIN) {
+                        /* A partial sync by rule failed: the top-level chains
+                         * are not what was remembered. Write everything, now. */
+                        log_warning_kv("Partial sync refused by the kernel, syncing all rules",
+                                       KV_STR("ipFamily", family_name(f->family)));
+                        r = sync_family_ipt(p, f, true, rp, ret_counts);
+                }
         }
+        if (r >= 0)
+                log_v_kv(2, "SyncProxyRules complete", KV_STR("ipFamily", family_name(f->family)),
+                         KV_SECONDS("elapsed", realtime_s() - t0));
         return r;
 }
 
@@ -761,15 +876,12 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         struct proxier *p = userdata;
         uint64_t start = ev_now_ms(l);
         bool full = p->need_full || p->last_full_ms == 0 || start - p->last_full_ms >= FULL_SYNC_PERIOD_MS;
-        bool ok = true;
+        bool ok = true, udp_failed = false;
 
         p->sync_timer = NULL;
         p->last_sync_ms = start;
         if (p->n_syncs == 0 && p->n_failures == 0)
                 p->other_mode_left = other_mode_present(p);
-        /* The same messages at the same verbosity as upstream's proxier. */
-        log_v(2, "Syncing %s rules (%s)", p->cfg->mode == PROXY_MODE_NFTABLES ? "nftables" : "iptables",
-              full ? "full" : "partial");
         if (full)
                 p->host.nfacct = nfacct_ensure_all();
         for (size_t i = 0; i < p->n_fam; i++) {
@@ -781,8 +893,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                         ok = false;
                 } else {
                         family_metrics(p, &p->fam[i], full, &rp, &c);
-                        if (p->udp_changed || p->n_syncs == 0)
-                                reconcile_udp(p, &rp);
+                        if ((p->udp_changed || p->n_syncs == 0) && reconcile_udp(p, &rp) < 0)
+                                udp_failed = true;
                         /* Every service is looked at: only when one that has
                                  * (or had) a health-check node port changed. */
                         if (i == 0 && (full || p->hcnp_changed))
@@ -802,8 +914,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                 uint64_t retry = config_mode_sync(p->cfg)->sync_period_ms;
                 p->n_failures++;
                 p->need_full = true;
-                log_error("Sync failed after %llu ms; the previous rules stay in place, retrying in %llu ms",
-                          (unsigned long long) took, (unsigned long long) retry);
+                log_error_kv(0, "Sync failed", KV_SECONDS("retryingTime", retry / 1000.0),
+                             KV_SECONDS("elapsed", took / 1000.0));
                 schedule_sync(p, retry);
                 return;
         }
@@ -812,7 +924,14 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         for (size_t it = 0; hmap_next(&p->changed, &it, &k, &v);)
                 free(v);
         hmap_done(&p->changed);
-        p->udp_changed = false;
+        /* A failed reconcile is tried again with the next sync, gone
+         * frontends and all. */
+        p->udp_changed = udp_failed;
+        if (!udp_failed) {
+                free(p->gone_udp);
+                p->gone_udp = NULL;
+                p->n_gone_udp = 0;
+        }
         p->hcnp_changed = false;
         p->need_full = false;
         if (full) {
@@ -839,8 +958,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                 remove_other_mode(p);
         for (size_t i = 0; i < p->n_fam; i++)
                 health_server_synced(p->health, p->fam[i].family);
-        log_v(2, "SyncProxyRules complete: %s sync %llu, elapsed %llu ms", full ? "full" : "partial",
-              (unsigned long long) p->n_syncs, (unsigned long long) took);
+        log_v(2, "Sync %llu (%s) done in %llu ms", (unsigned long long) p->n_syncs, full ? "full" : "partial",
+              (unsigned long long) took);
         if (p->n_syncs == 1)
                 log_info("First sync done in %llu ms", (unsigned long long) took);
         if (p->need_full_soon) {
@@ -957,8 +1076,11 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->metrics = o->metrics;
         p->hcnp = o->hcnp;
         p->model = model_new();
+        p->service_cidrs = service_cidrs_new();
+        p->watch_cidrs = o->service_cidrs;
+        p->synced[PROXIER_SERVICE_CIDRS] = !o->service_cidrs;
         p->need_full = true;
-        if (!p->node_name || !p->model) {
+        if (!p->node_name || !p->model || !p->service_cidrs) {
                 proxier_free(p);
                 return -ENOMEM;
         }
@@ -1011,16 +1133,6 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 iptables_canary_ensure(p->fam[i].family);
         p->canary_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_canary, p);
 
-        /* Localhost NodePorts need the kernel to route 127/8 to other hosts. */
-        struct render_params rp = {0};
-        if (p->cfg->mode == PROXY_MODE_IPTABLES &&
-            render_params_init(&rp, 4, p->cfg, p->node_name, NULL, &p->host, NULL) == 0 && rp.localhost_nodeports) {
-                int r = sysctl_write("net/ipv4/conf/all/route_localnet", "1");
-                if (r < 0)
-                        log_warning_errno(r, "Failed to set net.ipv4.conf.all.route_localnet=1 "
-                                             "(localhost NodePorts will not work), ignoring");
-        }
-        render_params_done(&rp);
         *ret = p;
         return 0;
 }
@@ -1047,6 +1159,8 @@ struct proxier *proxier_free(struct proxier *p) {
         nftables_monitor_close(p->monitor);
         nftables_close(p->nl);
         model_free(p->model);
+        service_cidrs_free(p->service_cidrs);
+        free(p->gone_udp);
         free(p->triggers);
         free(p->node_name);
         free(p);

@@ -24,6 +24,7 @@ enum proxier_source {
         PROXIER_SERVICES,
         PROXIER_SLICES,
         PROXIER_NODE,
+        PROXIER_SERVICE_CIDRS,
         _PROXIER_SOURCE_MAX,
 };
 
@@ -35,6 +36,7 @@ struct proxier_opts {
         struct metrics *metrics;                /* may be NULL */
         struct hcnp *hcnp;                      /* may be NULL */
         bool ipv6;                              /* also program ip6tables */
+        bool service_cidrs;                     /* ServiceCIDRs are watched (else never waited for) */
 };
 
 int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier **ret);

@@ -27,6 +27,7 @@ import signal  # noqa: E402
 import socket  # noqa: E402
 import threading  # noqa: E402
 
+import kapi_kinds as kinds  # noqa: E402
 import kapi_tls  # noqa: E402
 from kapi_api import ApiHandler, Server  # noqa: E402
 from kapi_control import ControlHandler, Faults, RequestLog, Watches  # noqa: E402
@@ -149,6 +150,8 @@ def main(argv=None):
     ap.add_argument("--initial-rv", type=int, default=1,
                     help="start the resourceVersion counter here (simulated restarts)")
     ap.add_argument("--service-cidr", default="10.96.0.0/12", help="for ClusterIP allocation")
+    ap.add_argument("--disable-resource", action="append", default=[], metavar="RESOURCE",
+                    help="serve no such resource (e.g. servicecidrs), as an older API server: 404")
     ap.add_argument("--raw", action="store_true",
                     help="store objects as given: no Service or EndpointSlice defaulting")
     ap.add_argument("--no-gzip", action="store_true", help="never gzip large responses")
@@ -159,12 +162,17 @@ def main(argv=None):
     if args.exit_with_parent:
         _exit_with_parent()
 
+    for r in args.disable_resource:
+        kinds.disable(r)
     store = Store(args.history_size, args.initial_rv, args.service_cidr, not args.raw)
     with store.cond:
         for ns in DEFAULT_NAMESPACES:
             store.ensure_namespace(ns)
     for w in store.load(load_state(args.state), owned=True):
         App.log(w)
+    if "servicecidrs" in kinds.BY_RESOURCE and not store.objs["servicecidrs"]:
+        for w in store.load([kinds.default_service_cidr(args.service_cidr)], owned=True):
+            App.log(w)
 
     family, host, port = args.listen
     tls_ctx = ca = None

@@ -48,10 +48,26 @@ KINDS = [
     Kind("endpointslices", "discovery.k8s.io", "v1", "EndpointSlice", True, "endpointslice"),
     Kind("nodes", "", "v1", "Node", False, "node", ["no"]),
     Kind("namespaces", "", "v1", "Namespace", False, "namespace", ["ns"]),
+    Kind("servicecidrs", "networking.k8s.io", "v1", "ServiceCIDR", False, "servicecidr"),
 ]
-BY_RESOURCE = {k.name: k for k in KINDS}
-BY_KIND = {(k.api_version, k.kind): k for k in KINDS}
-GROUP_VERSIONS = sorted({(k.group, k.version) for k in KINDS})
+BY_RESOURCE = BY_KIND = GROUP_VERSIONS = None
+
+
+def _index():
+    global BY_RESOURCE, BY_KIND, GROUP_VERSIONS
+    BY_RESOURCE = {k.name: k for k in KINDS}
+    BY_KIND = {(k.api_version, k.kind): k for k in KINDS}
+    GROUP_VERSIONS = sorted({(k.group, k.version) for k in KINDS})
+
+
+_index()
+
+
+def disable(resource):
+    """Serves no such resource, as an API server too old to have it: its
+    paths are 404 and discovery leaves it out. Call before the Store exists."""
+    KINDS[:] = [k for k in KINDS if k.name != resource]
+    _index()
 
 
 def lookup(group, version, resource):
@@ -94,8 +110,32 @@ def name_error(kind, name):
     return None
 
 
+def _cidr_error(value):
+    if not isinstance(value, str):
+        return "must be a string"
+    try:
+        net = ipaddress.ip_network(value, strict=True)
+    except ValueError:
+        return "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+    if str(net) != value:
+        return "must be in canonical form (%s)" % net
+    return None
+
+
 def spec_error(kind, obj, old):
     """Returns (field, message) for the few checks kproxy could trip over, else None."""
+    if kind.name == "servicecidrs":
+        cidrs = obj.get("spec", {}).get("cidrs")
+        if not isinstance(cidrs, list) or not 1 <= len(cidrs) <= 2:
+            return "spec.cidrs", "Invalid value: %r: at least one and at most two CIDRs" % (cidrs,)
+        for i, c in enumerate(cidrs):
+            why = _cidr_error(c)
+            if why:
+                return "spec.cidrs[%d]" % i, "Invalid value: %r: %s" % (c, why)
+        if len(cidrs) == 2 and (":" in cidrs[0]) == (":" in cidrs[1]):
+            return "spec.cidrs", "Invalid value: %r: may specify no more than one IP for each IP family" % (cidrs,)
+        if old is not None and old.get("spec", {}).get("cidrs") != cidrs:
+            return "spec.cidrs", "Invalid value: %r: field is immutable" % (cidrs,)
     if kind.name == "endpointslices":
         if obj.get("addressType") not in ("IPv4", "IPv6", "FQDN"):
             return "addressType", "Unsupported value: %r" % obj.get("addressType")
@@ -312,6 +352,10 @@ def _node_cells(o):
             o.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")]
 
 
+def _cidr_cells(o):
+    return [",".join(o.get("spec", {}).get("cidrs") or []), _age(o["metadata"].get("creationTimestamp"))]
+
+
 def _ns_cells(o):
     return [o.get("status", {}).get("phase", "Active"),
             _age(o["metadata"].get("creationTimestamp"))]
@@ -329,7 +373,18 @@ TABLES = {
     "nodes": ([_col("Name", fmt="name"), _col("Status"), _col("Roles"), _col("Age"),
                _col("Version")], _node_cells),
     "namespaces": ([_col("Name", fmt="name"), _col("Status"), _col("Age")], _ns_cells),
+    "servicecidrs": ([_col("Name", fmt="name"), _col("CIDRs"), _col("Age")], _cidr_cells),
 }
+
+
+def default_service_cidr(cidr):
+    """The ServiceCIDR "kubernetes" that a real API server (1.33 and later)
+    makes from its --service-cluster-ip-range."""
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+            "metadata": {"name": "kubernetes"}, "spec": {"cidrs": [str(ipaddress.ip_network(cidr))]},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "",
+                                       "message": "Kubernetes Service CIDR is ready",
+                                       "lastTransitionTime": now_rfc3339()}]}}
 
 
 def table(kind, objs, list_meta, include_object="Metadata", table_version="v1"):

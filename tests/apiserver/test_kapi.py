@@ -571,6 +571,45 @@ class ApiTest(KapiCase):
         self.assertEqual(self.k.request("GET", "/openapi/v2")[0], 404)
 
 
+class ServiceCIDRTest(KapiCase):
+    """ServiceCIDRs (networking.k8s.io/v1): the default one a 1.33+ server
+    makes from its service range, validation, and an older server's 404."""
+    extra_args = ("--service-cidr", "10.96.0.0/16")
+
+    def test_default_and_writes(self):
+        path = "/apis/networking.k8s.io/v1/servicecidrs"
+        doc = self.k.ok("GET", path)
+        self.assertEqual(doc["kind"], "ServiceCIDRList")
+        self.assertEqual([(i["metadata"]["name"], i["spec"]["cidrs"]) for i in doc["items"]],
+                         [("kubernetes", ["10.96.0.0/16"])])
+        w = self.watch(path + "?watch=1&resourceVersion=%s" % doc["metadata"]["resourceVersion"])
+        extra = {"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "extra"},
+                 "spec": {"cidrs": ["10.97.0.0/24", "fd00:97::/112"]}}
+        self.k.ok("POST", path, extra)
+        ev = w.next_non_bookmark()
+        self.assertEqual((ev["type"], ev["object"]["spec"]["cidrs"]), ("ADDED", ["10.97.0.0/24", "fd00:97::/112"]))
+        for cidrs, field in ((["10.98.0.1/24"], "spec.cidrs[0]"), (["300.0.0.0/8"], "spec.cidrs[0]"),
+                             (["10.98.0.0/24", "10.99.0.0/24"], "spec.cidrs"), ([], "spec.cidrs")):
+            bad = dict(extra, metadata={"name": "bad"}, spec={"cidrs": cidrs})
+            status, _, doc = self.k.request("POST", path, bad)
+            self.assertEqual((status, doc["details"]["causes"][0]["field"]), (422, field), doc)
+        changed = dict(extra, spec={"cidrs": ["10.97.1.0/24"]})
+        status, _, _ = self.k.request("PUT", path + "/extra", changed)
+        self.assertEqual(status, 422)       # immutable
+        self.k.ok("DELETE", path + "/extra")
+        self.assertEqual(w.next_non_bookmark()["type"], "DELETED")
+
+    def test_older_server(self):
+        tmp = tempfile.mkdtemp(prefix="kapi-old-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        old = Kapi(tmp, "--disable-resource", "servicecidrs")
+        self.addCleanup(old.check_log)
+        self.addCleanup(old.stop)
+        self.assertEqual(old.request("GET", "/apis/networking.k8s.io/v1/servicecidrs")[0], 404)
+        self.assertNotIn("networking.k8s.io", [g["name"] for g in old.ok("GET", "/apis")["groups"]])
+        self.assertEqual(old.request("GET", "/api/v1/services")[0], 200)
+
+
 class RestartTest(unittest.TestCase):
     """A restart keeps the CA and the state; a higher --initial-rv makes the
     old process's resourceVersions too old (410), as a new etcd would."""

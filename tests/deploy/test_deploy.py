@@ -243,7 +243,8 @@ class Manifests(unittest.TestCase):
         for groups, resources, verbs in (([""], ["endpoints", "services"], ["list", "watch"]),
                                          ([""], ["nodes"], ["get", "list", "watch"]),
                                          (["", "events.k8s.io"], ["events"], ["create", "patch", "update"]),
-                                         (["discovery.k8s.io"], ["endpointslices"], ["list", "watch"])):
+                                         (["discovery.k8s.io"], ["endpointslices"], ["list", "watch"]),
+                                         (["networking.k8s.io"], ["servicecidrs"], ["list", "watch"])):
             want |= {(g, r, v) for g in groups for r in resources for v in verbs}
         got = set()
         for rule in find("ClusterRole", "system:node-proxier")["rules"]:

@@ -6,8 +6,11 @@ socket with --same-socket) and prints a JSON summary:
 {"replies": {"pod-a": 97, ...}, "peers": {"10.244.1.100": 300}, "errors": {"ECONNREFUSED": 0, ...},
  "max_connect_ms": 1.2}
 
-usage: client.py HOST PORT COUNT [--udp] [--same-socket] [--timeout S] [--until-seconds S]
+usage: client.py HOST PORT COUNT [--udp] [--same-socket] [--connected] [--timeout S] [--until-seconds S]
+                 [--interval S]
 With --until-seconds the client loops for that long instead of COUNT times.
+--connected: UDP through connect()ed sockets, which see ICMP errors (a
+REJECT's port unreachable is ECONNREFUSED). --interval: a pause between tries.
 After 10 failures in a row it gives up ("gave_up": true in the summary):
 a broken service fails its test in seconds, not after COUNT timeouts.
 """
@@ -46,6 +49,8 @@ def main():
     same = "--same-socket" in args
     timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 2.0
     until = float(args[args.index("--until-seconds") + 1]) if "--until-seconds" in args else None
+    interval = float(args[args.index("--interval") + 1]) if "--interval" in args else 0
+    connected = "--connected" in args
     replies, peers, errors = {}, {}, {}
     max_ms = 0.0
     usock = None
@@ -61,9 +66,14 @@ def main():
                     usock.close()
                 usock = socket.socket(fam, socket.SOCK_DGRAM)
                 usock.settimeout(timeout)
+                if connected:
+                    usock.connect((host, port))
             t0 = time.monotonic()
             try:
-                usock.sendto(b"ping", (host, port))
+                if connected:
+                    usock.send(b"ping")
+                else:
+                    usock.sendto(b"ping", (host, port))
                 data = usock.recv(256).decode().split()
                 err = None
             except OSError as e:
@@ -84,6 +94,8 @@ def main():
             in_a_row = 0
             replies[data[0]] = replies.get(data[0], 0) + 1
             peers[data[1]] = peers.get(data[1], 0) + 1
+        if interval:
+            time.sleep(interval)
     print(json.dumps({"replies": replies, "peers": peers, "errors": errors, "attempts": i,
                       "max_connect_ms": round(max_ms, 3), "gave_up": gave_up}))
 

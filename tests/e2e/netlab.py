@@ -214,6 +214,11 @@ class Lab:
         return self.run(["curl", "-sf", "-X", "POST", "-H", "Content-Type: application/json", "-d", data,
                          "http://127.0.0.1:%d/fault/%s" % (self.control_port, what)], ns="n1")
 
+    def state_requests(self):
+        """The API server's log of requests: {"time", "method", "path", "userAgent", ...}."""
+        return json.loads(self.run(["curl", "-sf", "http://127.0.0.1:%d/requests" % self.control_port],
+                                   ns="n1").stdout)["requests"]
+
     def state(self):
         return json.loads(self.run(["curl", "-sf", "http://127.0.0.1:%d/state" % self.control_port], ns="n1").stdout)
 

@@ -34,6 +34,11 @@ NFT_MAPS = ("service-ips", "service-nodeports", "no-endpoint-services", "no-endp
             "nodeport-ips", "firewall-ips")
 
 
+def slurp(path):
+    with open(path) as f:
+        return f.read()
+
+
 def steady(rules):
     """A rules dump without what changes by itself: iptables-save's
     timestamped comments, the expiry countdowns of affinity set elements."""
@@ -265,26 +270,80 @@ class Suite:
         lab.kubectl("delete", "service", "lb")
         wait_for("the health-check node port to close", lambda: probe() is None, timeout=20)
 
-    def test_01e_bind_problems_are_clear_startup_errors(self):
+    def test_01e_bind_problems(self):
         lab = self.lab
+        # A second kproxy that can never reach its API server (so it never
+        # syncs beside the running one), on ports the running one holds.
         base = [lab.kproxy_bin, "--proxy-mode", self.MODE, "--kubeconfig", lab.kubeconfig,
-                "--hostname-override", "node-1"]
-        # The running kproxy holds 10256 and 10249.
-        for flag, addr in (("--healthz-bind-address", "127.0.0.1:10256"),
-                           ("--metrics-bind-address", "127.0.0.1:10249"),
-                           ("--metrics-bind-address", "192.0.2.1:10249")):
-            args = base + [flag, addr]
+                "--master", "https://127.0.0.1:1", "--hostname-override", "node-1"]
+        cases = (("--healthz-bind-address", "127.0.0.1:10256"),
+                 ("--metrics-bind-address", "127.0.0.1:10249"),
+                 ("--metrics-bind-address", "192.0.2.1:10249"))
+        # --bind-address-hard-fail: a clear error at start-up naming the address.
+        for flag, addr in cases:
+            args = base + ["--bind-address-hard-fail", flag, addr]
             if flag == "--metrics-bind-address":
                 args += ["--healthz-bind-address", "127.0.0.1:10266"]
             p = lab.run(args, ns="n1", check=False, timeout=20)
             self.assertNotEqual(p.returncode, 0, addr)
-            self.assertIn(addr, p.stderr)
+            self.assertIn(addr.rsplit(":", 1)[0], p.stderr)
+        # Upstream's default: the error is logged, the bind retried, and the
+        # proxy runs on.
+        for flag, addr in cases:
+            args = base + [flag, addr]
+            if flag == "--metrics-bind-address":
+                args += ["--healthz-bind-address", "127.0.0.1:10266"]
+            log = os.path.join(lab.tmp, "bind-retry.log")
+            with open(log, "w") as err:
+                proc = subprocess.Popen(["ip", "netns", "exec", lab.ns("n1")] + args, stdout=subprocess.DEVNULL,
+                                        stderr=err)
+            try:
+                # The error, then the start-up going on past it.
+                wait_for("the bind error of %s, then kproxy running" % addr,
+                         lambda: proc.poll() is not None or re.search(
+                             r"cannot listen on %s.*\n(.*\n)*.*running for node" % re.escape(addr.rsplit(":", 1)[0]),
+                             slurp(log)), timeout=20)
+                alive = proc.poll() is None
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=10)
+            self.assertTrue(alive, "kproxy exited on a bind error without --bind-address-hard-fail:\n"
+                            + slurp(log)[-2000:])
         p = lab.run(base + ["--metrics-bind-address", "300.1.1.1:10249"], ns="n1", check=False, timeout=20)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("metrics", p.stderr)
         self.assertKproxyRunning()
 
-    def test_01f_api_errors_are_counted_by_status(self):
+    def test_01f_api_request_rate_is_limited(self):
+        # --kube-api-qps/--kube-api-burst: client-go's token bucket over
+        # every request. At 2 per second with a burst of 1, a restart's
+        # lists and watches reach the API server at least 0.5 s apart
+        # (without the limit they all arrive within milliseconds).
+        lab = self.lab
+        lab.stop_kproxy(signal.SIGTERM)
+        t0 = time.time()
+        lab.start_kproxy("--kube-api-qps", "2", "--kube-api-burst", "1")
+        lab.wait_healthy("healthz with a rate limit", timeout=30)
+
+        def ours():
+            reqs = lab.state_requests()
+            return sorted(e["time"] for e in reqs if e["userAgent"].startswith("kproxy/") and e["time"] >= t0)
+        times = wait_for("the restart's lists and watches", lambda: len(ours()) >= 6 and ours(), timeout=20)
+        gaps = [b - a for a, b in zip(times, times[1:])][:5]
+        self.assertTrue(all(g >= 0.4 for g in gaps), "requests closer than 0.5 s: %s" % gaps)
+        # client-go's rest_client_rate_limiter_duration_seconds: the lists'
+        # waits for a token (watches are not counted there).
+        m = self.scrape()
+        host = {"host": "127.0.0.1:%d" % lab.api_port, "verb": "GET"}
+        self.assertGreaterEqual(promtext.value(m, "rest_client_rate_limiter_duration_seconds",
+                                               "rest_client_rate_limiter_duration_seconds_count", **host), 3)
+        self.assertGreater(promtext.value(m, "rest_client_rate_limiter_duration_seconds",
+                                          "rest_client_rate_limiter_duration_seconds_sum", **host), 0.4)
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy()
+        lab.wait_healthy("healthz without the limit")
+
+    def test_01g_api_errors_are_counted_by_status(self):
         # client-go's rest_client_requests_total counts a request by the
         # status its response starts with: a watch refused once with a 503.
         lab = self.lab
@@ -299,7 +358,7 @@ class Suite:
         self.assertUpstreamShape(m)
         self.assertKproxyRunning()
 
-    def test_01g_local_policy_without_local_endpoints_is_counted(self):
+    def test_01h_local_policy_without_local_endpoints_is_counted(self):
         # Both modes count a Local policy that finds no endpoint on this node
         # (nftables mode counted none before: its partial syncs render only
         # the changed services).
@@ -400,9 +459,71 @@ class Suite:
         r = json.loads(out)
         self.assertGreater(r["replies"].get("a2", 0), 0, "the live UDP flow never reached the new endpoint: %s" % r)
 
-    def test_08b_conntrack_reconciler_deletion_is_counted(self):
-        # Test 08's replaced endpoint left a UDP conntrack entry pointing at
-        # a1, which the reconciler deleted; nothing before it made UDP flows.
+    def test_08b_udp_flow_to_a_service_scaled_to_zero_is_rejected(self):
+        # A live UDP flow keeps its conntrack entry DNAT-ed to the endpoint
+        # it started with. When the service loses its last endpoint, that
+        # entry must go, so the flow's next datagram meets the reject rule
+        # (ICMP port unreachable: ECONNREFUSED on a connected socket) instead
+        # of following the entry to the old pod (or into a black hole, once
+        # the pod is gone) for as long as the client sends.
+        lab = self.lab
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
+             os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.53", "53", "0", "--udp",
+             "--same-socket", "--connected", "--until-seconds", "10", "--timeout", "0.3", "--interval", "0.05"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            wait_for("the UDP flow's conntrack entry", lambda: "dport=53" in lab.run(
+                ["conntrack", "-L", "-p", "udp", "-d", "10.96.0.53"], ns="n1", check=False).stdout, timeout=10)
+            self.replace_slice(slice_("dns-1", "dns", [], port=5353, proto="UDP"))
+            lab.wait_targets("dns without endpoints", "default/dns", "p", [])
+            out, _ = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        r = json.loads(out)
+        self.assertGreater(r["replies"].get("a2", 0), 0, "the flow was not live before: %s" % r)
+        self.assertGreater(r["errors"].get("ECONNREFUSED", 0), 0,
+                           "the live flow was not rejected after the service lost its endpoints: %s" % r)
+        self.replace_slice(slice_("dns-1", "dns", [(self.ip["a2"], "node-1")], port=5353, proto="UDP"))
+        lab.wait_targets("dns back at a2", "default/dns", "p", self.eps("a2", port=5353))
+        r = self.client("10.96.0.53", 53, 5, "--udp")
+        self.assertEqual(r["replies"], {"a2": 5}, r)
+
+    def test_08c_udp_flow_to_a_deleted_service_is_not_delivered(self):
+        # The same for a service deleted outright: its frontends are gone
+        # from the model, but a live flow's entry DNAT-ed to its old pod
+        # must go too (upstream 1.34 leaves it: #141371, after 1.34).
+        lab, ip = self.lab, self.ip
+        lab.apply_objects("create", [service("dns2", "10.96.0.54", port=53, target=5353, proto="UDP"),
+                                     slice_("dns2-1", "dns2", [(ip["a3"], "node-1")], port=5353, proto="UDP")])
+        lab.wait_targets("dns2 at a3", "default/dns2", "p", self.eps("a3", port=5353))
+
+        def to_a3():
+            out = lab.run(["conntrack", "-L", "-p", "udp", "-d", "10.96.0.54"], ns="n1", check=False).stdout
+            return [l for l in out.splitlines() if "src=%s " % ip["a3"] in l]
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
+             os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.54", "53", "0", "--udp",
+             "--same-socket", "--until-seconds", "8", "--timeout", "0.2", "--interval", "0.05"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            wait_for("the flow's entry DNAT-ed to a3", to_a3, timeout=10)
+            lab.kubectl("delete", "service", "dns2")
+            lab.kubectl("delete", "endpointslice", "dns2-1")
+            lab.wait_rules("dns2's rules gone", lambda r: "default/dns2" not in r)
+            # While the client still sends, the entry to a3 must not come back.
+            wait_for("the flow's entry to a3 deleted", lambda: not to_a3(), timeout=10)
+            self.assertEqual(to_a3(), [])
+        finally:
+            proc.kill()
+            proc.wait()
+
+    def test_08d_conntrack_reconciler_deletions_are_counted(self):
+        # Tests 08 to 08c left UDP conntrack entries pointing at endpoints
+        # that went away, which the reconciler deleted; nothing before
+        # test 08 made UDP flows.
         m = self.scrape()
         v4 = {"ip_family": "IPv4"}
         self.assertGreaterEqual(promtext.value(m, "kubeproxy_conntrack_reconciler_deleted_entries_total", **v4), 1)
@@ -494,6 +615,47 @@ class Suite:
         self.assertIn("a4", r["replies"])
         self.assertNotIn("a3", r["replies"])
         sys.stderr.write("\n  restart to new endpoint in the kernel: %.2fs\n" % took)
+
+    def test_13b_json_logs_with_upstreams_keys(self):
+        # --logging-format=json: every line one JSON object with
+        # component-base's keys; the sync lines carry upstream's messages
+        # and keys, so queries written for kube-proxy's logs match.
+        lab, ip = self.lab, self.ip
+        lab.stop_kproxy(signal.SIGTERM)
+        mark = len(lab.kproxy_output())
+        lab.start_kproxy("--logging-format", "json")
+        lab.wait_healthy("healthz with JSON logs")
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
+        self.wait_web("a4 gone from web", "a1", "a2")
+        mode = self.MODE
+        lines = []
+        for l in lab.kproxy_output()[mark:].splitlines():
+            if l.startswith("=== start"):
+                continue
+            try:
+                lines.append(json.loads(l))
+            except ValueError:
+                self.fail("not a JSON line: %r" % l)
+
+        def find(msg, **keys):
+            return [j for j in lines if j.get("msg") == msg and all(j.get(k) == v for k, v in keys.items())]
+        for j in lines:
+            self.assertIsInstance(j.get("ts"), float, j)
+            self.assertRegex(j.get("caller", ""), r"^\w+/[\w-]+\.c:\d+$", j)
+            self.assertTrue("v" in j or "err" in j or j.get("msg"), j)
+        # The partial sync logged its start before the kernel had the change.
+        want = "Syncing %s rules" % mode
+        self.assertTrue(find(want, ipFamily="IPv4", fullSync=True), "no full-sync line %r" % want)
+        self.assertTrue(find(want, ipFamily="IPv4", fullSync=False), "no partial-sync line %r" % want)
+        done = find("SyncProxyRules complete", ipFamily="IPv4")
+        self.assertTrue(done and all(re.fullmatch(r"[\d.]+(µs|ms|s)", j["elapsed"]) for j in done), done)
+        reload_ = find("Reloading service %s data" % mode, ipFamily="IPv4")
+        self.assertTrue(reload_ and all(isinstance(j["numServices"], int) for j in reload_), reload_)
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy()
+        lab.wait_healthy("healthz back in text")
+        self.replace_slice(slice_("web-1", "web", [(ip[p], "node-1") for p in ("a1", "a2", "a4")]))
+        self.wait_web("web as test 13 left it", "a1", "a2", "a4")
 
     def _restart_under_traffic(self, sig):
         r = self.lab.restart_under_traffic(sig, "10.96.0.10", 80)
@@ -654,11 +816,11 @@ class E2EIptables(Suite, unittest.TestCase):
                  lambda: "First sync done in" in lab.kproxy_output()[mark:], timeout=20)
         out = lab.kproxy_output()[mark:]
         self.assertRegex(out, r"Read \d+ IPv4 chains known to be in the kernel from ")
-        line = [l for l in out.splitlines() if "Reloading service iptables data: IPv4" in l][0]
-        m = re.search(r"(\d+) chains the kernel holds as rendered left out", line)
+        line = [l for l in out.splitlines() if '"Reloading service iptables data" ipFamily="IPv4"' in l][0]
+        m = re.search(r" chainsLeftOut=(\d+)", line)
         self.assertIsNotNone(m, line)
         # This machine's iptables is iptables-nft: read over netlink.
-        self.assertIn("ms reading the tables over nf_tables netlink", line)
+        self.assertIn(' readWith="netlink"', line)
         declared = len([l for l in before if l.startswith(":KUBE-")])
         # Every chain of kproxy's in nat but web's service chain (and the
         # filter table's few, not counted here) left out.
@@ -694,8 +856,8 @@ class E2EIptables(Suite, unittest.TestCase):
         lab.wait_rules("bulk1's rule restored by the full sync", lambda nat: services_rule(nat, "bulk1"), timeout=15)
         nat = lab.nat()
         self.assertIsNone(services_rule(nat, "bulk0"))
-        self.assertIn("partial sync refused; syncing all rules", lab.kproxy_output())
-        self.assertNotIn("Sync failed", lab.kproxy_output().split("partial sync refused")[-1])
+        self.assertIn("Partial sync refused by the kernel, syncing all rules", lab.kproxy_output())
+        self.assertNotIn("Sync failed", lab.kproxy_output().split("Partial sync refused")[-1])
         r = self.client("10.96.1.2", 80, 30)
         self.assertEqual(r["errors"], {})
         # An ordinary change after that goes by rule again and works.
@@ -796,9 +958,74 @@ class E2ENftables(Suite, unittest.TestCase):
         self.assertEqual(r["errors"], {})
         lab.wait_rules("the table rebuilt without the foreign objects", lambda t: table_state(t) == before,
                        timeout=20)
-        self.assertIn("(rebuilt)", lab.kproxy_output())
+        self.assertIn(' kind="rebuild"', lab.kproxy_output())
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {})
+
+    def test_11b_service_cidrs_drop_unallocated_cluster_ips(self):
+        # The stand-in API server has the ServiceCIDR a 1.33+ server makes
+        # from its range (10.96.0.0/12): traffic to an unallocated address
+        # in it is dropped, to a known cluster IP on another port rejected,
+        # as upstream's cluster-ips-check chain does. Node 1 forwards
+        # 10.97/16 and 10.200/16 to node 2, which has no route for them:
+        # without the drop, the client hears "network unreachable" from node
+        # 2 at once instead of timing out. (The chain sits on the forward
+        # path, as upstream's: on a node without a route for an address,
+        # routing answers first.)
+        lab = self.lab
+        for net in ("10.97.0.0/16", "10.200.0.0/16"):
+            lab.run(["ip", "route", "add", net, "via", NODE_IPS["node-2"]], ns="n1")
+            self.addCleanup(lab.run, ["ip", "route", "del", net], ns="n1", check=False)
+
+        def drop_rule(r):
+            rules = [l for l in nft_chains(r).get("cluster-ips-check", []) if l.endswith(
+                'drop comment "Drop traffic to unallocated ClusterIPs"')]
+            return rules[0] if rules else None
+        rule = lab.wait_rules("the drop rule for unallocated cluster IPs", drop_rule)
+        self.assertRegex(rule, r"^ip daddr \{? ?10\.96\.0\.0/12 \}? ?drop")
+        r = self.client("10.97.0.5", 80, 1, "--timeout", "1")
+        self.assertEqual(r["errors"], {"timeout": 1}, r)
+        r = self.client("10.96.0.10", 81, 1, "--timeout", "3")
+        self.assertEqual(r["errors"], {"ECONNREFUSED": 1}, r)
+        r = self.client("10.200.0.5", 80, 1, "--timeout", "1")
+        self.assertNotIn("timeout", r["errors"], r)
+        extra = {"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "extra"},
+                 "spec": {"cidrs": ["10.200.0.0/24"]}}
+        lab.apply_objects("create", [extra])
+        lab.wait_rules("the extra ServiceCIDR in the drop rule", lambda r: "10.200.0.0/24" in (drop_rule(r) or ""))
+        self.assertIn("10.96.0.0/12", drop_rule(lab.nft()))
+        r = self.client("10.200.0.5", 80, 1, "--timeout", "1")
+        self.assertEqual(r["errors"], {"timeout": 1}, r)
+        lab.kubectl("delete", "servicecidr", "extra")
+        lab.wait_rules("the extra ServiceCIDR gone from the drop rule", lambda r: drop_rule(r) == rule)
+        r = self.client("10.96.0.10", 80, 30)
+        self.assertEqual(r["errors"], {})
+
+    def test_11c_api_server_without_service_cidrs(self):
+        # An API server older than 1.33 answers 404 for ServiceCIDRs: kproxy
+        # says so once, syncs without the drop rule, and picks the resource
+        # up when the server is upgraded.
+        lab = self.lab
+        state = os.path.join(lab.tmp, "state-11c.json")
+        with open(state, "w") as f:
+            f.write(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
+        mark = len(lab.kproxy_output())
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.stop_apiserver()
+        lab.start_apiserver(["--disable-resource", "servicecidrs"], initial_rv=2000000, state=[state])
+        lab.start_kproxy()
+        lab.wait_healthy("healthz against an API server without ServiceCIDRs")
+        lab.wait_rules("no drop rule without ServiceCIDRs",
+                       lambda r: "cluster-ips-check" in r and "unallocated" not in r)
+        self.assertEqual(lab.kproxy_output()[mark:].count("servicecidrs: not served by this API server (404)"), 1)
+        r = self.client("10.96.0.10", 80, 30)
+        self.assertEqual(r["errors"], {})
+        # The upgraded server: the next list (within 30 s) finds them.
+        lab.stop_apiserver()
+        lab.start_apiserver(initial_rv=3000000, state=[state])
+        lab.wait_rules("the drop rule once ServiceCIDRs are served", lambda r: "unallocated" in r, timeout=60)
+        self.assertIn("servicecidrs: served again", lab.kproxy_output()[mark:])
+        self.assertKproxyRunning()
 
     def test_12h_node_change_resyncs_without_rewriting(self):
         # A changed Node asks for a full sync. Nobody else touched the
@@ -809,13 +1036,14 @@ class E2ENftables(Suite, unittest.TestCase):
         mark = len(lab.kproxy_output())
         lab.kubectl("label", "node", "node-1", "e2e.kproxy.io/resync=%d" % time.monotonic_ns(), "--overwrite")
         wait_for("a full sync of both families after the node change",
-                 lambda: lab.kproxy_output()[mark:].count("(checked against what the last sync left)") >= 2,
+                 lambda: lab.kproxy_output()[mark:].count(' kind="resync"') >= 2,
                  timeout=15)
         lines = [l for l in lab.kproxy_output()[mark:].splitlines() if "Reloading service nftables data" in l]
         self.assertEqual(len(lines), 2, lines)
         for fam, line in zip((4, 6), lines):
-            self.assertRegex(line, r"IPv%d, \d+ services, 0 chains written, 0 kept, 0 deleted, 0 elements added, "
-                                   r"0 deleted, 0 messages in 0 transactions \(checked against" % fam)
+            self.assertRegex(line, r'ipFamily="IPv%d" numServices=\d+ kind="resync" chainsWritten=0 chainsKept=0 '
+                                   r'chainsDeleted=0 elementsAdded=0 elementsDeleted=0 messages=0 transactions=0 '
+                                   % fam)
 
     def test_12i_restart_writes_only_what_changed(self):
         # kproxy restarted over its own table compares what each chain
@@ -831,8 +1059,8 @@ class E2ENftables(Suite, unittest.TestCase):
         wait_for("the first sync after the restart",
                  lambda: "First sync done in" in lab.kproxy_output()[mark:], timeout=20)
         line = [l for l in lab.kproxy_output()[mark:].splitlines()
-                if "Reloading service nftables data: IPv4" in l][0]
-        m = re.search(r"(\d+) chains written, (\d+) kept", line)
+                if '"Reloading service nftables data" ipFamily="IPv4"' in l][0]
+        m = re.search(r" chainsWritten=(\d+) chainsKept=(\d+)", line)
         self.assertIsNotNone(m, line)
         self.assertEqual(int(m.group(1)), 1, line)      # web's service chain
         self.assertGreater(int(m.group(2)), 10, line)

@@ -514,13 +514,15 @@ static void test_list_flags(void) {
         struct kproxy_config c;
 
         CHECK(setup(&c, NULL, "--nodeport-addresses", "10.0.0.0/8,192.168.1.0/24", "--nodeport-addresses",
-                    "fd00::/64", "--feature-gates", "B=true, A=false", "--feature-gates=C=1,A=true", NULL) == 0);
+                    "fd00::/64", "--feature-gates", "ClientsAllowCBOR=true, APIServingWithRoutine=false",
+                    "--feature-gates=ComponentFlagz=1,APIServingWithRoutine=true", NULL) == 0);
         CHECK(c.n_nodeport_addresses == 3);
         CHECK_STREQ(c.nodeport_addresses[2], "fd00::/64");
         CHECK(c.n_feature_gates == 3);
-        CHECK_STREQ(c.feature_gates[0].name, "A");  /* kept sorted */
-        CHECK(config_feature_enabled(&c, "A") && config_feature_enabled(&c, "B") && config_feature_enabled(&c, "C"));
-        CHECK(!config_feature_enabled(&c, "D"));
+        CHECK_STREQ(c.feature_gates[0].name, "APIServingWithRoutine");  /* kept sorted */
+        CHECK(config_feature_enabled(&c, "APIServingWithRoutine") && config_feature_enabled(&c, "ClientsAllowCBOR") &&
+              config_feature_enabled(&c, "ComponentFlagz"));
+        CHECK(!config_feature_enabled(&c, "ComponentStatusz"));    /* alpha, not set */
         config_done(&c);
 
         CHECK(setup(&c, NULL, "--nodeport-addresses", "primary", NULL) == 0);
@@ -704,7 +706,8 @@ static void test_kubeadm_file(void) {
         free(err);
         config_done(&c);
 
-        /* Flags other than --hostname-override and logging are dropped. */
+        /* Flags other than --hostname-override and logging are dropped,
+         * --feature-gates too: its unknown gate is not even looked at. */
         CHECK(setup(&c, &err, "--config", path, "--masquerade-all", "--proxy-mode", "nftables",
                     "--iptables-masquerade-bit", "3", "--hostname-override", "Worker-1", "-v", "3",
                     "--kubeconfig", "/flag/kubeconfig", "--feature-gates", "X=true", "--healthz-port", "0", NULL) == 0);
@@ -803,7 +806,8 @@ static void test_file_values(void) {
                           "  - filePattern: proxier\n"
                           "    verbosity: 5\n");
         CHECK(setup(&c, &err, "--config", path, "--vmodule", "sync=1", NULL) == 0);
-        CHECK_STREQ(err, "");
+        CHECK_STREQ(err, "kproxy: Setting GA feature gate ServiceTrafficDistribution=true. It will be removed in a "
+                         "future release.\n");
         CHECK(c.mode == PROXY_MODE_NFTABLES);
         CHECK(config_mode_sync(&c) == &c.nftables);
         CHECK_STREQ(c.bind_address, "::");
@@ -1041,6 +1045,8 @@ static void check_same(const struct kproxy_config *a, const struct kproxy_config
         CHECK_STREQ(a->logging_format, b->logging_format);
         CHECK(a->log_flush_frequency_ms == b->log_flush_frequency_ms);
         CHECK_STREQ(a->log_vmodule ? a->log_vmodule : "", b->log_vmodule ? b->log_vmodule : "");
+        CHECK(memcmp(&a->log_json, &b->log_json, sizeof a->log_json) == 0);
+        CHECK(memcmp(&a->log_text, &b->log_text, sizeof a->log_text) == 0);
 }
 
 static char *slurp(const char *path) {
@@ -1053,6 +1059,59 @@ static char *slurp(const char *path) {
                 text[0] = '\0';
         fclose(f);
         return text;
+}
+
+/* logging.options: alpha, so forbidden without LoggingAlphaOptions (as
+ * component-base refuses them), taken from flags and file, and written back. */
+static void test_log_options(void) {
+        struct kproxy_config a, b;
+        char *err = NULL, *out;
+
+        CHECK(setup(&a, &err, "--log-text-split-stream", NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "--log-text-split-stream: Forbidden: Feature LoggingAlphaOptions is disabled");
+        free(err);
+        config_done(&a);
+        CHECK(setup(&a, &err, "--log-json-info-buffer-size", "1Mi", NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "LoggingAlphaOptions");
+        free(err);
+        config_done(&a);
+        CHECK(setup(&a, &err, "--log-json-info-buffer-size", "lots", NULL) == -EINVAL);
+        free(err);
+        config_done(&a);
+
+        CHECK(setup(&a, NULL, "--feature-gates", "LoggingAlphaOptions=true", "--log-text-split-stream",
+                    "--log-text-info-buffer-size", "64Ki", "--log-json-info-buffer-size", "1.5k", NULL) == 0);
+        CHECK(a.log_text.split_stream && a.log_text.info_buffer_size == 65536);
+        CHECK(!a.log_json.split_stream && a.log_json.info_buffer_size == 1500);
+        if (asprintf(&out, "%s/log-options.yaml", tmpdir) < 0)
+                abort();
+        CHECK(config_write(&a, out) == 0);
+        char *text = slurp(out);
+        CHECK_CONTAINS(text, "    text:\n      infoBufferSize: 64Ki\n      splitStream: true\n");
+        CHECK_CONTAINS(text, "    json:\n      infoBufferSize: \"1500\"\n");
+        free(text);
+        CHECK(setup(&b, NULL, "--config", out, NULL) == 0);
+        check_same(&a, &b);
+        config_done(&a);
+        config_done(&b);
+        free(out);
+
+        char *path = write_temp("log-options-off.yaml",
+                                "apiVersion: kubeproxy.config.k8s.io/v1alpha1\n"
+                                "kind: KubeProxyConfiguration\n"
+                                "logging:\n"
+                                "  options:\n"
+                                "    json:\n"
+                                "      splitStream: true\n");
+        CHECK(setup(&a, &err, "--config", path, NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "logging.options.json.splitStream: Forbidden: Feature LoggingAlphaOptions is disabled");
+        free(err);
+        config_done(&a);
+        /* Logging flags win over the file, as upstream's copyLogsFromFlags. */
+        CHECK(setup(&a, NULL, "--config", path, "--log-json-split-stream=false", NULL) == 0);
+        CHECK(!a.log_json.split_stream);
+        config_done(&a);
+        free(path);
 }
 
 static void test_round_trip(void) {
@@ -1103,7 +1162,8 @@ static void test_round_trip(void) {
                     "--conntrack-udp-timeout-stream", "2m", "--kubeconfig", "/etc/k k/config: x",
                     "--kube-api-content-type", "application/json", "--kube-api-qps", "0.1", "--kube-api-burst",
                     "3", "--config-sync-period", "30m", "--oom-score-adj", "0", "--profiling",
-                    "--show-hidden-metrics-for-version", "1.30", "--feature-gates", "Zeta=true,Alpha=false",
+                    "--show-hidden-metrics-for-version", "1.30", "--feature-gates",
+                    "WatchListClient=true,APIServingWithRoutine=false",
                     "-v", "6", "--log-flush-frequency", "1s", "--vmodule", "proxier=4,sync*=2", NULL) == 0);
         CHECK(config_write(&a, out) == 0);
         text = slurp(out);
@@ -1112,7 +1172,7 @@ static void test_round_trip(void) {
         CHECK_CONTAINS(text, "healthzBindAddress: \"[fd00::1]:1234\"\n");
         CHECK_CONTAINS(text, "  kubeconfig: \"/etc/k k/config: x\"\n");
         CHECK_CONTAINS(text, "showHiddenMetricsForVersion: \"1.30\"\n");
-        CHECK_CONTAINS(text, "featureGates:\n  Alpha: false\n  Zeta: true\n");
+        CHECK_CONTAINS(text, "featureGates:\n  APIServingWithRoutine: false\n  WatchListClient: true\n");
         CHECK_CONTAINS(text, "nodePortAddresses:\n- 10.0.0.0/8\n- fd00::/64\n");
         CHECK_CONTAINS(text, "  vmodule:\n  - filePattern: proxier\n    verbosity: 4\n  - filePattern: sync*\n");
         CHECK(setup(&b, NULL, "--config", out, NULL) == 0);
@@ -1257,6 +1317,7 @@ int main(void) {
         TEST_RUN(test_file_errors);
         TEST_RUN(test_file_unreadable);
         TEST_RUN(test_json_file);
+        TEST_RUN(test_log_options);
         TEST_RUN(test_round_trip);
         TEST_RUN(test_durations);
         TEST_RUN(test_enums);

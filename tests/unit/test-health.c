@@ -111,7 +111,7 @@ static void test_bind_strings(void) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                int r = health_server_new(l, bad[i], 1000, &h);
+                int r = health_server_new(l, bad[i], 1000, 0, &h);
                 if (r != -EINVAL)
                         fprintf(stderr, "  \"%s\": %d\n", bad[i], r);
                 CHECK(r == -EINVAL);
@@ -119,9 +119,9 @@ static void test_bind_strings(void) {
         }
 
         /* Port 0 (and no address at all) turn the server off. */
-        CHECK(health_server_new(l, "127.0.0.1:0", 1000, &h) == 0 && h == NULL);
-        CHECK(health_server_new(l, "[::1]:00", 1000, &h) == 0 && h == NULL);
-        CHECK(health_server_new(l, NULL, 1000, &h) == 0 && h == NULL);
+        CHECK(health_server_new(l, "127.0.0.1:0", 1000, 0, &h) == 0 && h == NULL);
+        CHECK(health_server_new(l, "[::1]:00", 1000, 0, &h) == 0 && h == NULL);
+        CHECK(health_server_new(l, NULL, 1000, 0, &h) == 0 && h == NULL);
 
         /* A disabled server takes every call. */
         health_server_queued(NULL, 4);
@@ -152,22 +152,79 @@ static void test_bind_errors(void) {
 
         CHECK(hold >= 0);
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(health_server_new(l, addr, 1000, &a) == 0 && a);
+        CHECK(health_server_new(l, addr, 1000, 0, &a) == 0 && a);
         CHECK(health_server_port(a) == port);
-        CHECK(health_server_new(l, addr, 1000, &b) == -EADDRINUSE);
+        CHECK(health_server_new(l, addr, 1000, 0, &b) == -EADDRINUSE);
         CHECK(b == (struct health_server *) l);
         snprintf(addr, sizeof addr, "[127.0.0.1]:%d", port);
-        CHECK(health_server_new(l, addr, 1000, &b) == -EADDRINUSE);
+        CHECK(health_server_new(l, addr, 1000, 0, &b) == -EADDRINUSE);
 
         /* TEST-NET-1 is on no host (unless the kernel lets anyone bind anything). */
         if (!nonlocal_bind_allowed()) {
                 snprintf(addr, sizeof addr, "192.0.2.1:%d", port);
-                CHECK(health_server_new(l, addr, 1000, &b) == -EADDRNOTAVAIL);
+                CHECK(health_server_new(l, addr, 1000, 0, &b) == -EADDRNOTAVAIL);
         }
         CHECK(b == (struct health_server *) l);
 
         CHECK(health_server_free(a) == NULL);
         close(hold);
+        ev_loop_free(l);
+}
+
+/* Without --bind-address-hard-fail (upstream's default): a bind that fails
+ * is retried while the server object lives, and serves once the port is
+ * free. The loop runs until then: no sleep decides it. */
+struct retry_watch {
+        struct health_server *h;
+        struct ev_timer *deadline;
+};
+
+static void on_tick(struct ev_loop *l, void *userdata) {
+        struct retry_watch *w = userdata;
+        if (health_server_port(w->h) != 0) {
+                w->deadline = ev_timer_cancel(l, w->deadline);
+                ev_stop(l);
+        } else {
+                ev_timer_add(l, 5, on_tick, w);
+        }
+}
+
+static void on_deadline(struct ev_loop *l, void *userdata) {
+        struct retry_watch *w = userdata;
+        w->deadline = NULL;
+        ev_stop(l);
+}
+
+static void test_bind_retry(void) {
+        struct ev_loop *l = ev_loop_new();
+        struct retry_watch w = {0};
+        char addr[64];
+        int port, hold = reserve_port(AF_INET, &port);
+
+        CHECK(hold >= 0 && listen(hold, 1) == 0);       /* the port is taken */
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+        CHECK(health_server_new(l, addr, 1000, 20, &w.h) == 0 && w.h);
+        if (!w.h)
+                goto out;
+        CHECK(health_server_port(w.h) == 0);
+        /* Still taken after a few retries. */
+        w.deadline = ev_timer_add(l, 100, on_deadline, &w);
+        CHECK(ev_run(l) == 0);
+        CHECK(health_server_port(w.h) == 0);
+        close(hold);
+        hold = -1;
+        w.deadline = ev_timer_add(l, 10000, on_deadline, &w);
+        ev_timer_add(l, 5, on_tick, &w);
+        CHECK(ev_run(l) == 0);
+        CHECK(health_server_port(w.h) == port);
+        if (health_server_port(w.h) == port)
+                json_decref(get_json(l, port, "/livez", 200));
+        struct health_server *bad = NULL;
+        CHECK(health_server_new(l, "localhost:1", 1000, 20, &bad) == -EINVAL && !bad);      /* never retried */
+out:
+        health_server_free(w.h);
+        if (hold >= 0)
+                close(hold);
         ev_loop_free(l);
 }
 
@@ -181,7 +238,7 @@ static void test_healthz(void) {
         json_t *j, *s;
 
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(health_server_new(l, addr, 60000, &h) == 0 && h);
+        CHECK(health_server_new(l, addr, 60000, 0, &h) == 0 && h);
         if (!h)
                 goto out;
 
@@ -284,7 +341,7 @@ static void test_timeout(void) {
         uint64_t start;
 
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(health_server_new(l, addr, 1, &h) == 0 && h);
+        CHECK(health_server_new(l, addr, 1, 0, &h) == 0 && h);
         if (!h)
                 goto out;
 
@@ -366,7 +423,7 @@ static void test_connections(void) {
         struct script s = {AF_INET, port, NULL};
 
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(health_server_new(l, addr, 60000, &h) == 0 && h);
+        CHECK(health_server_new(l, addr, 60000, 0, &h) == 0 && h);
         health_server_synced(h, 4);
 
         out = run_client(l, script_keepalive, &s);
@@ -400,7 +457,7 @@ static void test_ipv6(void) {
                 return;
         }
         snprintf(addr, sizeof addr, "[::1]:%d", port);
-        CHECK(health_server_new(l, addr, 1000, &h) == 0 && h);
+        CHECK(health_server_new(l, addr, 1000, 0, &h) == 0 && h);
         health_server_synced(h, 4);
         CHECK(request(l, AF_INET6, port, "GET", "/healthz", &r) == 0 && r.status == 200);
         reply_done(&r);
@@ -412,6 +469,7 @@ static void test_ipv6(void) {
 int main(void) {
         TEST_RUN(test_bind_strings);
         TEST_RUN(test_bind_errors);
+        TEST_RUN(test_bind_retry);
         TEST_RUN(test_healthz);
         TEST_RUN(test_timeout);
         TEST_RUN(test_connections);

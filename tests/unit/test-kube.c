@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <jansson.h>
 
+#include "kube/client.h"
 #include "kube/decode.h"
 #include "kube/load.h"
 #include "model/model.h"
+#include "util/inet.h"
 #include "test.h"
 
 struct collect {
@@ -225,6 +227,68 @@ static void test_decode_slice(void) {
         json_decref(j);
 }
 
+static void expect_cidr(const char *text, int want, const char *needle, size_t want_n) {
+        char err[KUBE_ERRLEN], *name = NULL;
+        struct inet_cidr *cidrs = NULL;
+        size_t n = 0;
+        json_t *j = obj(text);
+        int r = kube_decode_service_cidr(j, &name, &cidrs, &n, err);
+        CHECK(r == want);
+        if (r == 0) {
+                CHECK_STREQ(name, needle);
+                CHECK(n == want_n);
+        } else if (!strstr(err, needle)) {
+                fprintf(stderr, "error \"%s\" does not contain \"%s\"\n", err, needle);
+                CHECK(!"error text");
+        }
+        CHECK(r == 0 || (!name && !cidrs));
+        free(name);
+        free(cidrs);
+        json_decref(j);
+}
+
+static void test_decode_service_cidr(void) {
+        expect_cidr("{\"metadata\":{\"name\":\"kubernetes\"},\"spec\":{\"cidrs\":[\"10.96.0.0/12\",\"fd00::/108\"]}}", 0,
+                    "kubernetes", 2);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":[\"10.96.0.0/33\"]}}", -EINVAL,
+                    "spec.cidrs[0]: \"10.96.0.0/33\" is not a CIDR", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":[\"10.96.0.0/16\",\"10.97.0.0/16\"]}}", -EINVAL,
+                    "spec.cidrs: two CIDRs of one IP family", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":[]}}", -EINVAL, "spec.cidrs: missing", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":\"10.0.0.0/8\"}}", -EINVAL,
+                    "spec.cidrs: must be a list", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"cidrs\":[1]}}", -EINVAL, "spec.cidrs[0]", 0);
+        expect_cidr("{\"metadata\":{\"name\":\"Bad Name\"},\"spec\":{\"cidrs\":[\"10.0.0.0/8\"]}}", -EINVAL,
+                    "metadata.name", 0);
+}
+
+/* client-go's token bucket: a burst at once, then one request per 1/qps,
+ * waiters in order; tokens come back with time; qps < 0 is no limit. */
+static void test_rate(void) {
+        struct kube_rate r;
+        kube_rate_init(&r, 5, 10, 1000);
+        for (int i = 0; i < 10; i++)
+                CHECK(kube_rate_take(&r, 1000) == 0);
+        CHECK(kube_rate_take(&r, 1000) == 200);
+        CHECK(kube_rate_take(&r, 1000) == 400);
+        CHECK(kube_rate_take(&r, 2000) == 0);           /* -2 + 5 tokens back */
+        CHECK(kube_rate_take(&r, 2000) == 0);
+        CHECK(kube_rate_take(&r, 2000) == 0);
+        CHECK(kube_rate_take(&r, 2000) == 200);
+        CHECK(kube_rate_take(&r, 100000) == 0);         /* no more than burst saved up */
+        for (int i = 0; i < 9; i++)
+                kube_rate_take(&r, 100000);
+        CHECK(kube_rate_take(&r, 100000) == 200);
+        kube_rate_init(&r, 0, 0, 0);                    /* client-go's defaults */
+        CHECK(r.qps == 5 && r.burst == 10);
+        kube_rate_init(&r, -1, 0, 0);
+        for (int i = 0; i < 1000; i++)
+                CHECK(kube_rate_take(&r, 0) == 0);
+        kube_rate_init(&r, 0.5, 1, 0);
+        CHECK(kube_rate_take(&r, 0) == 0);
+        CHECK(kube_rate_take(&r, 0) == 2000);
+}
+
 static void test_names(void) {
         CHECK(kube_valid_dns_label("kube-system") == 0);
         CHECK(kube_valid_dns_label("-a") < 0);
@@ -244,6 +308,8 @@ int main(void) {
         TEST_RUN(test_decode_service);
         TEST_RUN(test_decode_service_errors);
         TEST_RUN(test_decode_slice);
+        TEST_RUN(test_decode_service_cidr);
+        TEST_RUN(test_rate);
         TEST_RUN(test_names);
         TEST_DONE();
 }

@@ -625,8 +625,15 @@ static void test_bind(void) {
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
         CHECK(metrics_new(l, addr, &c, &a) == 0 && a);
         CHECK(metrics_port(a) == port);
+        /* --bind-address-hard-fail: a taken port is an error; without it
+         * (upstream's default) the server waits for the port, port 0 meanwhile. */
+        c.bind_address_hard_fail = true;
         CHECK(metrics_new(l, addr, &c, &b) == -EADDRINUSE);
         CHECK(b == (struct metrics *) l);
+        c.bind_address_hard_fail = false;
+        CHECK(metrics_new(l, addr, &c, &b) == 0 && b && b != (struct metrics *) l);
+        CHECK(metrics_port(b) == 0);
+        b = metrics_free(b);
 
         /* A disabled server takes every call. */
         metrics_sync_queued(NULL, 4);
@@ -639,7 +646,7 @@ static void test_bind(void) {
         metrics_change_queued(NULL, true);
         metrics_changes_applied(NULL);
         metrics_health_answer(NULL, "healthz", 200);
-        metrics_api_request(NULL, "GET", "h:1", 200, false, 0.1, 10);
+        metrics_api_request(NULL, "GET", "h:1", 200, false, 0.1, 0, 10);
         metrics_api_transport(NULL);
         CHECK(metrics_port(NULL) == 0);
         CHECK(metrics_free(NULL) == NULL);
@@ -974,8 +981,8 @@ out:
 }
 
 /* The API client's requests as client-go's metrics count them: every
- * request by status, method and host; lists also by duration and sizes
- * (and a 0 s rate limiter wait); watches only counted. */
+ * request by status, method and host; lists also by duration, wait for the
+ * rate limit and sizes; watches only counted. */
 static void test_client(void) {
         struct ev_loop *l = ev_loop_new();
         struct kproxy_config c;
@@ -991,11 +998,11 @@ static void test_client(void) {
         if (port <= 0)
                 goto out;
         metrics_api_transport(m);
-        metrics_api_request(m, "GET", "10.0.0.1:6443", 200, false, 0.03, 3000);
-        metrics_api_request(m, "GET", "10.0.0.1:6443", 200, true, 5, 0);
-        metrics_api_request(m, "GET", "10.0.0.1:6443", 410, true, 0.01, 0);
-        metrics_api_request(m, "GET", "10.0.0.1:6443", 0, false, 10, 0);
-        metrics_api_request(m, "GET", "a\"b\\c\nd", 500, false, 0.001, 70);
+        metrics_api_request(m, "GET", "10.0.0.1:6443", 200, false, 0.03, 0.02, 3000);
+        metrics_api_request(m, "GET", "10.0.0.1:6443", 200, true, 5, 0.5, 0);
+        metrics_api_request(m, "GET", "10.0.0.1:6443", 410, true, 0.01, 0, 0);
+        metrics_api_request(m, "GET", "10.0.0.1:6443", 0, false, 10, 0, 0);
+        metrics_api_request(m, "GET", "a\"b\\c\nd", 500, false, 0.001, 0, 70);
         if (!scrape(l, port, e))
                 goto out;
         CHECK(expo_get(e, "rest_client_transport_cache_entries", NULL) == 1);
@@ -1012,7 +1019,10 @@ static void test_client(void) {
         CHECK(expo_get(e, "rest_client_request_duration_seconds_bucket", HOST ",verb=\"GET\",le=\"0.1\"") == 1);
         CHECK(expo_get(e, "rest_client_request_duration_seconds_bucket", HOST ",verb=\"GET\",le=\"15\"") == 2);
         CHECK(expo_get(e, "rest_client_request_duration_seconds_sum", HOST ",verb=\"GET\"") == 10.03);
-        CHECK(expo_get(e, "rest_client_rate_limiter_duration_seconds_bucket", HOST ",verb=\"GET\",le=\"0.005\"") == 2);
+        /* Lists' waits for the rate limit (a watch's 0.5 s is not one). */
+        CHECK(expo_get(e, "rest_client_rate_limiter_duration_seconds_bucket", HOST ",verb=\"GET\",le=\"0.005\"") == 1);
+        CHECK(expo_get(e, "rest_client_rate_limiter_duration_seconds_bucket", HOST ",verb=\"GET\",le=\"0.025\"") == 2);
+        CHECK(expo_get(e, "rest_client_rate_limiter_duration_seconds_sum", HOST ",verb=\"GET\"") == 0.02);
         CHECK(expo_get(e, "rest_client_request_size_bytes_bucket", HOST ",verb=\"GET\",le=\"64\"") == 2);
         /* Only the answered list has a response size. */
         CHECK(expo_get(e, "rest_client_response_size_bytes_count", HOST ",verb=\"GET\"") == 1);

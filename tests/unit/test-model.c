@@ -4,6 +4,8 @@
 
 #include "model/endpoints.h"
 #include "model/model.h"
+#include "model/servicecidrs.h"
+#include "util/inet.h"
 #include "util/cleanup.h"
 #include "util/hmap.h"
 #include "util/intern.h"
@@ -337,6 +339,46 @@ static void test_intern(void) {
         model_free(m);
 }
 
+static struct inet_cidr cidr(const char *s) {
+        struct inet_cidr c;
+        if (inet_cidr_parse(s, &c) < 0)
+                abort();
+        return c;
+}
+
+/* The union of every ServiceCIDR's CIDRs: sorted, unique, and a CIDR two
+ * objects share stays while either has it (upstream keeps one set of
+ * strings and loses it when the first of them goes). */
+static void test_service_cidrs(void) {
+        struct service_cidrs *s = service_cidrs_new();
+        struct inet_cidr a[2] = {cidr("fd00::/108"), cidr("10.96.0.0/12")}, b[1] = {cidr("10.96.0.0/12")},
+                         c[1] = {cidr("10.100.0.0/24")};
+        const struct inet_cidr *all;
+        size_t n;
+        char t[INET_ADDR_STRLEN + 4];
+
+        CHECK(service_cidrs_all(s, &n) == NULL || n == 0);
+        CHECK(service_cidrs_set(s, "kubernetes", a, 2));
+        CHECK(!service_cidrs_set(s, "kubernetes", a, 2));       /* no change */
+        CHECK(!service_cidrs_set(s, "dup", b, 1));              /* already in the union */
+        CHECK(service_cidrs_set(s, "extra", c, 1));
+        all = service_cidrs_all(s, &n);
+        CHECK(n == 3);
+        CHECK_STREQ(inet_cidr_format(&all[0], t), "10.96.0.0/12");
+        CHECK_STREQ(inet_cidr_format(&all[1], t), "10.100.0.0/24");
+        CHECK_STREQ(inet_cidr_format(&all[2], t), "fd00::/108");
+        CHECK(service_cidrs_set(s, "kubernetes", NULL, 0));    /* fd00::/108 goes */
+        all = service_cidrs_all(s, &n);
+        CHECK(n == 2);                                          /* "dup" still holds 10.96.0.0/12 */
+        CHECK_STREQ(inet_cidr_format(&all[0], t), "10.96.0.0/12");
+        CHECK(service_cidrs_set(s, "dup", NULL, 0));
+        CHECK(service_cidrs_set(s, "extra", NULL, 0));
+        service_cidrs_all(s, &n);
+        CHECK(n == 0);
+        CHECK(service_cidrs_free(s) == NULL);
+        CHECK(service_cidrs_free(NULL) == NULL);
+}
+
 int main(void) {
         TEST_RUN(test_hmap);
         TEST_RUN(test_intern);
@@ -346,5 +388,6 @@ int main(void) {
         TEST_RUN(test_endpoint_format);
         TEST_RUN(test_policies);
         TEST_RUN(test_terminating_fallback_local);
+        TEST_RUN(test_service_cidrs);
         TEST_DONE();
 }
