@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The API client's families as component-base's restclient package
- * registers them for client-go (rest_client_*), and kubernetes_build_info.
+ * registers them for client-go (rest_client_*).
  *
  * client-go counts a request in rest_client_requests_total when its
  * response headers arrive (or "<error>" when none came); for a request
@@ -240,61 +240,4 @@ void metrics_write_client_exec_rotation(const struct metrics *m, const struct me
         (void) m;
         metrics_put_header(b, d);
         metrics_put_histogram(b, d, NULL, &empty);
-}
-
-/* ---- kubernetes_build_info ---- */
-
-/* Go's GOARCH names for the machine kproxy was built for. */
-#if defined(__x86_64__)
-#define METRICS_ARCH "amd64"
-#elif defined(__aarch64__)
-#define METRICS_ARCH "arm64"
-#elif defined(__i386__)
-#define METRICS_ARCH "386"
-#elif defined(__arm__)
-#define METRICS_ARCH "arm"
-#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define METRICS_ARCH "ppc64le"
-#elif defined(__s390x__)
-#define METRICS_ARCH "s390x"
-#elif defined(__riscv) && __riscv_xlen == 64
-#define METRICS_ARCH "riscv64"
-#else
-#define METRICS_ARCH "unknown"
-#endif
-
-#if defined(__clang__)
-#define METRICS_COMPILER "clang"
-#else
-#define METRICS_COMPILER "gcc"
-#endif
-
-#ifndef KPROXY_GIT_COMMIT
-#define KPROXY_GIT_COMMIT ""
-#endif
-
-/* Upstream's labels with kproxy's build: git_version is "v" and VERSION,
- * major and minor its first two numbers; there is no Go version, and an
- * unstamped build date is upstream's unstamped one. */
-void metrics_write_build_info(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
-        _cleanup_(buf_done) struct buf labels = BUF_INIT;
-        char major[16] = "", minor[16] = "";
-        unsigned maj, min;
-
-        (void) m;
-        if (sscanf(KPROXY_VERSION, "%u.%u", &maj, &min) == 2) {
-                snprintf(major, sizeof major, "%u", maj);
-                snprintf(minor, sizeof minor, "%u", min);
-        }
-        metrics_put_label(&labels, "build_date", "1970-01-01T00:00:00Z");
-        metrics_put_label(&labels, "compiler", METRICS_COMPILER);
-        metrics_put_label(&labels, "git_commit", KPROXY_GIT_COMMIT);
-        metrics_put_label(&labels, "git_tree_state", "");
-        metrics_put_label(&labels, "git_version", "v" KPROXY_VERSION);
-        metrics_put_label(&labels, "go_version", "");
-        metrics_put_label(&labels, "major", major);
-        metrics_put_label(&labels, "minor", minor);
-        metrics_put_label(&labels, "platform", "linux/" METRICS_ARCH);
-        metrics_put_header(b, d);
-        metrics_put_sample(b, d->name, labels.data, 1);
 }

@@ -79,6 +79,7 @@ enum metrics_family_id {
         MF_SERVICE_CHANGES_PENDING,
         MF_SERVICE_CHANGES_TOTAL,
         MF_BUILD_INFO,
+        MF_FEATURE_ENABLED,
         MF_PROCESS_CPU,
         MF_PROCESS_MAX_FDS,
         MF_PROCESS_NETWORK_RECEIVE,
@@ -142,14 +143,17 @@ void metrics_put_label(struct buf *labels, const char *name, const char *value);
 
 /* ---- families written elsewhere ---- */
 
-/* metrics-client.c: rest_client_*, kubernetes_build_info. The client's
+/* metrics-kubernetes.c: kubernetes_build_info, kubernetes_feature_enabled. */
+void metrics_write_build_info(const struct metrics *m, const struct metrics_desc *d, struct buf *b);
+void metrics_write_feature_enabled(const struct metrics *m, const struct metrics_desc *d, struct buf *b);
+
+/* metrics-client.c: rest_client_*. The client's
  * state is its own; the table's writers reach it through metrics_client_of(). */
 struct metrics_client;
 struct metrics_client *metrics_client_new(void);
 struct metrics_client *metrics_client_free(struct metrics_client *c);
 const struct metrics_client *metrics_client_of(const struct metrics *m);
 struct metrics_client *metrics_client_mut(struct metrics *m);
-void metrics_write_build_info(const struct metrics *m, const struct metrics_desc *d, struct buf *b);
 void metrics_write_client_requests(const struct metrics *m, const struct metrics_desc *d, struct buf *b);
 /* rest_client_*_seconds and _bytes by host and verb; arg: the series' kind. */
 enum metrics_client_histogram {

@@ -395,6 +395,11 @@ static const struct metrics_desc metrics_desc_table[_MF_MAX] = {
                 "build_date,compiler,git_commit,git_tree_state,git_version,go_version,major,minor,platform", ALL,
                 "ALPHA", "Always 1, labelled with the version and build of kproxy",
                 .write = metrics_write_build_info},
+        /* component-base's feature package, filled by kube-proxy's
+         * AddMetrics(): one of the few BETA families. */
+        [MF_FEATURE_ENABLED] = {"kubernetes_feature_enabled", G, "name,stage", ALL, "BETA",
+                "Whether each feature gate is enabled (1) or not (0), with its stage",
+                .write = metrics_write_feature_enabled},
 
         /* The Go client's process collector (no stability level), read at
          * each scrape. */

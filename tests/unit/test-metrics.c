@@ -714,6 +714,16 @@ static void test_fresh(void) {
                 CHECK(strstr(lb, ",platform=\"linux/"));
         }
 
+        /* Every gate of the release, by name and stage, with its value:
+         * PreferSameTrafficDistribution is beta and on by default in 1.34,
+         * a GA gate has an empty stage. */
+        f = expo_family(e, "kubernetes_feature_enabled");
+        CHECK(f && f->n > 100 && strncmp(f->help, "[BETA] ", 7) == 0);
+        CHECK(expo_get(e, "kubernetes_feature_enabled",
+                       "name=\"PreferSameTrafficDistribution\",stage=\"BETA\"") == 1);
+        CHECK(expo_get(e, "kubernetes_feature_enabled", "name=\"AllAlpha\",stage=\"ALPHA\"") == 0);
+        CHECK(expo_get(e, "kubernetes_feature_enabled", "name=\"ComponentSLIs\",stage=\"\"") == 1);
+
         /* Labelled families print nothing before their first value: every
          * ip_family family, health answers, API requests. */
         static const char *const absent[] = {
@@ -946,8 +956,14 @@ static void test_nftables_mode(void) {
         struct expo *e = calloc(1, sizeof *e);
         int hold, port;
 
+        char *args[] = {"--proxy-mode=nftables", "--feature-gates=PreferSameTrafficDistribution=false,AllAlpha=true"};
+        char **rest = NULL;
+        size_t n_rest = 0;
+
         CHECK(config_init(&c) == 0);
-        c.mode = PROXY_MODE_NFTABLES;
+        CHECK(config_parse_args(&c, (int) ELEMENTSOF(args), args, NULL, 0, NULL, &rest, &n_rest) == 0);
+        free(rest);
+        CHECK(c.mode == PROXY_MODE_NFTABLES);
         port = start(l, &c, &m, &hold);
         CHECK(port > 0);
         if (port <= 0)
@@ -970,6 +986,11 @@ static void test_nftables_mode(void) {
         CHECK(!expo_family(e, "kubeproxy_sync_proxy_rules_iptables_total"));
         CHECK(!expo_family(e, "kubeproxy_sync_proxy_rules_iptables_restore_failures_total"));
         CHECK(!expo_family(e, "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total"));
+        /* The gates as set: by name, and alpha ones by AllAlpha. */
+        CHECK(expo_get(e, "kubernetes_feature_enabled",
+                       "name=\"PreferSameTrafficDistribution\",stage=\"BETA\"") == 0);
+        CHECK(expo_get(e, "kubernetes_feature_enabled", "name=\"AllAlpha\",stage=\"ALPHA\"") == 1);
+        CHECK(expo_get(e, "kubernetes_feature_enabled", "name=\"CBORServingAndStorage\",stage=\"ALPHA\"") == 1);
         /* Never separate from the sync's transaction in kproxy: no sample. */
         CHECK(!expo_family(e, "kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total"));
 out:
