@@ -4,14 +4,15 @@
  * struct, written by the sync loop and the API client through small
  * observation functions and turned into Prometheus text only when scraped.
  * One table names every family kube-proxy 1.34 serves (upstream's
- * pkg/proxy/metrics RegisterMetrics(mode), component-base's restclient
- * metrics and build info, the Go client's process collector), with its
- * type, labels, buckets, stability and the modes that serve it; the
- * exposition walks the table in name order, as the Go client sorts it, so
- * a scraper of upstream's kube-proxy reads the same families:
+ * pkg/proxy/metrics RegisterMetrics(mode), component-base's restclient,
+ * build info and feature gate metrics, the Go client's process collector),
+ * with its type, labels, buckets, stability and the modes that serve it;
+ * the exposition walks the table in name order, as the Go client sorts it,
+ * so a scraper of upstream's kube-proxy reads the same families:
  *
- *  - HELP starts with "[ALPHA] " where component-base adds the stability
- *    level (every kube-proxy metric); the process collector has none;
+ *  - HELP starts with "[ALPHA] " (or "[BETA] ") where component-base adds
+ *    the stability level (every kube-proxy metric); the process collector
+ *    has none;
  *  - a plain counter or gauge is printed from the start (as 0), a plain
  *    histogram with all its buckets at 0; a family with labels prints
  *    nothing until its first label values are used (Go's *Vec types), so
