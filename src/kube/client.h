@@ -15,6 +15,7 @@
  * a watch silent for longer than idle_timeout_ms is dropped and restarted.
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct json_t json_t;
@@ -66,6 +67,23 @@ struct kube_client *kube_client_free(struct kube_client *c);
 /* Starts a reflector; events go to fn until the client is freed. */
 int kube_watch_start(struct kube_client *c, const struct kube_watch_opts *o, kube_event_fn fn, void *userdata,
                      struct kube_watch **ret);
+
+/* One request to the API server as client-go's metrics count it: a list
+ * when it is done, a watch when its response headers arrive (or it failed
+ * without any). Called once per request, from the event loop. */
+struct kube_request_report {
+        const char *method;             /* "GET" */
+        const char *host;               /* the server's host[:port], as in its URL */
+        unsigned code;                  /* HTTP status; 0: no response came */
+        bool watch;
+        double seconds;                 /* lists: the whole request, its wait for the rate limit
+                                         * included; watches: until the headers */
+        double waited;                  /* the wait for the client-side rate limit (kube_client_set_rate) */
+        size_t response_bytes;          /* lists: the body read */
+};
+typedef void (*kube_request_fn)(void *userdata, const struct kube_request_report *r);
+/* Reports every later request to fn (NULL: stops). */
+void kube_client_set_observer(struct kube_client *c, kube_request_fn fn, void *userdata);
 
 /* Counters for logs and tests. */
 uint64_t kube_watch_lists(const struct kube_watch *w);     /* completed lists */
