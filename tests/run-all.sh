@@ -21,6 +21,19 @@ run() {
     fi
 }
 
+# The machine's own settings that kproxy's node set-up writes on a real
+# node: no test may change them (tests use namespaces and scratch trees).
+host_settings() {
+    local f
+    for f in /proc/sys/net/netfilter/nf_conntrack_max /proc/sys/net/netfilter/nf_conntrack_tcp_timeout_established \
+        /proc/sys/net/netfilter/nf_conntrack_tcp_timeout_close_wait /proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal \
+        /proc/sys/net/netfilter/nf_conntrack_udp_timeout /proc/sys/net/netfilter/nf_conntrack_udp_timeout_stream \
+        /sys/module/nf_conntrack/parameters/hashsize /proc/sys/net/ipv4/conf/all/route_localnet; do
+        echo "$f $(cat "$f" 2>/dev/null)"
+    done
+}
+host_before=$(host_settings)
+
 for t in "$build"/tests/test-*; do
     [ -x "$t" ] || continue
     run "unit $(basename "$t")" "$t"
@@ -41,6 +54,16 @@ run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
 run deploy env KPROXY_BUILD="$build" python3 "$here/deploy/test_deploy.py"
 run e2e env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2EIptables
 run e2e-nft env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2ENftables
+
+host_unchanged() {
+    local after
+    after=$(host_settings)
+    [ "$host_before" = "$after" ] && return 0
+    echo "the machine's own settings changed during the tests:"
+    diff <(echo "$host_before") <(echo "$after")
+    return 1
+}
+run host-settings-unchanged host_unchanged
 
 echo "$build: $((suites - bad)) passed, $bad failed"
 [ "$bad" -eq 0 ]

@@ -154,6 +154,14 @@ bool config_feature_enabled(const struct kproxy_config *c, const char *gate) {
         return all ? all->enabled : g->def;
 }
 
+void config_features_foreach(const struct kproxy_config *c,
+                             void (*fn)(void *ctx, const char *name, const char *stage, bool enabled), void *ctx) {
+        for (size_t i = 0; i < config_gates_count; i++)
+                if (config_gates[i].stage != CONFIG_GATE_PRE_ALPHA)
+                        fn(ctx, config_gates[i].name, config_gate_stage_to_string(config_gates[i].stage),
+                           config_feature_enabled(c, config_gates[i].name));
+}
+
 /* ---- --help -------------------------------------------------------------------- */
 
 /* featuregate sorts the whole "Name=true|false (...)" lines, so a name

@@ -181,6 +181,12 @@ const struct config_sync *config_mode_sync(const struct kproxy_config *c);
  * gates (asserted, as upstream panics). Meaningful after config_finish(),
  * which refuses unknown and locked settings. */
 bool config_feature_enabled(const struct kproxy_config *c, const char *gate);
+/* Calls fn for every gate of the release (those upstream's featuregate
+ * GetAll() gives), in name order: its stage as featuregate spells it
+ * ("ALPHA", "BETA", "" for GA, "DEPRECATED") and its effective value.
+ * Upstream's kubernetes_feature_enabled metric lists the same. */
+void config_features_foreach(const struct kproxy_config *c,
+                             void (*fn)(void *ctx, const char *name, const char *stage, bool enabled), void *ctx);
 
 const char *proxy_mode_to_string(enum proxy_mode m);
 enum proxy_mode proxy_mode_from_string(const char *s);

@@ -4,12 +4,16 @@
  * reports them for kube-proxy (component-base registers it unannotated, so
  * no "[ALPHA]"). Its procfs backend reads /proc/self/stat (CPU ticks at
  * USER_HZ, virtual size, resident pages, start time in ticks after boot),
- * /proc/stat's btime, counts /proc/self/fd, and takes the soft limits of
- * open files and address space, where "unlimited" is 2^64-1.
+ * /proc/stat's btime, counts /proc/self/fd, takes the soft limits of open
+ * files and address space, where "unlimited" is 2^64-1, and (client_golang
+ * 1.20 on, so kube-proxy 1.34) the IpExt InOctets and OutOctets of
+ * /proc/self/net/netstat: the network namespace's IP traffic, whoever sent
+ * it, under a per-process name.
  *
  * Read at scrape time, straight from procfs: small files that the kernel
  * answers without blocking.
  */
+#include "http/metrics-internal.h"
 #include "http/metrics.h"
 
 #include <dirent.h>
@@ -138,46 +142,95 @@ static int process_limit(int resource, double *ret) {
         return 0;
 }
 
-void metrics_process_write(struct buf *b) {
+/* /proc/self/net/netstat: pairs of lines, a header "IpExt: Name ..." and
+ * its values "IpExt: 1 ...". A missing column reads as 0, as procfs leaves
+ * it unset and the collector prints 0. */
+static int process_read_octets(uint64_t *ret_in, uint64_t *ret_out) {
+        char text[32768];
+        char *names = NULL, *values = NULL, *save_n, *save_v;
+        uint64_t in = 0, out = 0;
+        ssize_t n = process_read("/proc/self/net/netstat", text, sizeof text);
+
+        if (n < 0)
+                return (int) n;
+        for (char *line = text; line && *line;) {
+                char *nl = strchr(line, '\n');
+
+                if (nl)
+                        *nl = '\0';
+                if (strncmp(line, "IpExt: ", 7) == 0) {
+                        if (!names)
+                                names = line + 7;
+                        else if (!values)
+                                values = line + 7;
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        if (!names || !values)
+                return -ENOENT;
+        for (char *k = strtok_r(names, " ", &save_n), *v = strtok_r(values, " ", &save_v); k && v;
+             k = strtok_r(NULL, " ", &save_n), v = strtok_r(NULL, " ", &save_v)) {
+                if (strcmp(k, "InOctets") == 0)
+                        in = strtoull(v, NULL, 10);
+                else if (strcmp(k, "OutOctets") == 0)
+                        out = strtoull(v, NULL, 10);
+        }
+        *ret_in = in;
+        *ret_out = out;
+        return 0;
+}
+
+static void process_put(struct buf *b, const struct metrics_desc *d, double v) {
+        metrics_put_header(b, d);
+        metrics_put_sample(b, d->name, NULL, v);
+}
+
+/* One family, read now; a value that cannot be read leaves it out, as the
+ * collector reports an error instead of the sample. */
+void metrics_write_process(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        size_t n;
+        enum metrics_family_id id = (enum metrics_family_id) (d - metrics_descs(&n));
         struct process_stat st;
         long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
-        bool have_stat = process_read_stat(&st) >= 0 && hz > 0 && page > 0;
-        uint64_t btime = 0, fds = 0;
+        uint64_t btime = 0, fds = 0, in = 0, out = 0;
         double limit = 0;
 
-        if (have_stat) {
-                metrics_put_family(b, "process_cpu_seconds_total", "counter",
-                                   "CPU time the process has used, user and system, in seconds.");
-                metrics_put_sample(b, "process_cpu_seconds_total", NULL,
-                                   (double) (st.utime + st.stime) / (double) hz);
-        }
-        if (process_limit(RLIMIT_NOFILE, &limit) >= 0) {
-                metrics_put_family(b, "process_max_fds", "gauge", "Soft limit on open file descriptors.");
-                metrics_put_sample(b, "process_max_fds", NULL, limit);
-        }
-        if (process_count_fds(&fds) >= 0) {
-                metrics_put_family(b, "process_open_fds", "gauge", "File descriptors the process has open.");
-                metrics_put_sample(b, "process_open_fds", NULL, (double) fds);
-        }
-        if (have_stat) {
-                metrics_put_family(b, "process_resident_memory_bytes", "gauge",
-                                   "Memory the process has resident, in bytes.");
-                metrics_put_sample(b, "process_resident_memory_bytes", NULL, (double) st.rss * (double) page);
-        }
-        if (have_stat && process_read_btime(&btime) >= 0) {
-                metrics_put_family(b, "process_start_time_seconds", "gauge",
-                                   "Unix time the process started, in seconds.");
-                metrics_put_sample(b, "process_start_time_seconds", NULL,
-                                   (double) btime + (double) st.starttime / (double) hz);
-        }
-        if (have_stat) {
-                metrics_put_family(b, "process_virtual_memory_bytes", "gauge",
-                                   "Virtual address space of the process, in bytes.");
-                metrics_put_sample(b, "process_virtual_memory_bytes", NULL, (double) st.vsize);
-        }
-        if (process_limit(RLIMIT_AS, &limit) >= 0) {
-                metrics_put_family(b, "process_virtual_memory_max_bytes", "gauge",
-                                   "Soft limit on the virtual address space, in bytes.");
-                metrics_put_sample(b, "process_virtual_memory_max_bytes", NULL, limit);
+        (void) m;
+        switch (id) {
+        case MF_PROCESS_CPU:
+                if (process_read_stat(&st) >= 0 && hz > 0)
+                        process_put(b, d, (double) (st.utime + st.stime) / (double) hz);
+                break;
+        case MF_PROCESS_MAX_FDS:
+                if (process_limit(RLIMIT_NOFILE, &limit) >= 0)
+                        process_put(b, d, limit);
+                break;
+        case MF_PROCESS_NETWORK_RECEIVE:
+        case MF_PROCESS_NETWORK_TRANSMIT:
+                if (process_read_octets(&in, &out) >= 0)
+                        process_put(b, d, (double) (id == MF_PROCESS_NETWORK_RECEIVE ? in : out));
+                break;
+        case MF_PROCESS_OPEN_FDS:
+                if (process_count_fds(&fds) >= 0)
+                        process_put(b, d, (double) fds);
+                break;
+        case MF_PROCESS_RESIDENT:
+                if (process_read_stat(&st) >= 0 && page > 0)
+                        process_put(b, d, (double) st.rss * (double) page);
+                break;
+        case MF_PROCESS_START_TIME:
+                if (process_read_stat(&st) >= 0 && hz > 0 && process_read_btime(&btime) >= 0)
+                        process_put(b, d, (double) btime + (double) st.starttime / (double) hz);
+                break;
+        case MF_PROCESS_VIRTUAL:
+                if (process_read_stat(&st) >= 0)
+                        process_put(b, d, (double) st.vsize);
+                break;
+        case MF_PROCESS_VIRTUAL_MAX:
+                if (process_limit(RLIMIT_AS, &limit) >= 0)
+                        process_put(b, d, limit);
+                break;
+        default:
+                break;
         }
 }

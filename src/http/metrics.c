@@ -1,38 +1,42 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Principle of the metrics server: a fixed set of counters, gauges and
- * histograms in one struct, written by the sync loop through small
+ * Principle of the metrics server: counters, gauges and histograms in one
+ * struct, written by the sync loop and the API client through small
  * observation functions and turned into Prometheus text only when scraped.
- * No registry: every family kube-proxy 1.31/1.32 exposes in iptables mode is
- * spelled out below, in the order the Go client sorts them (by name), so the
- * exposition is what a scraper of upstream's kube-proxy sees:
+ * One table names every family kube-proxy 1.34 serves (upstream's
+ * pkg/proxy/metrics RegisterMetrics(mode), component-base's restclient,
+ * build info and feature gate metrics, the Go client's process collector),
+ * with its type, labels, buckets, stability and the modes that serve it;
+ * the exposition walks the table in name order, as the Go client sorts it,
+ * so a scraper of upstream's kube-proxy reads the same families:
  *
- *  - names, types, labels and buckets are upstream's (pkg/proxy/metrics);
- *  - HELP starts with "[ALPHA] ", which component-base adds for the
- *    stability level of every kube-proxy metric;
- *  - a plain counter or gauge is printed from the start (as 0), a histogram
- *    with all its buckets at 0; a family with a label prints nothing until a
- *    first label value is used (Go's *Vec types);
+ *  - HELP starts with "[ALPHA] " (or "[BETA] ") where component-base adds
+ *    the stability level (every kube-proxy metric); the process collector
+ *    has none;
+ *  - a plain counter or gauge is printed from the start (as 0), a plain
+ *    histogram with all its buckets at 0; a family with labels prints
+ *    nothing until its first label values are used (Go's *Vec types), so
+ *    most ip_family families appear with the first sync;
+ *  - the ip_family label is "IPv4" or "IPv6": upstream's proxiers are one
+ *    per family, and so are kproxy's observations;
  *  - numbers are formatted like Go's strconv.FormatFloat(v, 'g', -1, 64).
  *
- * Kubernetes 1.33 added an ip_family label to most kubeproxy_ families; the
- * observation API has no family, so kproxy serves the 1.31/1.32 shape.
- *
- * Served next to /metrics, as upstream's metrics server does: /healthz
- * (component-base's healthz with only its "ping" check), /proxyMode and
- * /configz. Everything else is Go's 404.
+ * Go's runtime families (go_*) are left out: kproxy is not a Go program.
+ * The HELP texts are kproxy's own words.
  */
 #include "http/metrics.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "apply/nfacct.h"
 #include "config/config.h"
+#include "http/metrics-internal.h"
 #include "http/mhd.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -43,13 +47,23 @@
  * misbehaving client can hold. */
 #define METRICS_CONNECTION_LIMIT 256u
 
+/* Upstream's ip_family values; index 0 is IPv4, 1 IPv6. */
+#define METRICS_IP_FAMILIES 2
+static const char *const metrics_ip_family_table[METRICS_IP_FAMILIES] = {"IPv4", "IPv6"};
+
+static int metrics_ip_family(uint8_t family) {
+        assert(family == 4 || family == 6);
+        return family == 6 ? 1 : family == 4 ? 0 : -EINVAL;
+}
+
+/* Upstream sets these two tables only: kube-proxy's iptables rules live
+ * there. Sorted, as Go sorts label values. */
 enum metrics_table {
         METRICS_TABLE_FILTER,
         METRICS_TABLE_NAT,
         _METRICS_TABLE_MAX,
 };
 
-/* Upstream sets these two only: kube-proxy's iptables rules live there. */
 static const char *const metrics_table_table[_METRICS_TABLE_MAX] = {
         [METRICS_TABLE_FILTER] = "filter",
         [METRICS_TABLE_NAT] = "nat",
@@ -73,46 +87,27 @@ static int metrics_lookup(const char *const *table, size_t n, const char *s) {
         return -EINVAL;
 }
 
-/* Upstream's buckets. The sync histograms use ExponentialBuckets(0.001, 2,
- * 15): 1 ms to 16.384 s, each bound the previous one doubled (in floating
- * point, as Go computes them). Network programming merges linear ranges
- * after a leading 0 (component-base's MergeBuckets starts from one zero
- * bucket): 0.25 s, 0.5 s, then whole seconds to 59, every 5 s to 115, every
- * 30 s to 5 min. */
-#define METRICS_SYNC_BUCKETS 15
-#define METRICS_NETPROG_BUCKETS (1 + 2 + 59 + 12 + 7)
-#define METRICS_MAX_BUCKETS METRICS_NETPROG_BUCKETS
-
-static void metrics_bounds_init(double sync[METRICS_SYNC_BUCKETS], double netprog[METRICS_NETPROG_BUCKETS]) {
-        double v = 0.001;
-        size_t n = 0;
-
-        for (size_t i = 0; i < METRICS_SYNC_BUCKETS; i++, v *= 2)
-                sync[i] = v;
-
-        netprog[n++] = 0;
-        for (v = 0.25; n < 1 + 2; v += 0.25)
-                netprog[n++] = v;
-        for (v = 1; n < 1 + 2 + 59; v += 1)
-                netprog[n++] = v;
-        for (v = 60; n < 1 + 2 + 59 + 12; v += 5)
-                netprog[n++] = v;
-        for (v = 120; n < METRICS_NETPROG_BUCKETS; v += 30)
-                netprog[n++] = v;
-}
-
-struct metrics_histogram {
-        const double *bounds;
-        size_t n_bounds;
-        uint64_t counts[METRICS_MAX_BUCKETS];   /* per bucket, not cumulative */
-        uint64_t count;                         /* also the +Inf bucket */
-        double sum;
-};
-
-/* One value of a labelled gauge; unset values are not printed. */
+/* A value of a labelled counter or gauge; unset ones are not printed. */
 struct metrics_slot {
         bool set;
         double value;
+};
+
+struct metrics_hslot {
+        bool set;
+        struct metrics_histogram h;
+};
+
+/* What one IP family's proxier reports. The writers of the ip_family
+ * families find their field by its offset (the table's arg). */
+struct metrics_fam {
+        struct metrics_hslot sync, sync_full, sync_partial, network_programming, conntrack;
+        struct metrics_slot last_sync, last_queued;
+        struct metrics_slot apply_failures;     /* iptables-restore / nftables transaction failures */
+        struct metrics_slot partial_failures;
+        struct metrics_slot conntrack_deleted;
+        struct metrics_slot rules_total[_METRICS_TABLE_MAX], rules_last[_METRICS_TABLE_MAX];
+        struct metrics_slot no_local[_METRICS_POLICY_MAX];
 };
 
 /* A counter labelled with HTTP status codes. Health answers use two codes,
@@ -124,21 +119,23 @@ struct metrics_codes {
         uint64_t count[METRICS_MAX_CODES];
 };
 
+/* iptables mode's reader of the nfacct counters. A scrape uses it (and
+ * changes its socket's state), so it lives outside the struct metrics a
+ * scrape only reads. */
+struct metrics_acct {
+        struct nfacct *reader;
+        bool missing[_NFACCT_COUNTER_MAX];      /* the log has been told */
+};
+
 struct metrics {
         struct mhd_server *server;
         const struct kproxy_config *config;
-        bool iptables;                  /* the iptables-only families are served */
-
-        double sync_bounds[METRICS_SYNC_BUCKETS];
-        double network_programming_bounds[METRICS_NETPROG_BUCKETS];
-        struct metrics_histogram sync, sync_full, sync_partial, network_programming;
-        double last_sync, last_queued;  /* Unix seconds; 0 until first set */
-        bool sync_failed;               /* the sync in progress has failed */
+        unsigned mode;                          /* METRICS_IPTABLES or METRICS_NFTABLES */
+        struct metrics_acct *acct;              /* NULL: no nfacct families */
+        struct metrics_client *client;
+        struct metrics_fam fam[METRICS_IP_FAMILIES];
         uint64_t endpoint_changes_pending, endpoint_changes_total;
         uint64_t service_changes_pending, service_changes_total;
-        uint64_t restore_failures, partial_restore_failures;
-        struct metrics_slot rules_total[_METRICS_TABLE_MAX], rules_last[_METRICS_TABLE_MAX];
-        struct metrics_slot no_local_endpoints[_METRICS_POLICY_MAX];
         struct metrics_codes healthz, livez;
 };
 
@@ -150,67 +147,419 @@ static double metrics_now(void) {
         return (double) ((int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec) / 1e9;
 }
 
-static void metrics_histogram_init(struct metrics_histogram *h, const double *bounds, size_t n) {
-        *h = (struct metrics_histogram) {.bounds = bounds, .n_bounds = n};
+static struct metrics_fam *metrics_fam(struct metrics *m, uint8_t family) {
+        int i = metrics_ip_family(family);
+
+        return i < 0 ? NULL : &m->fam[i];
 }
 
-/* As client_golang: the first bucket whose upper bound is >= v; a value
- * above every bound lands only in +Inf. */
-static void metrics_histogram_observe(struct metrics_histogram *h, double v) {
-        for (size_t i = 0; i < h->n_bounds; i++)
-                if (v <= h->bounds[i]) {
-                        h->counts[i]++;
-                        break;
+static void metrics_hslot_observe(struct metrics_hslot *s, const struct metrics_desc *d, double v) {
+        s->set = true;
+        metrics_histogram_observe(&s->h, d, v);
+}
+
+static void metrics_slot_add(struct metrics_slot *s, double v) {
+        s->set = true;
+        s->value += v;
+}
+
+static void metrics_slot_set(struct metrics_slot *s, double v) {
+        *s = (struct metrics_slot) {true, v};
+}
+
+/* ---- the families ---- */
+
+
+/* The ip_family families: a histogram or a value per family, at the
+ * table's offset in struct metrics_fam. */
+static void metrics_write_fam_histogram(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        _cleanup_(buf_done) struct buf labels = BUF_INIT;
+        bool header = false;
+
+        for (size_t i = 0; i < METRICS_IP_FAMILIES; i++) {
+                const struct metrics_hslot *s = (const void *) ((const char *) &m->fam[i] + d->arg);
+
+                if (!s->set)
+                        continue;
+                if (!header)
+                        metrics_put_header(b, d);
+                header = true;
+                buf_clear(&labels);
+                metrics_put_label(&labels, "ip_family", metrics_ip_family_table[i]);
+                metrics_put_histogram(b, d, labels.data, &s->h);
+        }
+}
+
+/* Values per family and, for n > 1, per second label (table or policy). */
+static void metrics_write_fam_slots(const struct metrics *m, const struct metrics_desc *d, struct buf *b,
+                                    const char *label, const char *const *values, size_t n) {
+        _cleanup_(buf_done) struct buf labels = BUF_INIT;
+        bool header = false;
+
+        for (size_t i = 0; i < METRICS_IP_FAMILIES; i++) {
+                const struct metrics_slot *s = (const void *) ((const char *) &m->fam[i] + d->arg);
+
+                for (size_t j = 0; j < n; j++) {
+                        if (!s[j].set)
+                                continue;
+                        if (!header)
+                                metrics_put_header(b, d);
+                        header = true;
+                        buf_clear(&labels);
+                        metrics_put_label(&labels, "ip_family", metrics_ip_family_table[i]);
+                        if (label)
+                                metrics_put_label(&labels, label, values[j]);
+                        metrics_put_sample(b, d->name, labels.data, s[j].value);
                 }
-        h->count++;
-        h->sum += v;
+        }
 }
 
-void metrics_sync_done(struct metrics *m, bool full, double seconds) {
-        if (!m)
+static void metrics_write_fam_value(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        metrics_write_fam_slots(m, d, b, NULL, NULL, 1);
+}
+
+static void metrics_write_fam_table(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        metrics_write_fam_slots(m, d, b, "table", metrics_table_table, _METRICS_TABLE_MAX);
+}
+
+static void metrics_write_fam_policy(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        metrics_write_fam_slots(m, d, b, "traffic_policy", metrics_policy_table, _METRICS_POLICY_MAX);
+}
+
+/* The plain counters and gauges: the uint64_t at the table's offset in
+ * struct metrics. */
+static void metrics_write_scalar(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        const uint64_t *v = (const void *) ((const char *) m + d->arg);
+
+        metrics_put_header(b, d);
+        metrics_put_sample(b, d->name, NULL, (double) *v);
+}
+
+/* Go sorts label values as strings; three-digit codes sort the same either
+ * way. */
+static void metrics_write_codes(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        const struct metrics_codes *c = (const void *) ((const char *) m + d->arg);
+        char labels[32];
+
+        if (c->n == 0)
+                return;
+        metrics_put_header(b, d);
+        for (size_t i = 0; i < c->n; i++) {
+                snprintf(labels, sizeof labels, "code=\"%u\"", c->code[i]);
+                metrics_put_sample(b, d->name, labels, (double) c->count[i]);
+        }
+}
+
+/* Upstream's nfacct collector: the counter's packets, read now; a counter
+ * that cannot be read prints no sample, and the family nothing. Upstream
+ * logs an error on every such scrape; kproxy tells the log once, until the
+ * counter is back. */
+static void metrics_write_nfacct(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        enum nfacct_counter c = (enum nfacct_counter) d->arg;
+        struct metrics_acct *a = m->acct;
+        uint64_t packets;
+        int r;
+
+        if (!a)
+                return;
+        r = nfacct_get(a->reader, c, &packets);
+        if (r < 0) {
+                if (!a->missing[c])
+                        log_warning_errno(r, "Failed to read nfacct counter %s for %s, leaving it out",
+                                          nfacct_counter_to_string(c), d->name);
+                a->missing[c] = true;
+                return;
+        }
+        a->missing[c] = false;
+        metrics_put_header(b, d);
+        metrics_put_sample(b, d->name, NULL, (double) packets);
+}
+
+/* Upstream's buckets. The sync and conntrack histograms use
+ * ExponentialBuckets(0.001, 2, 15): 1 ms to 16.384 s, each bound the
+ * previous one doubled (exact in binary, so these literals are the same
+ * doubles Go computes). Network programming merges linear ranges after a
+ * leading 0 (component-base's MergeBuckets starts from one zero bucket):
+ * 0.25 s, 0.5 s, then whole seconds to 59, every 5 s to 115, every 30 s to
+ * 5 min. */
+static const double metrics_sync_buckets[] = {
+        0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384,
+};
+
+static const double metrics_netprog_buckets[] = {
+        0, 0.25, 0.5,
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+        21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+        41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59,
+        60, 65, 70, 75, 80, 85, 90, 95, 100, 105, 110, 115,
+        120, 150, 180, 210, 240, 270, 300,
+};
+
+/* component-base's restclient buckets: latencies from 5 ms to a minute,
+ * sizes from 64 bytes to 16 MiB, certificate ages from 10 minutes to 4
+ * years. */
+static const double metrics_latency_buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60};
+static const double metrics_size_buckets[] = {
+        64, 256, 512, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216,
+};
+static const double metrics_rotation_buckets[] = {
+        600, 1800, 3600, 14400, 86400, 604800, 2592000, 7776000, 15552000, 31104000, 124416000,
+};
+
+#define BUCKETS(a) .buckets = (a), .n_buckets = ELEMENTSOF(a)
+#define FAM(field) .arg = offsetof(struct metrics_fam, field)
+#define TOP(field) .arg = offsetof(struct metrics, field)
+#define IPT METRICS_IPTABLES
+#define NFT METRICS_NFTABLES
+#define ALL METRICS_ALL
+#define C METRICS_COUNTER
+#define G METRICS_GAUGE
+#define H METRICS_HISTOGRAM
+
+/* Everything kube-proxy 1.34 serves, sorted by name (tests/unit/
+ * metrics-upstream.txt is the same list, taken from upstream). */
+static const struct metrics_desc metrics_desc_table[_MF_MAX] = {
+        [MF_CONNTRACK_DELETED] = {"kubeproxy_conntrack_reconciler_deleted_entries_total", C, "ip_family", IPT | NFT,
+                "ALPHA", "Stale UDP conntrack entries the reconciler deleted",
+                .write = metrics_write_fam_value, FAM(conntrack_deleted)},
+        [MF_CONNTRACK_DURATION] = {"kubeproxy_conntrack_reconciler_sync_duration_seconds", H, "ip_family", IPT | NFT,
+                "ALPHA", "Seconds a run of the UDP conntrack reconciler took", BUCKETS(metrics_sync_buckets),
+                .write = metrics_write_fam_histogram, FAM(conntrack)},
+        [MF_NFACCT_INVALID] = {"kubeproxy_iptables_ct_state_invalid_dropped_packets_total", C, "", IPT, "ALPHA",
+                "Packets the iptables rules dropped for a conntrack state of INVALID",
+                .write = metrics_write_nfacct, .arg = NFACCT_COUNTER_CT_STATE_INVALID},
+        [MF_NFACCT_LOCALHOST] = {"kubeproxy_iptables_localhost_nodeports_accepted_packets_total", C, "", IPT,
+                "ALPHA", "Packets the iptables rules accepted for a NodePort on a loopback address",
+                .write = metrics_write_nfacct, .arg = NFACCT_COUNTER_LOCALHOST_NODEPORTS},
+        [MF_NETWORK_PROGRAMMING] = {"kubeproxy_network_programming_duration_seconds", H, "ip_family", ALL, "ALPHA",
+                "Seconds from a change to a Service or its endpoints in the API to the rules for it being in "
+                "the kernel", BUCKETS(metrics_netprog_buckets),
+                .write = metrics_write_fam_histogram, FAM(network_programming)},
+        [MF_HEALTHZ] = {"kubeproxy_proxy_healthz_total", C, "code", ALL, "ALPHA",
+                "Answers of the proxy's /healthz, by HTTP status", .write = metrics_write_codes, TOP(healthz)},
+        [MF_LIVEZ] = {"kubeproxy_proxy_livez_total", C, "code", ALL, "ALPHA",
+                "Answers of the proxy's /livez, by HTTP status", .write = metrics_write_codes, TOP(livez)},
+        [MF_SYNC_FULL] = {"kubeproxy_sync_full_proxy_rules_duration_seconds", H, "ip_family", IPT | NFT, "ALPHA",
+                "Seconds a full sync of the proxy rules took", BUCKETS(metrics_sync_buckets),
+                .write = metrics_write_fam_histogram, FAM(sync_full)},
+        [MF_SYNC_PARTIAL] = {"kubeproxy_sync_partial_proxy_rules_duration_seconds", H, "ip_family", IPT | NFT,
+                "ALPHA", "Seconds a partial sync of the proxy rules took", BUCKETS(metrics_sync_buckets),
+                .write = metrics_write_fam_histogram, FAM(sync_partial)},
+        [MF_SYNC] = {"kubeproxy_sync_proxy_rules_duration_seconds", H, "ip_family", ALL, "ALPHA",
+                "Seconds a sync of the proxy rules took, full or partial", BUCKETS(metrics_sync_buckets),
+                .write = metrics_write_fam_histogram, FAM(sync)},
+        [MF_ENDPOINT_CHANGES_PENDING] = {"kubeproxy_sync_proxy_rules_endpoint_changes_pending", G, "", ALL, "ALPHA",
+                "EndpointSlice changes not yet in the proxy rules", .write = metrics_write_scalar,
+                TOP(endpoint_changes_pending)},
+        [MF_ENDPOINT_CHANGES_TOTAL] = {"kubeproxy_sync_proxy_rules_endpoint_changes_total", C, "", ALL, "ALPHA",
+                "EndpointSlice changes seen since start", .write = metrics_write_scalar,
+                TOP(endpoint_changes_total)},
+        [MF_IPTABLES_LAST] = {"kubeproxy_sync_proxy_rules_iptables_last", G, "ip_family,table", IPT, "ALPHA",
+                "iptables rules kube-proxy wrote in its last sync, by table", .write = metrics_write_fam_table,
+                FAM(rules_last)},
+        [MF_IPTABLES_PARTIAL_FAILURES] = {"kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", C,
+                "ip_family", IPT, "ALPHA", "iptables-restore runs of partial syncs that failed",
+                .write = metrics_write_fam_value, FAM(partial_failures)},
+        [MF_IPTABLES_RESTORE_FAILURES] = {"kubeproxy_sync_proxy_rules_iptables_restore_failures_total", C,
+                "ip_family", IPT, "ALPHA", "iptables-restore runs that failed", .write = metrics_write_fam_value,
+                FAM(apply_failures)},
+        [MF_IPTABLES_TOTAL] = {"kubeproxy_sync_proxy_rules_iptables_total", G, "ip_family,table", IPT, "ALPHA",
+                "iptables rules kube-proxy owns, by table", .write = metrics_write_fam_table, FAM(rules_total)},
+        [MF_LAST_QUEUED] = {"kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds", G, "ip_family", ALL,
+                "ALPHA", "Unix time a sync of the proxy rules was last asked for", .write = metrics_write_fam_value,
+                FAM(last_queued)},
+        [MF_LAST_SYNC] = {"kubeproxy_sync_proxy_rules_last_timestamp_seconds", G, "ip_family", ALL, "ALPHA",
+                "Unix time of the last successful sync of the proxy rules", .write = metrics_write_fam_value,
+                FAM(last_sync)},
+        /* Upstream counts the failures of the separate transaction that
+         * deletes chains which went out of use at least a second ago. kproxy
+         * deletes them in the sync's own transaction (proxy/nftsync.c), so a
+         * failure there is a failed sync, counted below: this one never
+         * has a sample. */
+        [MF_NFTABLES_CLEANUP_FAILURES] = {"kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total", C,
+                "ip_family", NFT, "ALPHA", "Separate deletions of unused nftables chains that failed"},
+        [MF_NFTABLES_SYNC_FAILURES] = {"kubeproxy_sync_proxy_rules_nftables_sync_failures_total", C, "ip_family",
+                NFT, "ALPHA", "nftables transactions of syncs that failed", .write = metrics_write_fam_value,
+                FAM(apply_failures)},
+        [MF_NO_LOCAL_ENDPOINTS] = {"kubeproxy_sync_proxy_rules_no_local_endpoints_total", G,
+                "ip_family,traffic_policy", ALL, "ALPHA",
+                "Service ports with a Local traffic policy and no local endpoints, by policy",
+                .write = metrics_write_fam_policy, FAM(no_local)},
+        [MF_SERVICE_CHANGES_PENDING] = {"kubeproxy_sync_proxy_rules_service_changes_pending", G, "", ALL, "ALPHA",
+                "Service changes not yet in the proxy rules", .write = metrics_write_scalar,
+                TOP(service_changes_pending)},
+        [MF_SERVICE_CHANGES_TOTAL] = {"kubeproxy_sync_proxy_rules_service_changes_total", C, "", ALL, "ALPHA",
+                "Service changes seen since start", .write = metrics_write_scalar, TOP(service_changes_total)},
+
+        /* component-base's version package. */
+        [MF_BUILD_INFO] = {"kubernetes_build_info", G,
+                "build_date,compiler,git_commit,git_tree_state,git_version,go_version,major,minor,platform", ALL,
+                "ALPHA", "Always 1, labelled with the version and build of kproxy",
+                .write = metrics_write_build_info},
+        /* component-base's feature package, filled by kube-proxy's
+         * AddMetrics(): one of the few BETA families. */
+        [MF_FEATURE_ENABLED] = {"kubernetes_feature_enabled", G, "name,stage", ALL, "BETA",
+                "Whether each feature gate is enabled (1) or not (0), with its stage",
+                .write = metrics_write_feature_enabled},
+
+        /* The Go client's process collector (no stability level), read at
+         * each scrape. */
+        [MF_PROCESS_CPU] = {"process_cpu_seconds_total", C, "", ALL, NULL,
+                "CPU time the process has used, user and system, in seconds.", .write = metrics_write_process},
+        [MF_PROCESS_MAX_FDS] = {"process_max_fds", G, "", ALL, NULL, "Soft limit on open file descriptors.",
+                .write = metrics_write_process},
+        [MF_PROCESS_NETWORK_RECEIVE] = {"process_network_receive_bytes_total", C, "", ALL, NULL,
+                "Bytes received over IP in the process's network namespace.", .write = metrics_write_process},
+        [MF_PROCESS_NETWORK_TRANSMIT] = {"process_network_transmit_bytes_total", C, "", ALL, NULL,
+                "Bytes sent over IP in the process's network namespace.", .write = metrics_write_process},
+        [MF_PROCESS_OPEN_FDS] = {"process_open_fds", G, "", ALL, NULL, "File descriptors the process has open.",
+                .write = metrics_write_process},
+        [MF_PROCESS_RESIDENT] = {"process_resident_memory_bytes", G, "", ALL, NULL,
+                "Memory the process has resident, in bytes.", .write = metrics_write_process},
+        [MF_PROCESS_START_TIME] = {"process_start_time_seconds", G, "", ALL, NULL,
+                "Unix time the process started, in seconds.", .write = metrics_write_process},
+        [MF_PROCESS_VIRTUAL] = {"process_virtual_memory_bytes", G, "", ALL, NULL,
+                "Virtual address space of the process, in bytes.", .write = metrics_write_process},
+        [MF_PROCESS_VIRTUAL_MAX] = {"process_virtual_memory_max_bytes", G, "", ALL, NULL,
+                "Soft limit on the virtual address space, in bytes.", .write = metrics_write_process},
+
+        /* component-base's restclient package, fed by client-go. kproxy runs
+         * no exec credential plugin (no calls, no certificate rotation: the
+         * TTL is +Inf, as upstream's without one) and never retries a
+         * request after a Retry-After answer (a retry is a new request). */
+        [MF_CLIENT_EXEC_CALLS] = {"rest_client_exec_plugin_call_total", C, "call_status,code", ALL, "ALPHA",
+                "Calls of an exec credential plugin, by outcome and exit code"},
+        [MF_CLIENT_EXEC_ROTATION] = {"rest_client_exec_plugin_certificate_rotation_age", H, "", ALL, "ALPHA",
+                "Seconds an exec plugin's client certificate lived before it was rotated",
+                BUCKETS(metrics_rotation_buckets), .write = metrics_write_client_exec_rotation},
+        [MF_CLIENT_EXEC_TTL] = {"rest_client_exec_plugin_ttl_seconds", G, "", ALL, "ALPHA",
+                "Seconds until the first exec plugin client certificate expires; +Inf without one",
+                .write = metrics_write_client_exec_ttl},
+        [MF_CLIENT_RATE_LIMITER] = {"rest_client_rate_limiter_duration_seconds", H, "host,verb", ALL, "ALPHA",
+                "Seconds requests waited for the client-side rate limiter, by verb and host",
+                BUCKETS(metrics_latency_buckets), .write = metrics_write_client_histogram,
+                .arg = METRICS_CLIENT_RATE_LIMITER},
+        [MF_CLIENT_DURATION] = {"rest_client_request_duration_seconds", H, "host,verb", ALL, "ALPHA",
+                "Seconds requests to the API server took, by verb and host", BUCKETS(metrics_latency_buckets),
+                .write = metrics_write_client_histogram, .arg = METRICS_CLIENT_DURATION},
+        [MF_CLIENT_RETRIES] = {"rest_client_request_retries_total", C, "code,host,verb", ALL, "ALPHA",
+                "Requests retried after a Retry-After answer, by status, verb and host"},
+        [MF_CLIENT_REQUEST_SIZE] = {"rest_client_request_size_bytes", H, "host,verb", ALL, "ALPHA",
+                "Bytes of request bodies sent to the API server, by verb and host", BUCKETS(metrics_size_buckets),
+                .write = metrics_write_client_histogram, .arg = METRICS_CLIENT_REQUEST_SIZE},
+        [MF_CLIENT_REQUESTS] = {"rest_client_requests_total", C, "code,host,method", ALL, "ALPHA",
+                "Requests to the API server, by HTTP status (<error>: no answer), method and host",
+                .write = metrics_write_client_requests},
+        [MF_CLIENT_RESPONSE_SIZE] = {"rest_client_response_size_bytes", H, "host,verb", ALL, "ALPHA",
+                "Bytes of response bodies read from the API server, by verb and host", BUCKETS(metrics_size_buckets),
+                .write = metrics_write_client_histogram, .arg = METRICS_CLIENT_RESPONSE_SIZE},
+        [MF_CLIENT_TRANSPORT_ENTRIES] = {"rest_client_transport_cache_entries", G, "", ALL, "ALPHA",
+                "Transports to API servers the client keeps", .write = metrics_write_client_transport, .arg = 0},
+        [MF_CLIENT_TRANSPORT_CALLS] = {"rest_client_transport_create_calls_total", C, "result", ALL, "ALPHA",
+                "Transports asked for, by whether one was kept already (hit), made and kept (miss) or made "
+                "unkept (uncacheable)", .write = metrics_write_client_transport, .arg = 1},
+};
+
+#undef H
+#undef G
+#undef C
+#undef ALL
+#undef NFT
+#undef IPT
+#undef TOP
+#undef FAM
+#undef BUCKETS
+
+const struct metrics_desc *metrics_descs(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(metrics_desc_table);
+        return metrics_desc_table;
+}
+
+/* ---- observations ---- */
+
+void metrics_sync_queued(struct metrics *m, uint8_t family) {
+        struct metrics_fam *f;
+
+        if (!m || !(f = metrics_fam(m, family)))
+                return;
+        metrics_slot_set(&f->last_queued, metrics_now());
+}
+
+void metrics_sync_done(struct metrics *m, uint8_t family, bool full, bool ok, double seconds) {
+        struct metrics_fam *f;
+
+        if (!m || !(f = metrics_fam(m, family)))
                 return;
         /* Upstream observes every sync, failed or not, and moves the
          * timestamp ("proxy rules were last successfully synced") only after
          * a success. */
-        metrics_histogram_observe(&m->sync, seconds);
-        metrics_histogram_observe(full ? &m->sync_full : &m->sync_partial, seconds);
-        if (!m->sync_failed)
-                m->last_sync = metrics_now();
-        m->sync_failed = false;
+        metrics_hslot_observe(&f->sync, &metrics_desc_table[MF_SYNC], seconds);
+        if (full)
+                metrics_hslot_observe(&f->sync_full, &metrics_desc_table[MF_SYNC_FULL], seconds);
+        else
+                metrics_hslot_observe(&f->sync_partial, &metrics_desc_table[MF_SYNC_PARTIAL], seconds);
+        if (ok)
+                metrics_slot_set(&f->last_sync, metrics_now());
 }
 
-void metrics_sync_failed(struct metrics *m) {
-        if (m)
-                m->sync_failed = true;
-}
+void metrics_apply_failed(struct metrics *m, uint8_t family, bool partial) {
+        struct metrics_fam *f;
 
-void metrics_restore_failed(struct metrics *m, bool partial) {
-        if (!m)
+        if (!m || !(f = metrics_fam(m, family)))
                 return;
-        m->restore_failures++;
+        metrics_slot_add(&f->apply_failures, 1);
         if (partial)
-                m->partial_restore_failures++;
-        m->sync_failed = true;
+                metrics_slot_add(&f->partial_failures, 1);
 }
 
-void metrics_rules(struct metrics *m, const char *table, size_t total, size_t last) {
+void metrics_rules(struct metrics *m, uint8_t family, const char *table, size_t total, size_t last) {
+        struct metrics_fam *f;
         int t;
 
-        if (!m)
+        if (!m || !(f = metrics_fam(m, family)))
                 return;
         t = metrics_lookup(metrics_table_table, _METRICS_TABLE_MAX, table);
         assert(t >= 0);
         if (t < 0)
                 return;
-        m->rules_total[t] = (struct metrics_slot) {true, (double) total};
-        m->rules_last[t] = (struct metrics_slot) {true, (double) last};
+        metrics_slot_set(&f->rules_total[t], (double) total);
+        metrics_slot_set(&f->rules_last[t], (double) last);
+}
+
+void metrics_no_local_endpoints(struct metrics *m, uint8_t family, const char *policy, size_t n) {
+        struct metrics_fam *f;
+        int p;
+
+        if (!m || !(f = metrics_fam(m, family)))
+                return;
+        p = metrics_lookup(metrics_policy_table, _METRICS_POLICY_MAX, policy);
+        assert(p >= 0);
+        if (p < 0)
+                return;
+        metrics_slot_set(&f->no_local[p], (double) n);
+}
+
+void metrics_network_programming(struct metrics *m, uint8_t family, double seconds) {
+        struct metrics_fam *f;
+
+        if (m && (f = metrics_fam(m, family)))
+                metrics_hslot_observe(&f->network_programming, &metrics_desc_table[MF_NETWORK_PROGRAMMING], seconds);
+}
+
+void metrics_conntrack_reconciled(struct metrics *m, uint8_t family, double seconds, size_t deleted) {
+        struct metrics_fam *f;
+
+        if (!m || !(f = metrics_fam(m, family)))
+                return;
+        /* Upstream adds the count even when it is 0: the series exists
+         * from the first run. */
+        metrics_hslot_observe(&f->conntrack, &metrics_desc_table[MF_CONNTRACK_DURATION], seconds);
+        metrics_slot_add(&f->conntrack_deleted, (double) deleted);
 }
 
 void metrics_change_queued(struct metrics *m, bool endpoints) {
         if (!m)
                 return;
-        /* Every change counts towards the totals; upstream's Sync() then
-         * stamps the queue time. */
         if (endpoints) {
                 m->endpoint_changes_total++;
                 m->endpoint_changes_pending++;
@@ -218,7 +567,6 @@ void metrics_change_queued(struct metrics *m, bool endpoints) {
                 m->service_changes_total++;
                 m->service_changes_pending++;
         }
-        m->last_queued = metrics_now();
 }
 
 void metrics_changes_applied(struct metrics *m) {
@@ -226,23 +574,6 @@ void metrics_changes_applied(struct metrics *m) {
                 return;
         m->endpoint_changes_pending = 0;
         m->service_changes_pending = 0;
-}
-
-void metrics_network_programming(struct metrics *m, double seconds) {
-        if (m)
-                metrics_histogram_observe(&m->network_programming, seconds);
-}
-
-void metrics_no_local_endpoints(struct metrics *m, const char *policy, size_t n) {
-        int p;
-
-        if (!m)
-                return;
-        p = metrics_lookup(metrics_policy_table, _METRICS_POLICY_MAX, policy);
-        assert(p >= 0);
-        if (p < 0)
-                return;
-        m->no_local_endpoints[p] = (struct metrics_slot) {true, (double) n};
 }
 
 static void metrics_codes_inc(struct metrics_codes *c, unsigned code) {
@@ -276,314 +607,32 @@ void metrics_health_answer(struct metrics *m, const char *what, unsigned code) {
                 assert(!"metrics_health_answer: what is \"healthz\" or \"livez\"");
 }
 
-/* strconv.FormatFloat(v, 'g', -1, 64): the shortest digits that read back
- * as v, in exponent form when the decimal exponent is below -4 or at least
- * 6 (Go's shortest 'g' decides with a precision of 6, whatever the number
- * of digits): 100000 and 0.0001, but 1e+06, 1.234567e+06 and 1e-05. The
- * exponent has at least two digits. The specials are Prometheus' +Inf, -Inf
- * and NaN. */
-void metrics_format_float(struct buf *b, double v) {
-        char e[40], digits[24];
-        int nd = 0, exp;
-        const char *p;
+/* ---- the exposition ---- */
 
-        if (isnan(v)) {
-                buf_puts(b, "NaN");
-                return;
-        }
-        if (isinf(v)) {
-                buf_puts(b, v > 0 ? "+Inf" : "-Inf");
-                return;
-        }
-        if (v == 0) {           /* -0 too, as Go's writer does */
-                buf_putc(b, '0');
-                return;
-        }
-        /* The correctly rounded p-digit value is the shortest that round-trips
-         * for the smallest p that round-trips at all. */
-        for (int prec = 1; prec <= 17; prec++) {
-                snprintf(e, sizeof e, "%.*e", prec - 1, v);
-                if (strtod(e, NULL) == v)
-                        break;
-        }
-        p = e;
-        if (*p == '-')
-                p++;
-        for (; *p && *p != 'e'; p++)
-                if (*p >= '0' && *p <= '9')
-                        digits[nd++] = *p;
-        exp = atoi(p + 1);
-        if (exp < -4 || exp >= 6) {
-                buf_puts(b, e); /* C's %e has Go's layout: d.ddde+XX */
-                return;
-        }
-        if (v < 0)
-                buf_putc(b, '-');
-        if (exp < 0) {
-                buf_puts(b, "0.");
-                for (int i = -1; i > exp; i--)
-                        buf_putc(b, '0');
-                buf_put(b, digits, (size_t) nd);
-                return;
-        }
-        for (int i = 0; i <= exp; i++)
-                buf_putc(b, i < nd ? digits[i] : '0');
-        if (nd > exp + 1) {
-                buf_putc(b, '.');
-                buf_put(b, digits + exp + 1, (size_t) (nd - exp - 1));
-        }
+const struct metrics_client *metrics_client_of(const struct metrics *m) {
+        return m->client;
 }
 
-void metrics_put_family(struct buf *b, const char *name, const char *type, const char *help) {
-        buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+struct metrics_client *metrics_client_mut(struct metrics *m) {
+        return m->client;
 }
 
-void metrics_put_sample(struct buf *b, const char *name, const char *labels, double v) {
-        buf_puts(b, name);
-        if (labels)
-                buf_printf(b, "{%s}", labels);
-        buf_putc(b, ' ');
-        metrics_format_float(b, v);
-        buf_putc(b, '\n');
+const struct kproxy_config *metrics_config(const struct metrics *m) {
+        return m->config;
 }
 
-static void metrics_put_histogram(struct buf *b, const char *name, const char *help,
-                                  const struct metrics_histogram *h) {
-        uint64_t cumulative = 0;
-
-        metrics_put_family(b, name, "histogram", help);
-        for (size_t i = 0; i < h->n_bounds; i++) {
-                cumulative += h->counts[i];
-                buf_printf(b, "%s_bucket{le=\"", name);
-                metrics_format_float(b, h->bounds[i]);
-                buf_puts(b, "\"} ");
-                metrics_format_float(b, (double) cumulative);
-                buf_putc(b, '\n');
-        }
-        buf_printf(b, "%s_bucket{le=\"+Inf\"} ", name);
-        metrics_format_float(b, (double) h->count);
-        buf_printf(b, "\n%s_sum ", name);
-        metrics_format_float(b, h->sum);
-        buf_printf(b, "\n%s_count ", name);
-        metrics_format_float(b, (double) h->count);
-        buf_putc(b, '\n');
-}
-
-static void metrics_put_scalar(struct buf *b, const char *name, const char *type, const char *help, double v) {
-        metrics_put_family(b, name, type, help);
-        metrics_put_sample(b, name, NULL, v);
-}
-
-/* A labelled gauge: nothing at all until some value has been set. The
- * label values come from fixed tables, already sorted as Go sorts them. */
-static void metrics_put_slots(struct buf *b, const char *name, const char *help, const char *label,
-                              const char *const *values, const struct metrics_slot *slots, size_t n) {
-        bool any = false;
-        char labels[64];
-
+static void metrics_write_descs(const struct metrics *m, const struct metrics_desc *d, size_t n, struct buf *b) {
         for (size_t i = 0; i < n; i++)
-                any = any || slots[i].set;
-        if (!any)
-                return;
-        metrics_put_family(b, name, "gauge", help);
-        for (size_t i = 0; i < n; i++) {
-                if (!slots[i].set)
-                        continue;
-                snprintf(labels, sizeof labels, "%s=\"%s\"", label, values[i]);
-                metrics_put_sample(b, name, labels, slots[i].value);
-        }
+                if ((d[i].modes & m->mode) && d[i].write)
+                        d[i].write(m, &d[i], b);
 }
 
-/* Go sorts label values as strings; three-digit codes sort the same either
- * way. */
-static void metrics_put_codes(struct buf *b, const char *name, const char *help, const struct metrics_codes *c) {
-        char labels[32];
-
-        if (c->n == 0)
-                return;
-        metrics_put_family(b, name, "counter", help);
-        for (size_t i = 0; i < c->n; i++) {
-                snprintf(labels, sizeof labels, "code=\"%u\"", c->code[i]);
-                metrics_put_sample(b, name, labels, (double) c->count[i]);
-        }
-}
-
-#define P "kubeproxy_"
-#define SYNC P "sync_proxy_rules_"
-
-static void metrics_write(const struct metrics *m, struct buf *b) {
+void metrics_write(const struct metrics *m, struct buf *b) {
         assert(m);
-
-        metrics_put_histogram(b, P "network_programming_duration_seconds",
-                              "[ALPHA] Seconds from a change to a Service or its endpoints in the API to the "
-                              "rules for it being in the kernel",
-                              &m->network_programming);
-        metrics_put_codes(b, P "proxy_healthz_total", "[ALPHA] Answers of the proxy's /healthz, by HTTP status",
-                          &m->healthz);
-        metrics_put_codes(b, P "proxy_livez_total", "[ALPHA] Answers of the proxy's /livez, by HTTP status",
-                          &m->livez);
-        if (m->iptables) {
-                metrics_put_histogram(b, P "sync_full_proxy_rules_duration_seconds",
-                                      "[ALPHA] Seconds a full sync of the proxy rules took", &m->sync_full);
-                metrics_put_histogram(b, P "sync_partial_proxy_rules_duration_seconds",
-                                      "[ALPHA] Seconds a partial sync of the proxy rules took", &m->sync_partial);
-        }
-        metrics_put_histogram(b, SYNC "duration_seconds",
-                              "[ALPHA] Seconds a sync of the proxy rules took, full or partial", &m->sync);
-        metrics_put_scalar(b, SYNC "endpoint_changes_pending", "gauge",
-                           "[ALPHA] EndpointSlice changes not yet in the proxy rules",
-                           (double) m->endpoint_changes_pending);
-        metrics_put_scalar(b, SYNC "endpoint_changes_total", "counter",
-                           "[ALPHA] EndpointSlice changes seen since start", (double) m->endpoint_changes_total);
-        if (m->iptables) {
-                metrics_put_slots(b, SYNC "iptables_last",
-                                  "[ALPHA] iptables rules kube-proxy wrote in its last sync, by table", "table",
-                                  metrics_table_table, m->rules_last, _METRICS_TABLE_MAX);
-                metrics_put_scalar(b, SYNC "iptables_partial_restore_failures_total", "counter",
-                                   "[ALPHA] iptables-restore runs of partial syncs that failed",
-                                   (double) m->partial_restore_failures);
-                metrics_put_scalar(b, SYNC "iptables_restore_failures_total", "counter",
-                                   "[ALPHA] iptables-restore runs that failed", (double) m->restore_failures);
-                metrics_put_slots(b, SYNC "iptables_total",
-                                  "[ALPHA] iptables rules kube-proxy owns, by table", "table",
-                                  metrics_table_table, m->rules_total, _METRICS_TABLE_MAX);
-        }
-        metrics_put_scalar(b, SYNC "last_queued_timestamp_seconds", "gauge",
-                           "[ALPHA] Unix time a sync of the proxy rules was last asked for", m->last_queued);
-        metrics_put_scalar(b, SYNC "last_timestamp_seconds", "gauge",
-                           "[ALPHA] Unix time of the last successful sync of the proxy rules", m->last_sync);
-        if (!m->iptables)
-                metrics_put_scalar(b, SYNC "nftables_sync_failures_total", "counter",
-                                   "[ALPHA] nftables syncs whose transaction failed", (double) m->restore_failures);
-        metrics_put_slots(b, SYNC "no_local_endpoints_total",
-                          "[ALPHA] Services with a Local traffic policy and no local endpoints, by policy",
-                          "traffic_policy", metrics_policy_table, m->no_local_endpoints, _METRICS_POLICY_MAX);
-        metrics_put_scalar(b, SYNC "service_changes_pending", "gauge",
-                           "[ALPHA] Service changes not yet in the proxy rules",
-                           (double) m->service_changes_pending);
-        metrics_put_scalar(b, SYNC "service_changes_total", "counter", "[ALPHA] Service changes seen since start",
-                           (double) m->service_changes_total);
-
-        /* The Go client's process collector, unannotated ("process_" sorts
-         * after "kubeproxy_"). */
-        metrics_process_write(b);
+        metrics_write_descs(m, metrics_desc_table, _MF_MAX, b);
 }
 
-#undef SYNC
-#undef P
-
-/* component-base's healthz with no checks installs "ping", which always
- * passes: "ok", or with ?verbose the list of checks. ?exclude=NAME skips a
- * check; names that match none are listed in a warning, sorted and quoted. */
-struct metrics_healthz_args {
-        bool verbose;
-        bool exclude_ping;
-        size_t n_unknown;
-        const char *unknown[16];
-};
-
-static void metrics_healthz_arg(void *userdata, const char *key, const char *value) {
-        struct metrics_healthz_args *a = userdata;
-
-        if (strcmp(key, "verbose") == 0)
-                a->verbose = true;
-        if (strcmp(key, "exclude") != 0)
-                return;
-        value = value ? value : "";
-        if (strcmp(value, "ping") == 0) {
-                a->exclude_ping = true;
-                return;
-        }
-        for (size_t i = 0; i < a->n_unknown; i++)
-                if (strcmp(a->unknown[i], value) == 0)
-                        return;
-        if (a->n_unknown < ELEMENTSOF(a->unknown))
-                a->unknown[a->n_unknown++] = value;
-}
-
-static int metrics_strcmp(const void *a, const void *b) {
-        return strcmp(*(const char *const *) a, *(const char *const *) b);
-}
-
-/* Go's %q, for the names of checks that could not be excluded. */
-static void metrics_put_quoted(struct buf *b, const char *s) {
-        buf_putc(b, '"');
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (*p == '"' || *p == '\\')
-                        buf_printf(b, "\\%c", *p);
-                else if (*p < 0x20 || *p >= 0x7f)
-                        buf_printf(b, "\\x%02x", *p);
-                else
-                        buf_putc(b, (char) *p);
-        }
-        buf_putc(b, '"');
-}
-
-static void metrics_healthz(const struct mhd_request *req, struct mhd_reply *reply) {
-        struct metrics_healthz_args a = {0};
-
-        mhd_request_foreach_arg(req, metrics_healthz_arg, &a);
-        reply->content_type = "text/plain; charset=utf-8";
-        reply->nosniff = true;
-        if (!a.verbose) {
-                buf_puts(&reply->body, "ok");
-                return;
-        }
-        buf_puts(&reply->body, a.exclude_ping ? "[+]ping excluded: ok\n" : "[+]ping ok\n");
-        if (a.n_unknown > 0) {
-                qsort(a.unknown, a.n_unknown, sizeof a.unknown[0], metrics_strcmp);
-                buf_puts(&reply->body, "warn: some health checks cannot be excluded: no matches for ");
-                for (size_t i = 0; i < a.n_unknown; i++) {
-                        if (i > 0)
-                                buf_putc(&reply->body, ',');
-                        metrics_put_quoted(&reply->body, a.unknown[i]);
-                }
-                buf_putc(&reply->body, '\n');
-        }
-        buf_puts(&reply->body, "healthz check passed\n");
-}
-
-/* Paths are exact, as on upstream's PathRecorderMux, and the method is
- * ignored, as its handlers do. */
-static void metrics_handle(void *userdata, const struct mhd_request *req, struct mhd_reply *reply) {
-        struct metrics *m = userdata;
-        const char *path = mhd_request_path(req);
-
-        if (strcmp(path, "/metrics") == 0) {
-                /* What promhttp negotiates for a client that does not ask
-                 * for protobuf; kproxy only speaks the text format. */
-                reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
-                metrics_write(m, &reply->body);
-        } else if (strcmp(path, "/healthz") == 0) {
-                metrics_healthz(req, reply);
-        } else if (strcmp(path, "/healthz/ping") == 0) {
-                /* A bare check handler sets no type; Go sniffs text/plain. */
-                reply->content_type = "text/plain; charset=utf-8";
-                buf_puts(&reply->body, "ok");
-        } else if (strcmp(path, "/proxyMode") == 0) {
-                reply->content_type = "text/plain; charset=utf-8";
-                reply->nosniff = true;
-                buf_puts(&reply->body, proxy_mode_to_string(m->config->mode));
-        } else if (strcmp(path, "/configz") == 0) {
-                int r;
-
-                /* configz marshals a map of one component's config. */
-                reply->content_type = "application/json";
-                reply->nosniff = true;
-                buf_puts(&reply->body, "{\"kubeproxy.config.k8s.io\":");
-                r = config_format_json(m->config, &reply->body);
-                buf_putc(&reply->body, '}');
-                if (r < 0) {
-                        /* Go's http.Error after a failed json.Marshal. */
-                        buf_clear(&reply->body);
-                        buf_printf(&reply->body, "error marshaling json: %s\n", strerror(-r));
-                        reply->status = 500;
-                        reply->content_type = "text/plain; charset=utf-8";
-                }
-        } else {
-                mhd_reply_not_found(reply);
-        }
-}
+/* ---- the server ---- */
 
 static void metrics_freep(struct metrics **m) {
         metrics_free(*m);
@@ -616,15 +665,28 @@ int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config 
         if (!m)
                 return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
         m->config = c;
-        m->iptables = c->mode == PROXY_MODE_IPTABLES;
-        metrics_bounds_init(m->sync_bounds, m->network_programming_bounds);
-        metrics_histogram_init(&m->sync, m->sync_bounds, METRICS_SYNC_BUCKETS);
-        metrics_histogram_init(&m->sync_full, m->sync_bounds, METRICS_SYNC_BUCKETS);
-        metrics_histogram_init(&m->sync_partial, m->sync_bounds, METRICS_SYNC_BUCKETS);
-        metrics_histogram_init(&m->network_programming, m->network_programming_bounds, METRICS_NETPROG_BUCKETS);
+        m->mode = c->mode == PROXY_MODE_NFTABLES ? METRICS_NFTABLES : METRICS_IPTABLES;
+        m->client = metrics_client_new();
+        if (!m->client)
+                return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
+        /* Upstream's nfacct collectors exist when a netlink client could be
+         * made; the counters themselves are read (or found missing) at each
+         * scrape. */
+        if (m->mode == METRICS_IPTABLES) {
+                _cleanup_free_ struct metrics_acct *acct = calloc(1, sizeof *acct);
+
+                if (!acct)
+                        return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
+                r = nfacct_open(&acct->reader);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to open nfnetlink_acct, the nfacct packet counters will not be "
+                                          "served");
+                else
+                        m->acct = TAKE_PTR(acct);
+        }
 
         r = mhd_server_new(l, "metrics server", &a, port, METRICS_CONNECTION_LIMIT,
-                           c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, metrics_handle, m, &m->server);
+                           c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, metrics_http_handle, m, &m->server);
         if (r < 0)
                 /* Upstream: "starting metrics server failed: listen tcp ...". */
                 return log_error_errno(r, "Failed to start metrics server on %s", bind);
@@ -638,6 +700,10 @@ struct metrics *metrics_free(struct metrics *m) {
         if (!m)
                 return NULL;
         mhd_server_free(m->server);
+        if (m->acct)
+                nfacct_close(m->acct->reader);
+        free(m->acct);
+        metrics_client_free(m->client);
         free(m);
         return NULL;
 }

@@ -61,6 +61,10 @@ struct kube_watch {
         bool optional;          /* a 404 or 403 list means "none" (kube_watch_opts) */
         bool unserved;          /* the last list got one */
         bool reserved;          /* holds a rate-limiter token for its next request */
+        double wait_started;    /* when the reserved token was asked for (monotonic seconds) */
+        double waited;          /* the next request's wait for its token */
+        double started;         /* the current request's start, its wait included (monotonic seconds) */
+        bool reported;          /* ... has been reported to the observer */
 };
 
 struct kube_client {
@@ -71,6 +75,9 @@ struct kube_client {
         struct ev_timer *curl_timer;
         struct kube_watch *watches;
         unsigned seed;
+        kube_request_fn observer;
+        void *observer_ud;
+        char *host;             /* the server's host[:port], for the observer */
 };
 
 static void watch_begin_list(struct kube_watch *w);
@@ -237,6 +244,50 @@ static void on_retry(struct ev_loop *l, void *userdata) {
                 watch_begin_list(w);
 }
 
+/* --- the request observer --- */
+
+static double monotonic_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* The current request, once: its status so far (0 when no response came). */
+static void report_request(struct kube_watch *w) {
+        struct kube_client *c = w->client;
+        long code = 0;
+
+        if (w->reported || !w->easy || !c->observer)
+                return;
+        w->reported = true;
+        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
+        c->observer(c->observer_ud, &(struct kube_request_report) {
+                .method = "GET",
+                .host = c->host,
+                .code = code > 0 && code < 1000 ? (unsigned) code : 0,
+                .watch = w->phase == PHASE_WATCH,
+                .seconds = monotonic_s() - w->started,
+                .waited = w->waited,
+                .response_bytes = w->body.len,
+        });
+}
+
+/* A watch is counted when its response headers are complete (the empty
+ * line), as client-go counts it when the response starts. */
+static size_t on_watch_header(char *data, size_t size, size_t nmemb, void *userdata) {
+        struct kube_watch *w = userdata;
+        size_t n = size * nmemb;
+
+        if ((n == 2 && data[0] == '\r' && data[1] == '\n') || (n == 1 && data[0] == '\n'))
+                report_request(w);
+        return n;
+}
+
+void kube_client_set_observer(struct kube_client *c, kube_request_fn fn, void *userdata) {
+        c->observer = fn;
+        c->observer_ud = userdata;
+}
+
 static void stop_transfer(struct kube_watch *w) {
         w->idle = ev_timer_cancel(w->client->loop, w->idle);
         if (w->easy) {
@@ -276,6 +327,7 @@ static void on_idle(struct ev_loop *l, void *userdata) {
         w->idle = NULL;
         log_warning("%s: watch silent for %llu ms, restarting it", w->path, (unsigned long long) w->idle_ms);
         w->n_restarts++;
+        report_request(w);      /* a watch whose headers never came */
         stop_transfer(w);
         watch_begin_watch(w);
 }
@@ -415,12 +467,16 @@ static int start_request(struct kube_watch *w, const char *url, bool watching) {
         }
         if (watching) {
                 curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_watch_data);
+                curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_watch_header);
+                curl_easy_setopt(e, CURLOPT_HEADERDATA, w);
         } else {
                 curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_list_data);
                 curl_easy_setopt(e, CURLOPT_TIMEOUT, (long) LIST_TIMEOUT_S);
         }
         curl_easy_setopt(e, CURLOPT_WRITEDATA, w);
         w->easy = e;
+        w->started = monotonic_s() - w->waited;         /* client-go times its wait too */
+        w->reported = false;
         if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
                 stop_transfer(w);
                 return -ENOMEM;
@@ -438,17 +494,21 @@ static void base_url(struct kube_watch *w, struct buf *url) {
                 append_param(url, "fieldSelector", w->field_selector);
 }
 
-/* client-go's client-side rate limit: every request (list page or watch)
- * takes a token first. Without one, the request waits for its reserved
- * token on the retry timer, in the phase it was about to start. */
+/* client-go's client-side rate limit: every list request (a page) takes a
+ * token first; watches do not (client-go exempts them on purpose). Without
+ * a token, the list waits for its reserved one on the retry timer. */
 static bool throttled(struct kube_watch *w, enum phase phase) {
         if (w->reserved) {
                 w->reserved = false;
+                w->waited = monotonic_s() - w->wait_started;
                 return false;
         }
         uint64_t wait = kube_rate_take(&w->client->rate, ev_now_ms(w->client->loop));
-        if (wait == 0)
+        if (wait == 0) {
+                w->waited = 0;
                 return false;
+        }
+        w->wait_started = monotonic_s();
         stop_transfer(w);
         w->phase = phase;
         w->reserved = true;
@@ -481,8 +541,6 @@ static void watch_begin_watch(struct kube_watch *w) {
         struct buf url = BUF_INIT;
         char t[16];
 
-        if (throttled(w, PHASE_WATCH))
-                return;
         w->phase = PHASE_WATCH;
         w->got_event = false;
         base_url(w, &url);
@@ -579,6 +637,7 @@ static void log_status(struct kube_watch *w, long code) {
 static void finish_transfer(struct kube_watch *w, CURLcode res) {
         long code = 0;
         curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
+        report_request(w);
 
         /* A 410 status, or a 410 ERROR event in the stream (the data callback
          * then switched the phase to LIST and aborted the transfer). */
@@ -646,6 +705,20 @@ static void check_done(struct kube_client *c) {
 
 /* --- lifecycle --- */
 
+/* client-go's label: the URL's host, with its port when the URL has one
+ * ("https://10.96.0.1:443/x" gives "10.96.0.1:443"). */
+static char *server_host(const char *server) {
+        const char *p = server ? strstr(server, "://") : NULL;
+        p = p ? p + 3 : server ? server : "";
+        size_t n = strcspn(p, "/?#");
+        const char *at = memchr(p, '@', n);
+        if (at) {
+                n -= (size_t) (at + 1 - p);
+                p = at + 1;
+        }
+        return strndup(p, n);
+}
+
 int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_client **ret) {
         static bool global_init;
         struct kube_client *c;
@@ -662,8 +735,14 @@ int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_clien
         c->conn = conn;
         c->seed = (unsigned) time(NULL) ^ (unsigned) getpid();
         kube_rate_init(&c->rate, 0, 0, ev_now_ms(l));
+        c->host = server_host(conn->server);
+        if (!c->host) {
+                free(c);
+                return -ENOMEM;
+        }
         c->multi = curl_multi_init();
         if (!c->multi) {
+                free(c->host);
                 free(c);
                 return -ENOMEM;
         }
@@ -722,6 +801,7 @@ struct kube_client *kube_client_free(struct kube_client *c) {
         }
         c->curl_timer = ev_timer_cancel(c->loop, c->curl_timer);
         curl_multi_cleanup(c->multi);
+        free(c->host);
         free(c);
         return NULL;
 }

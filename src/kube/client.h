@@ -15,6 +15,7 @@
  * a watch silent for longer than idle_timeout_ms is dropped and restarted.
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct json_t json_t;
@@ -48,9 +49,9 @@ struct kube_watch_opts {
 
 /* The client borrows conn and loop; both must outlive it. Returns 0 or -errno. */
 int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_client **ret);
-/* The client-side rate limit of every request (clientConnection.qps and
- * .burst): client-go's token bucket; 0 means its defaults (5 and 10), a
- * negative qps no limit. The default until set. */
+/* The client-side rate limit of list requests (clientConnection.qps and
+ * .burst; client-go exempts watches): its token bucket; 0 means its
+ * defaults (5 and 10), a negative qps no limit. The default until set. */
 void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst);
 
 /* The token bucket, on its own for tests: how long the request taken at
@@ -66,6 +67,23 @@ struct kube_client *kube_client_free(struct kube_client *c);
 /* Starts a reflector; events go to fn until the client is freed. */
 int kube_watch_start(struct kube_client *c, const struct kube_watch_opts *o, kube_event_fn fn, void *userdata,
                      struct kube_watch **ret);
+
+/* One request to the API server as client-go's metrics count it: a list
+ * when it is done, a watch when its response headers arrive (or it failed
+ * without any). Called once per request, from the event loop. */
+struct kube_request_report {
+        const char *method;             /* "GET" */
+        const char *host;               /* the server's host[:port], as in its URL */
+        unsigned code;                  /* HTTP status; 0: no response came */
+        bool watch;
+        double seconds;                 /* lists: the whole request, its wait for the rate limit
+                                         * included; watches: until the headers */
+        double waited;                  /* the wait for the client-side rate limit (kube_client_set_rate) */
+        size_t response_bytes;          /* lists: the body read */
+};
+typedef void (*kube_request_fn)(void *userdata, const struct kube_request_report *r);
+/* Reports every later request to fn (NULL: stops). */
+void kube_client_set_observer(struct kube_client *c, kube_request_fn fn, void *userdata);
 
 /* Counters for logs and tests. */
 uint64_t kube_watch_lists(const struct kube_watch *w);     /* completed lists */

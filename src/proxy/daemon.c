@@ -52,6 +52,12 @@ static void on_kube_keys(void *userdata, void (*each)(const char *key, void *ctx
         proxier_keys(s->proxier, s->src, each, ctx);
 }
 
+/* The API client's requests, for client-go's metrics. */
+static void on_api_request(void *userdata, const struct kube_request_report *r) {
+        metrics_api_request(userdata, r->method, r->host, r->code, r->watch, r->seconds, r->waited,
+                            r->response_bytes);
+}
+
 /* Buffered info lines (--log-*-info-buffer-size) wait at most
  * --log-flush-frequency. */
 struct log_flusher {
@@ -234,6 +240,10 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
         if (r < 0)
                 goto out;
         kube_client_set_rate(client, c->qps, c->burst);
+        if (metrics) {
+                kube_client_set_observer(client, on_api_request, metrics);
+                metrics_api_transport(metrics);
+        }
 
         snprintf(field, sizeof field, "metadata.name=%s", node);
         const struct kube_watch_opts watches[_PROXIER_SOURCE_MAX] = {

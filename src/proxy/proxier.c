@@ -34,6 +34,7 @@
 #include "model/model.h"
 #include "model/servicecidrs.h"
 #include "proxy/nftsync.h"
+#include "proxy/nolocal.h"
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -58,6 +59,7 @@ struct family_state {
         bool have_hash;
         struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
         struct iptables_known *known;   /* chains the kernel holds as kproxy wrote them */
+        struct nolocal *nolocal;        /* nftables mode: Local policies without local endpoints, per service */
 };
 
 struct proxier {
@@ -68,7 +70,10 @@ struct proxier {
         struct health_server *health;
         struct metrics *metrics;
         struct hcnp *hcnp;
-        double *triggers;               /* EndpointSlice change times not yet programmed */
+        struct {
+                double time;
+                uint8_t family;
+        } *triggers;                    /* EndpointSlice change times not yet programmed */
         size_t n_triggers;
         struct model *model;
         struct service_cidrs *service_cidrs;    /* nftables mode's drop rule for unallocated cluster IPs */
@@ -110,6 +115,8 @@ static bool svc_has_udp(const struct svc *s) {
 static void request_sync(struct proxier *p) {
         if (!p->initialized)
                 return;
+        for (size_t i = 0; i < p->n_fam; i++)
+                metrics_sync_queued(p->metrics, p->fam[i].family);
         uint64_t min = config_mode_sync(p->cfg)->min_sync_period_ms;
         uint64_t now = ev_now_ms(p->loop);
         uint64_t next = p->last_sync_ms + min;
@@ -234,11 +241,12 @@ static void on_slice(struct proxier *p, const char *key, const json_t *obj) {
         } else {
                 char *svc = strdup(s->service_key);
                 if (s->trigger_time > 0) {
-                        double *t = realloc(p->triggers, (p->n_triggers + 1) * sizeof *t);
+                        void *t = realloc(p->triggers, (p->n_triggers + 1) * sizeof *p->triggers);
                         if (!t)
                                 abort();
                         p->triggers = t;
-                        p->triggers[p->n_triggers++] = s->trigger_time;
+                        p->triggers[p->n_triggers].time = s->trigger_time;
+                        p->triggers[p->n_triggers++].family = s->family;
                 }
                 metrics_change_queued(p->metrics, true);
                 model_slice_upsert(p->model, s);
@@ -374,6 +382,8 @@ void proxier_synced(struct proxier *p, enum proxier_source src) {
 
 /* --- conntrack --- */
 
+static double realtime_s(void);
+
 /* Every UDP frontend of the family with its serving endpoints (reference
  * §11). A frontend without any is reconciled too, with none valid: the
  * flows DNAT-ed to its last endpoint are deleted, so their next packet is
@@ -383,6 +393,8 @@ void proxier_synced(struct proxier *p, enum proxier_source src) {
  * replaced since the last reconcile (remember_udp_frontends()). Returns 0
  * or -errno (logged). */
 static int reconcile_udp(struct proxier *p, const struct render_params *rp) {
+        double t0 = realtime_s();
+        size_t deleted = 0;
         struct endpoint_filter f = {.node_name = p->node_name};
         struct ct_frontend *fr = NULL;
         struct ct_backend *be = NULL;
@@ -478,7 +490,9 @@ static int reconcile_udp(struct proxier *p, const struct render_params *rp) {
                                           rp->family);
                 else if (r > 0)
                         log_v(2, "Deleted %d stale IPv%u UDP conntrack entries", r, rp->family);
+                deleted = r > 0 ? (size_t) r : 0;
         }
+        metrics_conntrack_reconciled(p->metrics, rp->family, realtime_s() - t0, deleted);
         free(fr);
         free(be);
         free(ranges);
@@ -541,6 +555,7 @@ static int sync_family_nft(struct proxier *p, struct family_state *f, bool full,
         if (r < 0) {
                 /* A full sync that failed may have left part of its work. */
                 f->nft_rebuild = full;
+                metrics_apply_failed(p->metrics, f->family, !full);
                 return r;
         }
         f->nft_rebuild = false;
@@ -615,6 +630,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 r = iptables_restore(&p->host.iptables, f->family, sent->data, sent->len, loaded);
                 restoring = realtime_s() - t0;
                 if (r < 0) {
+                        metrics_apply_failed(p->metrics, f->family, !full);
                         f->have_hash = false;
                         iptables_delta_forget(f->delta);
                         iptables_known_forget(f->known);
@@ -820,13 +836,30 @@ static void remove_other_mode(struct proxier *p) {
               (realtime_s() - t0) * 1000);
 }
 
+/* A family's rule counts and Local policies without local endpoints, after
+ * its sync succeeded. iptables mode's render counts them (it writes the
+ * top-level chains whole each time); nftables mode's partial sync renders
+ * only changed services, so a tally keeps each service's share. */
+static void family_metrics(struct proxier *p, struct family_state *f, bool full, const struct render_params *rp,
+                           const struct render_ipt_sync *c) {
+        size_t internal = c->n_no_local_internal, external = c->n_no_local_external;
+
+        if (f->nolocal) {
+                nolocal_update(f->nolocal, p->model, rp, full ? NULL : &p->changed);
+                nolocal_totals(f->nolocal, &internal, &external);
+        } else {
+                metrics_rules(p->metrics, f->family, "filter", c->n_filter_rules, c->n_filter_rules);
+                metrics_rules(p->metrics, f->family, "nat", c->n_nat_rules_total, c->n_nat_rules);
+        }
+        metrics_no_local_endpoints(p->metrics, f->family, "internal", internal);
+        metrics_no_local_endpoints(p->metrics, f->family, "external", external);
+}
+
 static void on_sync_timer(struct ev_loop *l, void *userdata) {
         struct proxier *p = userdata;
         uint64_t start = ev_now_ms(l);
         bool full = p->need_full || p->last_full_ms == 0 || start - p->last_full_ms >= FULL_SYNC_PERIOD_MS;
         bool ok = true, udp_failed = false;
-        struct render_ipt_sync sum = {0};
-        double t0 = realtime_s();
 
         p->sync_timer = NULL;
         p->last_sync_ms = start;
@@ -837,16 +870,12 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         for (size_t i = 0; i < p->n_fam; i++) {
                 struct render_params rp;
                 struct render_ipt_sync c = {0};
+                double t0 = realtime_s();       /* each family's sync is timed, as upstream's proxiers */
                 int r = sync_family(p, &p->fam[i], full, &rp, &c);
                 if (r < 0) {
                         ok = false;
                 } else {
-                        /* Rule counts add up over both families' tables. */
-                        sum.n_filter_rules += c.n_filter_rules;
-                        sum.n_nat_rules += c.n_nat_rules;
-                        sum.n_nat_rules_total += c.n_nat_rules_total;
-                        sum.n_no_local_internal += c.n_no_local_internal;
-                        sum.n_no_local_external += c.n_no_local_external;
+                        family_metrics(p, &p->fam[i], full, &rp, &c);
                         if ((p->udp_changed || p->n_syncs == 0) && reconcile_udp(p, &rp) < 0)
                                 udp_failed = true;
                         /* Every service is looked at: only when one that has
@@ -854,18 +883,16 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                         if (i == 0 && (full || p->hcnp_changed))
                                 update_hcnp(p, &rp);
                 }
+                metrics_sync_done(p->metrics, p->fam[i].family, full, r >= 0, realtime_s() - t0);
                 render_params_done(&rp);
                 if (r < 0)
                         break;
         }
         ev_now_update(l);
         uint64_t took = ev_now_ms(l) - start;
-        if (!ok)
-                metrics_restore_failed(p->metrics, !full);     /* before sync_done: the timestamp stays */
         /* serviceProxyHealthy of the health-check node ports: whether the
          * last sync succeeded (upstream asks its health server per probe). */
         hcnp_set_proxy_healthy(p->hcnp, ok);
-        metrics_sync_done(p->metrics, full, realtime_s() - t0);
         if (!ok) {
                 uint64_t retry = config_mode_sync(p->cfg)->sync_period_ms;
                 p->n_failures++;
@@ -901,15 +928,13 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                 log_v(2, "Returned freed heap to the system in %.0f ms; heap: %zu MiB in use, %zu MiB free",
                       (realtime_s() - trim0) * 1000, (mi.uordblks + mi.hblkhd) >> 20, mi.fordblks >> 20);
         }
-        metrics_rules(p->metrics, "filter", sum.n_filter_rules, sum.n_filter_rules);
-        metrics_rules(p->metrics, "nat", sum.n_nat_rules_total, sum.n_nat_rules);
-        metrics_no_local_endpoints(p->metrics, "internal", sum.n_no_local_internal);
-        metrics_no_local_endpoints(p->metrics, "external", sum.n_no_local_external);
         metrics_changes_applied(p->metrics);
         double now = realtime_s();
         for (size_t i = 0; i < p->n_triggers; i++)
-                if (now >= p->triggers[i])
-                        metrics_network_programming(p->metrics, now - p->triggers[i]);
+                for (size_t j = 0; j < p->n_fam; j++)
+                        if (p->fam[j].family == p->triggers[i].family && now >= p->triggers[i].time)
+                                metrics_network_programming(p->metrics, p->triggers[i].family,
+                                                            now - p->triggers[i].time);
         p->n_triggers = 0;
         p->n_syncs++;
         if (p->n_syncs == 1 && p->other_mode_left)
@@ -1006,6 +1031,9 @@ static int nft_setup(struct proxier *p) {
                 r = nftsync_new(p->fam[i].family, p->nl, &p->fam[i].nft);
                 if (r < 0)
                         return r;
+                p->fam[i].nolocal = nolocal_new();
+                if (!p->fam[i].nolocal)
+                        return -ENOMEM;
                 nftsync_set_after_commit(p->fam[i].nft, drain_monitor, p);
         }
         r = nftables_monitor_open(p->nl, on_nft_event, p, &p->monitor);
@@ -1042,6 +1070,9 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->fam[p->n_fam++].family = 4;
         if (o->ipv6)
                 p->fam[p->n_fam++].family = 6;
+        /* Upstream's proxiers stamp "queued" as their sync loop starts. */
+        for (size_t i = 0; i < p->n_fam; i++)
+                metrics_sync_queued(p->metrics, p->fam[i].family);
         /* iptables-nft's tables are read over netlink, not with
          * iptables-save (apply/iptables.h). */
         if (p->cfg->mode == PROXY_MODE_IPTABLES && p->host.iptables_nft) {
@@ -1104,6 +1135,7 @@ struct proxier *proxier_free(struct proxier *p) {
                 iptables_delta_free(p->fam[i].delta);
                 iptables_known_free(p->fam[i].known);
                 nftsync_free(p->fam[i].nft);
+                nolocal_free(p->fam[i].nolocal);
         }
         if (p->monitor_fd >= 0)
                 ev_io_del(p->loop, p->monitor_fd);

@@ -87,3 +87,17 @@ def value(metrics, name, sample=None, **labels):
     if not m:
         return None
     return m["samples"].get((sample or name, tuple(sorted(labels.items()))))
+
+
+def upstream_families(path, mode):
+    """{name: (type, {label names}, stability)} of the families a list in
+    tests/unit/metrics-upstream.txt's format gives for mode."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if not line.strip() or line.startswith("#"):
+                continue
+            name, typ, labels, modes, stability, _buckets = line.split()
+            if mode in modes.split(","):
+                out[name] = (typ, set() if labels == "-" else set(labels.split(",")), stability)
+    return out

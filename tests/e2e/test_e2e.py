@@ -25,6 +25,9 @@ from netlab import (LabError, Lab, NODE_IPS, nft_chains, nft_elements, node, ser
 import promtext  # noqa: E402
 
 BUILD = os.environ.get("KPROXY_BUILD", "build")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The families kube-proxy 1.34 serves, per mode (also read by tests/unit/test-metrics.c).
+UPSTREAM = os.path.join(ROOT, "tests", "unit", "metrics-upstream.txt")
 # The maps and sets of the nftables table whose elements kproxy owns (the
 # affinity sets' elements are the kernel's).
 NFT_MAPS = ("service-ips", "service-nodeports", "no-endpoint-services", "no-endpoint-nodeports", "cluster-ips",
@@ -163,20 +166,62 @@ class Suite:
         out = self.lab.run(["curl", "-sf", "http://127.0.0.1:10249/metrics"], ns="n1").stdout
         return promtext.parse(out)
 
+    def assertUpstreamShape(self, m):
+        """Every family of a scrape is one kube-proxy 1.34 serves in this
+        mode (tests/unit/metrics-upstream.txt), with its type, stability
+        prefix and label names."""
+        up = promtext.upstream_families(UPSTREAM, self.MODE)
+        for name, fam in m.items():
+            self.assertIn(name, up, "%s is not a family of %s mode" % (name, self.MODE))
+            typ, labels, stability = up[name]
+            self.assertEqual(fam["type"], typ, name)
+            if stability == "-":
+                self.assertFalse(fam["help"].startswith("["), name)
+            else:
+                self.assertTrue(fam["help"].startswith("[%s] " % stability), "%s: %s" % (name, fam["help"]))
+            for sname, lbls in fam["samples"]:
+                self.assertEqual({k for k, _ in lbls if k != "le"}, labels, "%s %s" % (sname, lbls))
+
     def test_01c_metrics_move_with_syncs(self):
         lab, ip = self.lab, self.ip
+        v4 = {"ip_family": "IPv4"}
         m = self.scrape()
+        self.assertUpstreamShape(m)
         syncs = promtext.value(m, "kubeproxy_sync_proxy_rules_duration_seconds",
-                               "kubeproxy_sync_proxy_rules_duration_seconds_count")
+                               "kubeproxy_sync_proxy_rules_duration_seconds_count", **v4)
         self.assertGreaterEqual(syncs, 1)
-        iptables_rules = promtext.value(m, "kubeproxy_sync_proxy_rules_iptables_total", table="nat")
+        self.assertGreaterEqual(promtext.value(m, "kubeproxy_sync_full_proxy_rules_duration_seconds",
+                                               "kubeproxy_sync_full_proxy_rules_duration_seconds_count", **v4), 1)
+        iptables_rules = promtext.value(m, "kubeproxy_sync_proxy_rules_iptables_total", table="nat", **v4)
         if self.MODE == "iptables":
             self.assertGreater(iptables_rules, 10)
+            # The nfacct counters exist once the first full sync made them.
+            for name in ("kubeproxy_iptables_ct_state_invalid_dropped_packets_total",
+                         "kubeproxy_iptables_localhost_nodeports_accepted_packets_total"):
+                self.assertGreaterEqual(promtext.value(m, name), 0, name)
         else:
             self.assertIsNone(iptables_rules)     # not a family of nftables mode, as upstream
+            self.assertNotIn("kubeproxy_iptables_localhost_nodeports_accepted_packets_total", m)
         self.assertGreater(promtext.value(m, "process_resident_memory_bytes"), 0)
-        last = promtext.value(m, "kubeproxy_sync_proxy_rules_last_timestamp_seconds")
+        last = promtext.value(m, "kubeproxy_sync_proxy_rules_last_timestamp_seconds", **v4)
         self.assertGreater(last, time.time() - 300)
+        self.assertGreater(promtext.value(m, "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds", **v4), 0)
+        # npl (ETP Local) has a local endpoint on node-1: none without one.
+        for policy in ("internal", "external"):
+            self.assertEqual(promtext.value(m, "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
+                                            traffic_policy=policy, **v4), 0, policy)
+        # The API client as client-go counts it: the three lists and their watches.
+        host = "127.0.0.1:%d" % lab.api_port
+        self.assertGreaterEqual(promtext.value(m, "rest_client_requests_total", code="200", host=host,
+                                               method="GET"), 6)
+        self.assertGreaterEqual(promtext.value(m, "rest_client_request_duration_seconds",
+                                               "rest_client_request_duration_seconds_count", host=host,
+                                               verb="GET"), 3)
+        self.assertEqual(promtext.value(m, "rest_client_transport_cache_entries"), 1)
+        info = [lbls for (_, lbls) in m["kubernetes_build_info"]["samples"]]
+        self.assertEqual(len(info), 1)
+        with open(os.path.join(ROOT, "VERSION")) as f:
+            self.assertIn(("git_version", "v" + f.read().strip()), info[0])
         # A change with the EndpointSlice controller's trigger-time annotation:
         # one more sync, and one network-programming observation.
         sl = slice_("web-1", "web", [(ip["a1"], "node-1")])
@@ -187,11 +232,14 @@ class Suite:
         def moved():
             m2 = self.scrape()
             n = promtext.value(m2, "kubeproxy_network_programming_duration_seconds",
-                               "kubeproxy_network_programming_duration_seconds_count")
+                               "kubeproxy_network_programming_duration_seconds_count", **v4)
             return m2 if n and n >= 1 else None
         m2 = wait_for("a network-programming observation", moved, timeout=20)
+        self.assertUpstreamShape(m2)
         self.assertGreater(promtext.value(m2, "kubeproxy_sync_proxy_rules_duration_seconds",
-                                          "kubeproxy_sync_proxy_rules_duration_seconds_count"), syncs)
+                                          "kubeproxy_sync_proxy_rules_duration_seconds_count", **v4), syncs)
+        self.assertGreaterEqual(promtext.value(m2, "kubeproxy_sync_partial_proxy_rules_duration_seconds",
+                                               "kubeproxy_sync_partial_proxy_rules_duration_seconds_count", **v4), 1)
         self.assertGreaterEqual(promtext.value(m2, "kubeproxy_sync_proxy_rules_endpoint_changes_total"), 1)
         self.assertEqual(promtext.value(m2, "kubeproxy_sync_proxy_rules_endpoint_changes_pending"), 0)
         mode = lab.run(["curl", "-sf", "http://127.0.0.1:10249/proxyMode"], ns="n1").stdout
@@ -268,24 +316,95 @@ class Suite:
 
     def test_01f_api_request_rate_is_limited(self):
         # --kube-api-qps/--kube-api-burst: client-go's token bucket over
-        # every request. At 2 per second with a burst of 1, a restart's
-        # lists and watches reach the API server at least 0.5 s apart
+        # every request but watches. At 2 per second with a burst of 1, a
+        # restart's lists reach the API server at least 0.5 s apart
         # (without the limit they all arrive within milliseconds).
         lab = self.lab
         lab.stop_kproxy(signal.SIGTERM)
         t0 = time.time()
         lab.start_kproxy("--kube-api-qps", "2", "--kube-api-burst", "1")
         lab.wait_healthy("healthz with a rate limit", timeout=30)
+        self.assertTrue(any("watch=1" in e["path"] for e in lab.state_requests()
+                            if e["userAgent"].startswith("kproxy/") and e["time"] >= t0))
 
         def ours():
             reqs = lab.state_requests()
-            return sorted(e["time"] for e in reqs if e["userAgent"].startswith("kproxy/") and e["time"] >= t0)
-        times = wait_for("the restart's lists and watches", lambda: len(ours()) >= 6 and ours(), timeout=20)
-        gaps = [b - a for a, b in zip(times, times[1:])][:5]
+            return sorted(e["time"] for e in reqs if e["userAgent"].startswith("kproxy/") and e["time"] >= t0
+                          and "watch=1" not in e["path"])
+        times = wait_for("the restart's lists", lambda: len(ours()) >= 3 and ours(), timeout=20)
+        gaps = [b - a for a, b in zip(times, times[1:])][:2]
         self.assertTrue(all(g >= 0.4 for g in gaps), "requests closer than 0.5 s: %s" % gaps)
+        # client-go's rest_client_rate_limiter_duration_seconds: the lists'
+        # waits for a token (watches are not counted there).
+        m = self.scrape()
+        host = {"host": "127.0.0.1:%d" % lab.api_port, "verb": "GET"}
+        self.assertGreaterEqual(promtext.value(m, "rest_client_rate_limiter_duration_seconds",
+                                               "rest_client_rate_limiter_duration_seconds_count", **host), 3)
+        self.assertGreater(promtext.value(m, "rest_client_rate_limiter_duration_seconds",
+                                          "rest_client_rate_limiter_duration_seconds_sum", **host), 0.4)
         lab.stop_kproxy(signal.SIGTERM)
         lab.start_kproxy()
         lab.wait_healthy("healthz without the limit")
+
+    def test_01i_min_sync_period_spaces_syncs(self):
+        # --iptables-min-sync-period: changes in a burst are applied by
+        # syncs at least that far apart, several changes to a sync.
+        lab, ip = self.lab, self.ip
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy("--iptables-min-sync-period", "2s")
+        lab.wait_healthy("healthz with a 2 s minimum sync period")
+        mark = len(lab.kproxy_output())
+        sets = (("a1", "a2"), ("a1", "a3"), ("a2", "a3"), ("a1", "a2", "a3"), ("a2",))
+        for pods in sets:
+            self.replace_slice(slice_("web-1", "web", [(ip[p], "node-1") for p in pods]))
+            time.sleep(0.2)     # a burst of changes, not a wait for a state
+        self.wait_web("the last change applied", "a2", timeout=20)
+        starts = []
+        for l in lab.kproxy_output()[mark:].splitlines():
+            m = re.match(r"I\d{4} (\d\d):(\d\d):(\d\d\.\d+) .*\"Syncing %s rules\" ipFamily=\"IPv4\"" % self.MODE, l)
+            if m:
+                starts.append(int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)))
+        self.assertTrue(1 <= len(starts) < len(sets), "%d syncs for %d changes" % (len(starts), len(sets)))
+        gaps = [b - a for a, b in zip(starts, starts[1:])]
+        self.assertTrue(all(g >= 1.9 for g in gaps), "syncs closer than 2 s: %s" % gaps)
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy()
+        lab.wait_healthy("healthz with the default period")
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1")]))
+        self.wait_web("web back at a1", "a1")
+
+    def test_01g_api_errors_are_counted_by_status(self):
+        # client-go's rest_client_requests_total counts a request by the
+        # status its response starts with: a watch refused once with a 503.
+        lab = self.lab
+        count = lambda m, code: promtext.value(m, "rest_client_requests_total", code=code,
+                                              host="127.0.0.1:%d" % lab.api_port, method="GET") or 0
+        before = count(self.scrape(), "503")
+        lab.fault("error", {"count": 1, "code": 503, "match": "services"})
+        lab.fault("drop-watches")
+        m = wait_for("the refused request counted", lambda: (lambda m: m if count(m, "503") > before else None)(
+            self.scrape()), timeout=20)
+        self.assertEqual(count(m, "503"), before + 1)
+        self.assertUpstreamShape(m)
+        self.assertKproxyRunning()
+
+    def test_01h_local_policy_without_local_endpoints_is_counted(self):
+        # Both modes count a Local policy that finds no endpoint on this node
+        # (nftables mode counted none before: its partial syncs render only
+        # the changed services).
+        lab, ip = self.lab, self.ip
+        metric = "kubeproxy_sync_proxy_rules_no_local_endpoints_total"
+        self.replace_slice(slice_("npl-1", "npl", [(ip["b2"], "node-2")]))
+
+        def counted():
+            m = self.scrape()
+            return m if promtext.value(m, metric, ip_family="IPv4", traffic_policy="external") == 1 else None
+        m = wait_for("npl's external policy counted without a local endpoint", counted, timeout=20)
+        self.assertEqual(promtext.value(m, metric, ip_family="IPv4", traffic_policy="internal"), 0)
+        self.replace_slice(slice_("npl-1", "npl", [(ip["a2"], "node-1"), (ip["b2"], "node-2")]))
+        wait_for("npl's local endpoint back",
+                 lambda: promtext.value(self.scrape(), metric, ip_family="IPv4", traffic_policy="external") == 0,
+                 timeout=20)
 
     def test_02_spread_one_then_three(self):
         r = self.client("10.96.0.10", 80, 300)
@@ -332,6 +451,21 @@ class Suite:
         # them), never the client's.
         self.assertNotIn(NODE_IPS["node-2"], r["peers"])
         self.assertTrue(set(r["peers"]) <= {NODE_IPS["node-1"], "10.244.1.1"}, r["peers"])
+
+    def test_06b_localhost_nodeport_is_counted(self):
+        # iptables mode counts connections to a NodePort on 127.0.0.1 in an
+        # nfacct counter (upstream's check before moving to nftables mode,
+        # which has no localhost NodePorts); the metric reads it at scrape time.
+        name = "kubeproxy_iptables_localhost_nodeports_accepted_packets_total"
+        before = promtext.value(self.scrape(), name)
+        r = self.client("127.0.0.1", 30080, 5, ns="n1")
+        after = promtext.value(self.scrape(), name)
+        if self.MODE != "iptables":
+            self.assertIsNone(after)
+            return
+        self.assertEqual(r["errors"], {})
+        # Only a connection's first packet passes the nat table.
+        self.assertEqual(after - before, 5)
 
     def test_07_nodeport_local_policy_keeps_client_ip(self):
         r = self.client(NODE_IPS["node-1"], 30081, 100, ns="n2")
@@ -415,6 +549,17 @@ class Suite:
         finally:
             proc.kill()
             proc.wait()
+
+    def test_08d_conntrack_reconciler_deletions_are_counted(self):
+        # Tests 08 to 08c left UDP conntrack entries pointing at endpoints
+        # that went away, which the reconciler deleted; nothing before
+        # test 08 made UDP flows.
+        m = self.scrape()
+        v4 = {"ip_family": "IPv4"}
+        self.assertGreaterEqual(promtext.value(m, "kubeproxy_conntrack_reconciler_deleted_entries_total", **v4), 1)
+        self.assertGreaterEqual(promtext.value(m, "kubeproxy_conntrack_reconciler_sync_duration_seconds",
+                                               "kubeproxy_conntrack_reconciler_sync_duration_seconds_count", **v4), 2)
+        self.assertUpstreamShape(m)
 
     def test_09_watch_drops_and_errors_lose_no_update(self):
         lab, ip = self.lab, self.ip
@@ -639,7 +784,8 @@ class E2EIptables(Suite, unittest.TestCase):
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
         wait_for("a failed sync", lambda: "Sync failed" in lab.kproxy_output(), timeout=20)
         self.assertGreaterEqual(
-            promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_iptables_restore_failures_total"), 1)
+            promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
+                           ip_family="IPv4"), 1)
         # The previous rules are all still there, and serve.
         self.assertEqual(lab.targets("default/web", "p"), self.eps("a1", "a2", "a3"))
         r = self.client("10.96.0.10", 80, 60)
@@ -823,7 +969,9 @@ class E2ENftables(Suite, unittest.TestCase):
         lab = self.lab
         before = table_state(lab.nft())
         self.addCleanup(self.reset_if_broken, before)
-        failures = promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_nftables_sync_failures_total")
+        # A labelled counter: no sample before the first failure.
+        failures = promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_nftables_sync_failures_total",
+                                  ip_family="IPv4") or 0
         # A foreign verdict map points at a foreign chain: the in-place
         # repair deletes the chain before the map, so the kernel refuses
         # the whole transaction; the next attempt rebuilds the table.
@@ -831,8 +979,8 @@ class E2ENftables(Suite, unittest.TestCase):
                     "add element ip kube-proxy foreign-map { 192.0.2.1 : goto foreign }"):
             lab.run(["nft", cmd], ns="n1")
         wait_for("a refused transaction",
-                 lambda: promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_nftables_sync_failures_total")
-                 > failures, timeout=20)
+                 lambda: (promtext.value(self.scrape(), "kubeproxy_sync_proxy_rules_nftables_sync_failures_total",
+                                         ip_family="IPv4") or 0) > failures, timeout=20)
         self.assertRegex(lab.kproxy_output(), r"transaction of \d+ messages failed: delete chain foreign: "
                                               r"Device or resource busy")
         # Refused means nothing changed: web still serves, foreign objects included.

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The metrics server's paths, as upstream's metrics server serves them:
+ * /metrics, /healthz (component-base's healthz with only its "ping"
+ * check), /proxyMode and /configz. Everything else is Go's 404.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "http/metrics-internal.h"
+#include "http/metrics.h"
+#include "http/mhd.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+
+/* component-base's healthz with no checks installs "ping", which always
+ * passes: "ok", or with ?verbose the list of checks. ?exclude=NAME skips a
+ * check; names that match none are listed in a warning, sorted and quoted. */
+struct metrics_healthz_args {
+        bool verbose;
+        bool exclude_ping;
+        size_t n_unknown;
+        const char *unknown[16];
+};
+
+static void metrics_healthz_arg(void *userdata, const char *key, const char *value) {
+        struct metrics_healthz_args *a = userdata;
+
+        if (strcmp(key, "verbose") == 0)
+                a->verbose = true;
+        if (strcmp(key, "exclude") != 0)
+                return;
+        value = value ? value : "";
+        if (strcmp(value, "ping") == 0) {
+                a->exclude_ping = true;
+                return;
+        }
+        for (size_t i = 0; i < a->n_unknown; i++)
+                if (strcmp(a->unknown[i], value) == 0)
+                        return;
+        if (a->n_unknown < ELEMENTSOF(a->unknown))
+                a->unknown[a->n_unknown++] = value;
+}
+
+static int metrics_strcmp(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Go's %q, for the names of checks that could not be excluded. */
+static void metrics_put_quoted(struct buf *b, const char *s) {
+        buf_putc(b, '"');
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p == '"' || *p == '\\')
+                        buf_printf(b, "\\%c", *p);
+                else if (*p < 0x20 || *p >= 0x7f)
+                        buf_printf(b, "\\x%02x", *p);
+                else
+                        buf_putc(b, (char) *p);
+        }
+        buf_putc(b, '"');
+}
+
+static void metrics_healthz(const struct mhd_request *req, struct mhd_reply *reply) {
+        struct metrics_healthz_args a = {0};
+
+        mhd_request_foreach_arg(req, metrics_healthz_arg, &a);
+        reply->content_type = "text/plain; charset=utf-8";
+        reply->nosniff = true;
+        if (!a.verbose) {
+                buf_puts(&reply->body, "ok");
+                return;
+        }
+        buf_puts(&reply->body, a.exclude_ping ? "[+]ping excluded: ok\n" : "[+]ping ok\n");
+        if (a.n_unknown > 0) {
+                qsort(a.unknown, a.n_unknown, sizeof a.unknown[0], metrics_strcmp);
+                buf_puts(&reply->body, "warn: some health checks cannot be excluded: no matches for ");
+                for (size_t i = 0; i < a.n_unknown; i++) {
+                        if (i > 0)
+                                buf_putc(&reply->body, ',');
+                        metrics_put_quoted(&reply->body, a.unknown[i]);
+                }
+                buf_putc(&reply->body, '\n');
+        }
+        buf_puts(&reply->body, "healthz check passed\n");
+}
+
+/* Paths are exact, as on upstream's PathRecorderMux, and the method is
+ * ignored, as its handlers do. */
+void metrics_http_handle(void *userdata, const struct mhd_request *req, struct mhd_reply *reply) {
+        const struct metrics *m = userdata;
+        const struct kproxy_config *c = metrics_config(m);
+        const char *path = mhd_request_path(req);
+
+        if (strcmp(path, "/metrics") == 0) {
+                /* What promhttp negotiates for a client that does not ask
+                 * for protobuf; kproxy only speaks the text format. */
+                reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
+                metrics_write(m, &reply->body);
+        } else if (strcmp(path, "/healthz") == 0) {
+                metrics_healthz(req, reply);
+        } else if (strcmp(path, "/healthz/ping") == 0) {
+                /* A bare check handler sets no type; Go sniffs text/plain. */
+                reply->content_type = "text/plain; charset=utf-8";
+                buf_puts(&reply->body, "ok");
+        } else if (strcmp(path, "/proxyMode") == 0) {
+                reply->content_type = "text/plain; charset=utf-8";
+                reply->nosniff = true;
+                buf_puts(&reply->body, proxy_mode_to_string(c->mode));
+        } else if (strcmp(path, "/configz") == 0) {
+                int r;
+
+                /* configz marshals a map of one component's config. */
+                reply->content_type = "application/json";
+                reply->nosniff = true;
+                buf_puts(&reply->body, "{\"kubeproxy.config.k8s.io\":");
+                r = config_format_json(c, &reply->body);
+                buf_putc(&reply->body, '}');
+                if (r < 0) {
+                        /* Go's http.Error after a failed json.Marshal. */
+                        buf_clear(&reply->body);
+                        buf_printf(&reply->body, "error marshaling json: %s\n", strerror(-r));
+                        reply->status = 500;
+                        reply->content_type = "text/plain; charset=utf-8";
+                }
+        } else {
+                mhd_reply_not_found(reply);
+        }
+}
+
