@@ -86,6 +86,7 @@ struct proxier {
         bool need_full_soon;            /* a full sync to check on one that could not listen */
         bool node_deleted;              /* the API has no Node of ours (its last version is kept) */
         bool udp_changed;               /* a changed service has (or had) a UDP port */
+        bool nolocal_all;               /* the no-local tally needs every service recounted */
         struct ct_frontend *gone_udp;   /* UDP frontends of service versions replaced since the last reconcile */
         size_t n_gone_udp;
         bool hcnp_changed;              /* ... or a health-check node port */
@@ -288,6 +289,7 @@ static void on_node(struct proxier *p, const char *key, const json_t *obj) {
                 return;
         /* Labels (zone) and addresses change rules everywhere: full sync. */
         p->need_full = true;
+        p->nolocal_all = true;
         if (p->initialized) {
                 log_info("Node %s changed, scheduling a full sync", key);
                 request_sync(p);
@@ -839,13 +841,16 @@ static void remove_other_mode(struct proxier *p) {
 /* A family's rule counts and Local policies without local endpoints, after
  * its sync succeeded. iptables mode's render counts them (it writes the
  * top-level chains whole each time); nftables mode's partial sync renders
- * only changed services, so a tally keeps each service's share. */
-static void family_metrics(struct proxier *p, struct family_state *f, bool full, const struct render_params *rp,
+ * only changed services, so a tally keeps each service's share. It is
+ * recounted whole only at first and after a Node change: the changed set
+ * holds every other service whose count may have moved, also in a full
+ * sync, and the hourly one need not walk every endpoint again. */
+static void family_metrics(struct proxier *p, struct family_state *f, const struct render_params *rp,
                            const struct render_ipt_sync *c) {
         size_t internal = c->n_no_local_internal, external = c->n_no_local_external;
 
         if (f->nolocal) {
-                nolocal_update(f->nolocal, p->model, rp, full ? NULL : &p->changed);
+                nolocal_update(f->nolocal, p->model, rp, p->nolocal_all ? NULL : &p->changed);
                 nolocal_totals(f->nolocal, &internal, &external);
         } else {
                 metrics_rules(p->metrics, f->family, "filter", c->n_filter_rules, c->n_filter_rules);
@@ -875,7 +880,7 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
                 if (r < 0) {
                         ok = false;
                 } else {
-                        family_metrics(p, &p->fam[i], full, &rp, &c);
+                        family_metrics(p, &p->fam[i], &rp, &c);
                         if ((p->udp_changed || p->n_syncs == 0) && reconcile_udp(p, &rp) < 0)
                                 udp_failed = true;
                         /* Every service is looked at: only when one that has
@@ -909,6 +914,7 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         hmap_done(&p->changed);
         /* A failed reconcile is tried again with the next sync, gone
          * frontends and all. */
+        p->nolocal_all = false;
         p->udp_changed = udp_failed;
         if (!udp_failed) {
                 free(p->gone_udp);
@@ -1063,6 +1069,7 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->watch_cidrs = o->service_cidrs;
         p->synced[PROXIER_SERVICE_CIDRS] = !o->service_cidrs;
         p->need_full = true;
+        p->nolocal_all = true;
         if (!p->node_name || !p->model || !p->service_cidrs) {
                 proxier_free(p);
                 return -ENOMEM;
