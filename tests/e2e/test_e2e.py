@@ -500,11 +500,15 @@ class Suite:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
              os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.53", "53", "0", "--udp",
-             "--same-socket", "--connected", "--until-seconds", "10", "--timeout", "0.3", "--interval", "0.05"],
+             "--same-socket", "--connected", "--until-seconds", "25", "--timeout", "0.3", "--interval", "0.05"],
             stdout=subprocess.PIPE, text=True)
         try:
-            wait_for("the UDP flow's conntrack entry", lambda: "dport=53" in lab.run(
-                ["conntrack", "-L", "-p", "udp", "-d", "10.96.0.53"], ns="n1", check=False).stdout, timeout=10)
+            # An entry that has seen a reply: the flow is live (under load the
+            # client may take a while to start).
+            wait_for("the UDP flow's answered conntrack entry", lambda: any(
+                "dport=53" in l and "UNREPLIED" not in l for l in lab.run(
+                    ["conntrack", "-L", "-p", "udp", "-d", "10.96.0.53"], ns="n1", check=False).stdout.splitlines()),
+                timeout=20)
             self.replace_slice(slice_("dns-1", "dns", [], port=5353, proto="UDP"))
             lab.wait_targets("dns without endpoints", "default/dns", "p", [])
             out, _ = proc.communicate(timeout=30)
@@ -707,9 +711,9 @@ class Suite:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
              os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.53", "53", "0", "--udp",
-             "--same-socket", "--until-seconds", "6", "--timeout", "0.5"],
+             "--same-socket", "--until-seconds", "10", "--timeout", "0.5"],
             stdout=subprocess.PIPE, text=True)
-        before = wait_for("the UDP flow's conntrack entry", dns_flow_ids, timeout=5)
+        before = wait_for("the UDP flow's conntrack entry", dns_flow_ids, timeout=20)
         lab.stop_kproxy(signal.SIGTERM)
         lab.start_kproxy()
         lab.wait_healthy("healthz after restart")
