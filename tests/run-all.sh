@@ -51,6 +51,7 @@ run netns-nftmsg "$here/netns/test-nftmsg.sh" "$build"
 run netns-nftsync "$here/netns/test-nftsync.sh" "$build"
 run netns-iptables-backend python3 "$here/netns/test-iptables-backend.py" "$build"
 run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
+run docs-flags env KPROXY_BUILD="$build" python3 "$here/docs/test_flags_doc.py"
 run deploy env KPROXY_BUILD="$build" python3 "$here/deploy/test_deploy.py"
 run e2e env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2EIptables
 run e2e-nft env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2ENftables
