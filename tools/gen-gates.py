@@ -283,7 +283,7 @@ def render(merged, origin, release, provenance):
     lines += [" * " + p for p in provenance]
     lines += [
         " */",
-        '#include "config/config-internal.h"',
+        '#include "config/config-gates.h"',
         "",
         "const struct config_gate config_gates[] = {",
     ]

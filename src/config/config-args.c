@@ -5,12 +5,17 @@
  * "--" ending the flags. Values go to the flag table (config-flags.c) or to
  * the subcommand's extra flags.
  */
+#include "config/config-args.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config-internal.h"
+#include "config/config-flags.h"
+#include "config/config-message.h"
+#include "config/config-types.h"
+#include "config/config-value.h"
 #include "util/cleanup.h"
 
 static int extra_apply(const struct config_extra_flag *x, void *userdata, const char *value) {

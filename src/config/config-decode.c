@@ -8,6 +8,8 @@
  * (see config.c); a wrong type or value is an error naming the file, the
  * line and the field's dotted path.
  */
+#include "config/config-decode.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <float.h>
@@ -19,7 +21,13 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "config/config-internal.h"
+#include "config/config-defaults.h"
+#include "config/config-duration.h"
+#include "config/config-enums.h"
+#include "config/config-features.h"
+#include "config/config-message.h"
+#include "config/config-types.h"
+#include "config/config-value.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 

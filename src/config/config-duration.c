@@ -5,13 +5,16 @@
  * messages as time.Duration.String() prints them. Parts below a millisecond
  * are cut, which no kube-proxy setting needs.
  */
+#include "config/config-duration.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "config/config-internal.h"
+#include "config/config-defaults.h"
+#include "config/config-value.h"
 #include "util/cleanup.h"
 
 static const struct {

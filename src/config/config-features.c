@@ -20,13 +20,18 @@
  * What was set is kept as given (sorted), because --write-config-to and
  * /configz show only that, as upstream's do.
  */
+#include "config/config-features.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config-internal.h"
+#include "config/config-gates.h"
+#include "config/config-message.h"
+#include "config/config-types.h"
+#include "config/config-value.h"
 #include "util/cleanup.h"
 
 static const char *const gate_stage_table[_CONFIG_GATE_STAGE_MAX] = {

@@ -5,6 +5,8 @@
  * reads but does not keep, and adopting the result with upstream's
  * precedence (the principle at the top of config.c).
  */
+#include "config/config-file.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +17,14 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "config/config-internal.h"
+#include "config/config-decode.h"
+#include "config/config-defaults.h"
+#include "config/config-duration.h"
+#include "config/config-flags.h"
+#include "config/config-init.h"
+#include "config/config-message.h"
+#include "config/config-types.h"
+#include "config/config-value.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 

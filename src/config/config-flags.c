@@ -5,6 +5,8 @@
  * uses) and its --help line. config-args.c finds flags here by name; the
  * table itself stays private.
  */
+#include "config/config-flags.h"
+
 #include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
@@ -13,7 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config-internal.h"
+#include "config/config-cmdline.h"
+#include "config/config-defaults.h"
+#include "config/config-duration.h"
+#include "config/config-enums.h"
+#include "config/config-features.h"
+#include "config/config-message.h"
+#include "config/config-types.h"
+#include "config/config-value.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 

@@ -10,7 +10,7 @@
  * modules it builds with. Patch releases can change the set (v1.34.2 added
  * StatefulSetSemanticRevisionComparison and turned SchedulerAsyncAPICalls off).
  */
-#include "config/config-internal.h"
+#include "config/config-gates.h"
 
 const struct config_gate config_gates[] = {
         { "APIResponseCompression", CONFIG_GATE_BETA, true, false }, /* kubernetes */

@@ -4,6 +4,8 @@
  * upstream's order. Only the first problem is reported, naming the file's
  * field when the settings came from --config and the flag otherwise.
  */
+#include "config/config-validate.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +14,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config/config-internal.h"
+#include "config/config-duration.h"
+#include "config/config-enums.h"
+#include "config/config-features.h"
+#include "config/config-message.h"
+#include "config/config-types.h"
+#include "config/config-value.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 

@@ -15,6 +15,8 @@
  * refused here but trimmed there. Only the family matters to the config,
  * which keeps addresses as the text it was given.
  */
+#include "config/config-value.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -26,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config-internal.h"
 #include "util/cleanup.h"
 
 /* ---- strings and numbers --------------------------------------------------- */

@@ -5,6 +5,8 @@
  * kube-proxy both read back to the same settings. Strings are left plain
  * only where a YAML reader types them back as strings.
  */
+#include "config/config-write.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config-internal.h"
+#include "config/config-defaults.h"
+#include "config/config-duration.h"
+#include "config/config-enums.h"
+#include "config/config-types.h"
+#include "config/config-value.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 

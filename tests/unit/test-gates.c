@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config-internal.h"
+#include "config/config-gates.h"
 #include "config/config.h"
 #include "test.h"
 #include "util/cleanup.h"
