@@ -455,13 +455,139 @@ static int decode_vmodule(struct file_decoder *d, yaml_node_t *n, char **target)
         return 0;
 }
 
+/* FIELD_FLOAT32: any number, as encoding/json takes one into a float32. */
+static int decode_float32(struct file_decoder *d, const yaml_node_t *n, struct config_scalar *s, float *target) {
+        if (s->kind == CONFIG_SCALAR_INT)
+                s->f = (double) s->i;
+        else if (s->kind != CONFIG_SCALAR_FLOAT)
+                return decode_type_error(d, n, s, "a number");
+        if (isfinite(s->f) && (s->f > FLT_MAX || s->f < -FLT_MAX))
+                return decode_error(d, n, "%s is out of range for a float32", s->text);
+        if (target)
+                *target = (float) s->f;
+        return 0;
+}
+
+/* FIELD_FLUSH_FREQUENCY, logsapi's TimeOrMetaDuration: a duration string
+ * or integer nanoseconds. */
+static int decode_flush_frequency(struct file_decoder *d, const yaml_node_t *n, const struct config_scalar *s,
+                                  uint64_t *target) {
+        uint64_t ms;
+        int r;
+
+        if (s->kind == CONFIG_SCALAR_INT) {
+                if (s->i < 0)
+                        return decode_error(d, n, "%s must not be negative", s->text);
+                ms = (uint64_t) s->i / 1000000;
+        } else {
+                r = decode_duration(d, n, s, &ms);
+                if (r < 0)
+                        return r;
+        }
+        *target = ms;
+        return 0;
+}
+
+static int decode_proxy_mode(struct file_decoder *d, const yaml_node_t *n, const struct config_scalar *s,
+                             enum proxy_mode *target) {
+        enum proxy_mode m;
+
+        if (s->kind != CONFIG_SCALAR_STRING)
+                return decode_type_error(d, n, s, "a string");
+        m = *s->text ? proxy_mode_from_string(s->text) : PROXY_MODE_IPTABLES;
+        if (m < 0)
+                return decode_error(d, n, "unsupported mode \"%s\", must be iptables, ipvs, nftables or empty",
+                                    s->text);
+        *target = m;
+        return 0;
+}
+
+static int decode_detect_local_mode(struct file_decoder *d, const yaml_node_t *n, const struct config_scalar *s,
+                                    enum detect_local_mode *target) {
+        enum detect_local_mode m;
+
+        if (s->kind != CONFIG_SCALAR_STRING)
+                return decode_type_error(d, n, s, "a string");
+        m = *s->text ? detect_local_mode_from_string(s->text) : DETECT_LOCAL_CLUSTER_CIDR;
+        if (m < 0)
+                return decode_error(d, n,
+                                    "unsupported mode \"%s\", must be ClusterCIDR, NodeCIDR, BridgeInterface, "
+                                    "InterfaceNamePrefix or empty",
+                                    s->text);
+        *target = m;
+        return 0;
+}
+
+static int decode_quantity(struct file_decoder *d, const yaml_node_t *n, const struct config_scalar *s,
+                           uint64_t *target) {
+        uint64_t bytes;
+
+        if (s->kind != CONFIG_SCALAR_STRING && s->kind != CONFIG_SCALAR_INT && s->kind != CONFIG_SCALAR_FLOAT)
+                return decode_type_error(d, n, s, "a quantity");
+        if (config_value_parse_quantity(s->text, &bytes) < 0)
+                return decode_error(d, n, "\"%s\" is not a quantity such as 0, 64Ki or 1Mi", s->text);
+        if (target)
+                *target = bytes;
+        return 0;
+}
+
+/* A field that holds one value, not null (decode_value() took care of
+ * that): s checked against the field's Go type and stored at target (NULL
+ * for a field that is only checked). */
+static int decode_scalar_field(struct file_decoder *d, const struct field *f, const yaml_node_t *n,
+                               struct config_scalar *s, void *target) {
+        uint64_t ms;
+        int64_t i;
+        int r;
+
+        switch (f->type) {
+        case FIELD_STRING:
+                if (s->kind != CONFIG_SCALAR_STRING)
+                        return decode_type_error(d, n, s, "a string");
+                return target ? config_value_str_set(target, s->text) : 0;
+        case FIELD_BOOL:
+                if (s->kind != CONFIG_SCALAR_BOOL)
+                        return decode_type_error(d, n, s, "true or false");
+                if (target)
+                        *(bool *) target = s->b;
+                return 0;
+        case FIELD_INT32:
+        case FIELD_VERBOSITY:
+                r = decode_integer(d, n, s, f->type == FIELD_VERBOSITY ? 0 : INT32_MIN, INT32_MAX, &i);
+                if (r >= 0 && target)
+                        *(int32_t *) target = (int32_t) i;
+                return r;
+        case FIELD_FLOAT32:
+                return decode_float32(d, n, s, target);
+        case FIELD_DURATION:
+                r = decode_duration(d, n, s, &ms);
+                if (r >= 0 && target)
+                        *(uint64_t *) target = ms;
+                return r;
+        case FIELD_FLUSH_FREQUENCY:
+                return decode_flush_frequency(d, n, s, target);
+        case FIELD_PROXY_MODE:
+                return decode_proxy_mode(d, n, s, target);
+        case FIELD_DETECT_LOCAL_MODE:
+                return decode_detect_local_mode(d, n, s, target);
+        case FIELD_QUANTITY:
+                return decode_quantity(d, n, s, target);
+        case FIELD_FEATURE_GATES:
+                return decode_type_error(d, n, s, "a mapping of feature gate names to true or false");
+        case FIELD_MAP:
+        case FIELD_STRINGS:
+        case FIELD_VMODULE:
+                break;
+        }
+        assert(false);          /* decoded by decode_value() */
+        return -EINVAL;
+}
+
 static int decode_value(struct file_decoder *d, const struct field *f, yaml_node_t *n) {
         void *target = f->base == BASE_CONFIG ? (char *) d->c + f->offset :
                        f->base == BASE_EXTRA ? (char *) d->extra + f->offset : NULL;
         bool *has = f->has >= 0 ? (bool *) ((char *) d->extra + f->has) : NULL;
         struct config_scalar s;
-        uint64_t ms;
-        int64_t i;
         int r;
 
         switch (f->type) {
@@ -496,110 +622,9 @@ static int decode_value(struct file_decoder *d, const struct field *f, yaml_node
                         config_feature_gates_clear(d->c);
                 return 0;
         }
-
-        switch (f->type) {
-        case FIELD_STRING:
-                if (s.kind != CONFIG_SCALAR_STRING)
-                        return decode_type_error(d, n, &s, "a string");
-                if (target) {
-                        r = config_value_str_set(target, s.text);
-                        if (r < 0)
-                                return r;
-                }
-                break;
-        case FIELD_BOOL:
-                if (s.kind != CONFIG_SCALAR_BOOL)
-                        return decode_type_error(d, n, &s, "true or false");
-                if (target)
-                        *(bool *) target = s.b;
-                break;
-        case FIELD_INT32:
-                r = decode_integer(d, n, &s, INT32_MIN, INT32_MAX, &i);
-                if (r < 0)
-                        return r;
-                if (target)
-                        *(int32_t *) target = (int32_t) i;
-                break;
-        case FIELD_FLOAT32:
-                if (s.kind == CONFIG_SCALAR_INT)
-                        s.f = (double) s.i;
-                else if (s.kind != CONFIG_SCALAR_FLOAT)
-                        return decode_type_error(d, n, &s, "a number");
-                if (isfinite(s.f) && (s.f > FLT_MAX || s.f < -FLT_MAX))
-                        return decode_error(d, n, "%s is out of range for a float32", s.text);
-                if (target)
-                        *(float *) target = (float) s.f;
-                break;
-        case FIELD_DURATION:
-                r = decode_duration(d, n, &s, &ms);
-                if (r < 0)
-                        return r;
-                if (target)
-                        *(uint64_t *) target = ms;
-                break;
-        case FIELD_FLUSH_FREQUENCY:
-                /* TimeOrMetaDuration: a duration string or integer nanoseconds. */
-                if (s.kind == CONFIG_SCALAR_INT) {
-                        if (s.i < 0)
-                                return decode_error(d, n, "%s must not be negative", s.text);
-                        ms = (uint64_t) s.i / 1000000;
-                } else {
-                        r = decode_duration(d, n, &s, &ms);
-                        if (r < 0)
-                                return r;
-                }
-                *(uint64_t *) target = ms;
-                break;
-        case FIELD_PROXY_MODE: {
-                enum proxy_mode m;
-
-                if (s.kind != CONFIG_SCALAR_STRING)
-                        return decode_type_error(d, n, &s, "a string");
-                m = *s.text ? proxy_mode_from_string(s.text) : PROXY_MODE_IPTABLES;
-                if (m < 0)
-                        return decode_error(d, n, "unsupported mode \"%s\", must be iptables, ipvs, nftables or empty",
-                                            s.text);
-                *(enum proxy_mode *) target = m;
-                break;
-        }
-        case FIELD_DETECT_LOCAL_MODE: {
-                enum detect_local_mode m;
-
-                if (s.kind != CONFIG_SCALAR_STRING)
-                        return decode_type_error(d, n, &s, "a string");
-                m = *s.text ? detect_local_mode_from_string(s.text) : DETECT_LOCAL_CLUSTER_CIDR;
-                if (m < 0)
-                        return decode_error(d, n,
-                                            "unsupported mode \"%s\", must be ClusterCIDR, NodeCIDR, BridgeInterface, "
-                                            "InterfaceNamePrefix or empty",
-                                            s.text);
-                *(enum detect_local_mode *) target = m;
-                break;
-        }
-        case FIELD_VERBOSITY:
-                r = decode_integer(d, n, &s, 0, INT32_MAX, &i);
-                if (r < 0)
-                        return r;
-                *(int32_t *) target = (int32_t) i;
-                break;
-        case FIELD_QUANTITY: {
-                uint64_t bytes;
-                if (s.kind != CONFIG_SCALAR_STRING && s.kind != CONFIG_SCALAR_INT && s.kind != CONFIG_SCALAR_FLOAT)
-                        return decode_type_error(d, n, &s, "a quantity");
-                if (config_value_parse_quantity(s.text, &bytes) < 0)
-                        return decode_error(d, n, "\"%s\" is not a quantity such as 0, 64Ki or 1Mi", s.text);
-                if (target)
-                        *(uint64_t *) target = bytes;
-                break;
-        }
-        case FIELD_FEATURE_GATES:
-                return decode_type_error(d, n, &s, "a mapping of feature gate names to true or false");
-        case FIELD_MAP:
-        case FIELD_STRINGS:
-        case FIELD_VMODULE:
-                assert(false);  /* decoded above */
-                break;
-        }
+        r = decode_scalar_field(d, f, n, &s, target);
+        if (r < 0)
+                return r;
         if (has)
                 *has = true;
         return 0;

@@ -89,12 +89,11 @@ static bool minor_version_valid(const char *s) {
                config_value_parse_decimal(dot + 1, UINT32_MAX, &v) == 0;
 }
 
-/* Upstream's validation.Validate() over the resolved configuration. */
-int config_validate(const struct kproxy_config *c) {
+/* The numbers: mark bits, conntrack, OOM score, client burst, periods. */
+static int validate_numbers(const struct kproxy_config *c) {
         const struct config_sync *s = config_mode_sync(c);
         bool nft = c->mode == PROXY_MODE_NFTABLES;
         char a[32], b[32];
-        const char *why;
 
         snprintf(a, sizeof a, "%" PRIi32, c->iptables.masquerade_bit);
         if (c->iptables.masquerade_bit < 0 || c->iptables.masquerade_bit > 31)
@@ -127,6 +126,13 @@ int config_validate(const struct kproxy_config *c) {
                 return invalid(c, nft ? "nftables.minSyncPeriod" : "iptables.minSyncPeriod",
                                c->mode == PROXY_MODE_IPVS ? "ipvs-min-sync-period" : "iptables-min-sync-period", b,
                                "must not exceed the sync period (%s)", a);
+        return 0;
+}
+
+/* The addresses: the node's, the servers', NodePorts'; and the hidden
+ * metrics' version. */
+static int validate_addresses(const struct kproxy_config *c) {
+        const char *why;
 
         if (!c->bind_address || config_value_ip_family(c->bind_address) == 0)
                 return invalid(c, "bindAddress", "bind-address", c->bind_address, "must be an IP address");
@@ -149,7 +155,12 @@ int config_validate(const struct kproxy_config *c) {
         if (c->show_hidden_metrics_for_version && !minor_version_valid(c->show_hidden_metrics_for_version))
                 return invalid(c, "showHiddenMetricsForVersion", "show-hidden-metrics-for-version",
                                c->show_hidden_metrics_for_version, "must be a version such as 1.30");
+        return 0;
+}
 
+/* What the detect-local mode needs. 1: cluster CIDRs were given, and are
+ * valid. */
+static int validate_detect_local(const struct kproxy_config *c) {
         switch (c->detect_local_mode) {
         case DETECT_LOCAL_BRIDGE_INTERFACE:
                 if (!c->bridge_interface)
@@ -162,13 +173,20 @@ int config_validate(const struct kproxy_config *c) {
                                        "must be set in InterfaceNamePrefix detect-local mode");
                 break;
         case DETECT_LOCAL_CLUSTER_CIDR:
-                if (c->cluster_cidr)
-                        return validate_cluster_cidrs(c);
+                if (c->cluster_cidr) {
+                        int r = validate_cluster_cidrs(c);
+
+                        return r < 0 ? r : 1;   /* the checks have always stopped here */
+                }
                 break;
         default:
                 break;
         }
+        return 0;
+}
 
+/* component-base's logging options, and the gates some of them need. */
+static int validate_logging(const struct kproxy_config *c) {
         if (!config_value_logging_format_valid(c->logging_format))
                 return invalid(c, "logging.format", "logging-format", c->logging_format, "must be text or json");
         /* component-base registers the json format behind LoggingBetaOptions
@@ -201,4 +219,21 @@ int config_validate(const struct kproxy_config *c) {
         if (c->log_vmodule && !streq(c->logging_format, "text"))
                 return invalid(c, "logging.vmodule", "vmodule", c->log_vmodule, "only works with the text format");
         return 0;
+}
+
+/* Upstream's validation.Validate() over the resolved configuration, in its
+ * order: only the first problem is reported. */
+int config_validate(const struct kproxy_config *c) {
+        int r;
+
+        r = validate_numbers(c);
+        if (r < 0)
+                return r;
+        r = validate_addresses(c);
+        if (r < 0)
+                return r;
+        r = validate_detect_local(c);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        return validate_logging(c);
 }
