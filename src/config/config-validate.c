@@ -158,8 +158,7 @@ static int validate_addresses(const struct kproxy_config *c) {
         return 0;
 }
 
-/* What the detect-local mode needs. 1: cluster CIDRs were given, and are
- * valid. */
+/* What the detect-local mode needs. */
 static int validate_detect_local(const struct kproxy_config *c) {
         switch (c->detect_local_mode) {
         case DETECT_LOCAL_BRIDGE_INTERFACE:
@@ -173,11 +172,8 @@ static int validate_detect_local(const struct kproxy_config *c) {
                                        "must be set in InterfaceNamePrefix detect-local mode");
                 break;
         case DETECT_LOCAL_CLUSTER_CIDR:
-                if (c->cluster_cidr) {
-                        int r = validate_cluster_cidrs(c);
-
-                        return r < 0 ? r : 1;   /* the checks have always stopped here */
-                }
+                if (c->cluster_cidr)
+                        return validate_cluster_cidrs(c);
                 break;
         default:
                 break;
@@ -233,7 +229,7 @@ int config_validate(const struct kproxy_config *c) {
         if (r < 0)
                 return r;
         r = validate_detect_local(c);
-        if (r != 0)
-                return r < 0 ? r : 0;
+        if (r < 0)
+                return r;
         return validate_logging(c);
 }

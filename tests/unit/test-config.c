@@ -608,6 +608,19 @@ static void test_flag_validation(void) {
         CHECK_CONTAINS(err, "--vmodule: only works with the text format");
         free(err);
         config_done(&c);
+        /* The logging checks come after the detect-local ones and run
+         * whatever those found valid: upstream validates the logging
+         * options after the cluster CIDRs, not instead of them. */
+        CHECK(setup(&c, &err, "--cluster-cidr", "10.244.0.0/16", "--vmodule", "x=1", "--logging-format", "json",
+                    NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "--vmodule: only works with the text format");
+        free(err);
+        config_done(&c);
+        CHECK(setup(&c, &err, "--cluster-cidr", "10.244.0.0/16,fd00:10:244::/56", "--log-text-split-stream", NULL) ==
+              -EINVAL);
+        CHECK_CONTAINS(err, "--log-text-split-stream: Forbidden: Feature LoggingAlphaOptions is disabled");
+        free(err);
+        config_done(&c);
 
         /* --hostname-override is trimmed and lower-cased; blank is refused. */
         CHECK(setup(&c, NULL, "--hostname-override", " Node-1.Example ", NULL) == 0);
