@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "apply/exec.h"
+#include "apply/iptables-chains.h"
 #include "apply/iptables-lines.h"
-#include "apply/iptables.h"
 #include "apply/nftables.h"
 #include "util/buf.h"
 #include "util/cleanup.h"

@@ -16,6 +16,7 @@
 
 #include "apply/exec.h"
 #include "apply/iptables-backend.h"
+#include "apply/iptables-chains.h"
 #include "apply/iptables-known.h"
 #include "apply/iptables-lines.h"
 #include "apply/iptables-split.h"
@@ -60,12 +61,6 @@ static const struct jump jumps[] = {
         {"filter", "INPUT", "KUBE-FIREWALL", a_none},
         {"filter", "OUTPUT", "KUBE-FIREWALL", a_none},
 };
-
-static const char *const nat_fixed[] = {"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ",
-                                        "KUBE-PROXY-CANARY"};
-static const char *const filter_fixed[] = {"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD",
-                                           "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"};
-static const char *const mangle_fixed[] = {"KUBE-PROXY-CANARY"};
 
 /* "-A BUILTIN args -j TARGET" as iptables-save prints it. */
 static void jump_text(const struct jump *j, struct buf *b) {
@@ -215,6 +210,8 @@ static int scan_nft(const struct iptables_tools *t, struct nftables *nl, uint8_t
         struct walk w = {.seen = HMAP_INIT};
         struct buf store = BUF_INIT;
         const char **level = NULL, *k;
+        const char *const *fixed;
+        size_t n_fixed;
         uint32_t use = 0;
         int r = 0;
 
@@ -222,8 +219,9 @@ static int scan_nft(const struct iptables_tools *t, struct nftables *nl, uint8_t
          * of rule dumps per depth: every chain anything jumps to. */
         for (size_t i = 0; i < ELEMENTSOF(nat_builtin); i++)
                 walk_add(nat_builtin[i], &w);
-        for (size_t i = 0; i < ELEMENTSOF(nat_fixed); i++)
-                walk_add(nat_fixed[i], &w);
+        fixed = iptables_fixed_chains("nat", &n_fixed);
+        for (size_t i = 0; i < n_fixed; i++)
+                walk_add(fixed[i], &w);
         while (r == 0 && w.n_next > 0) {
                 size_t n = w.n_next;
                 free(level);
@@ -269,7 +267,8 @@ static int scan_nft(const struct iptables_tools *t, struct nftables *nl, uint8_t
                 if (has_owned_prefix(k))
                         put_name(&store, k, strlen(k));
         *ret_names = map_names(&store, existing);
-        r = read_digests(nl, family, "filter", filter_fixed, ELEMENTSOF(filter_fixed), NULL, NULL, &found, known);
+        fixed = iptables_fixed_chains("filter", &n_fixed);
+        r = read_digests(nl, family, "filter", fixed, n_fixed, NULL, NULL, &found, known);
         if (r < 0)
                 goto out;
 
@@ -561,42 +560,13 @@ bool iptables_canary_present(const struct iptables_tools *t, uint8_t family) {
         return run_iptables(t, family, "mangle", "-S", "KUBE-PROXY-CANARY", false, NULL, NULL) == 0;
 }
 
-const char *const *iptables_fixed_chains(const char *table, size_t *ret_n) {
-        if (strcmp(table, "nat") == 0)
-                return *ret_n = ELEMENTSOF(nat_fixed), nat_fixed;
-        if (strcmp(table, "filter") == 0)
-                return *ret_n = ELEMENTSOF(filter_fixed), filter_fixed;
-        if (strcmp(table, "mangle") == 0)
-                return *ret_n = ELEMENTSOF(mangle_fixed), mangle_fixed;
-        *ret_n = 0;
-        return NULL;
-}
-
-bool iptables_chain_is_proxys(const char *table, const char *chain) {
-        const char *const *fixed = NULL;
-        size_t n = 0;
-        if (strcmp(table, "nat") == 0) {
-                if (has_owned_prefix(chain))
-                        return true;
-                fixed = nat_fixed, n = ELEMENTSOF(nat_fixed);
-        } else if (strcmp(table, "filter") == 0) {
-                fixed = filter_fixed, n = ELEMENTSOF(filter_fixed);
-        } else if (strcmp(table, "mangle") == 0) {
-                return strcmp(chain, "KUBE-PROXY-CANARY") == 0;
-        }
-        for (size_t i = 0; i < n; i++)
-                if (strcmp(chain, fixed[i]) == 0)
-                        return true;
-        return false;
-}
-
 /* Flushes and deletes the listed chains of one table that exist; returns
  * how many. */
-static size_t cleanup_table(const char *table, const struct buf *saved, const char *const *fixed, size_t n_fixed,
-                            bool owned, struct buf *in) {
+static size_t cleanup_table(const char *table, const struct buf *saved, bool owned, struct buf *in) {
         struct buf decl = BUF_INIT, del = BUF_INIT;
+        size_t n = 0, n_fixed;
+        const char *const *fixed = iptables_fixed_chains(table, &n_fixed);
         char chain[64];
-        size_t n = 0;
         for (const char *p = saved->data; next_chain(&p, chain);) {
                 bool ours = owned && has_owned_prefix(chain);
                 for (size_t i = 0; i < n_fixed && !ours; i++)
@@ -650,9 +620,9 @@ int iptables_cleanup(const struct iptables_tools *t, uint8_t family) {
                 if (run_iptables(t, family, j->table, "-D", j->builtin, false, j, NULL) != 0)
                         log_warning("Failed to delete %s from table %s, ignoring", line.data, j->table);
         }
-        n += cleanup_table("nat", &nat, nat_fixed, ELEMENTSOF(nat_fixed), true, &in);
-        n += cleanup_table("filter", &filter, filter_fixed, ELEMENTSOF(filter_fixed), false, &in);
-        n += cleanup_table("mangle", &mangle, mangle_fixed, ELEMENTSOF(mangle_fixed), false, &in);
+        n += cleanup_table("nat", &nat, true, &in);
+        n += cleanup_table("filter", &filter, false, &in);
+        n += cleanup_table("mangle", &mangle, false, &in);
         if (in.len > 0)
                 r = iptables_restore(t, family, in.data, in.len, false);
         if (r == 0)

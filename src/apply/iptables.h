@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "apply/iptables-backend.h"
+#include "apply/iptables-chains.h"
 
 struct buf;
 struct hmap;
@@ -72,13 +73,6 @@ int iptables_restore_split(const struct iptables_tools *t, uint8_t family, const
  * third party flushed the tables and a full resync is needed. */
 int iptables_canary_ensure(const struct iptables_tools *t, uint8_t family);
 bool iptables_canary_present(const struct iptables_tools *t, uint8_t family);
-
-/* Whether --cleanup removes this chain of this table ("nat", "filter",
- * "mangle"): kube-proxy's chains, not kubelet's KUBE-FIREWALL. */
-bool iptables_chain_is_proxys(const char *table, const char *chain);
-/* The chains iptables mode always has in a table ("nat", "filter",
- * "mangle"), whatever the services: the marks of its rules. */
-const char *const *iptables_fixed_chains(const char *table, size_t *ret_n);
 
 /* Removes every jump rule and chain kproxy (or kube-proxy) made in the
  * family's tables of t's backend; a legacy table that does not exist is
