@@ -12,14 +12,18 @@
  *
  * Series are few (one API server, GET), so they live in small sorted
  * arrays: Go sorts a family's series by their label values.
+ *
+ * The state is this file's own and it knows nothing of the server's: the
+ * server (metrics.c) owns one, feeds it from its observers and hands it to
+ * these writers from its table, so the calls run one way, down.
  */
+#include "http/metrics-client.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/metrics-internal.h"
-#include "http/metrics.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -43,6 +47,7 @@ struct metrics_client_count {
 };
 
 struct metrics_client {
+        const struct metrics_desc *hist[_METRICS_CLIENT_HISTOGRAM_MAX];       /* borrowed */
         struct metrics_client_series series[METRICS_CLIENT_MAX_SERIES];
         size_t n_series;
         struct metrics_client_count counts[METRICS_CLIENT_MAX_COUNTS];
@@ -51,8 +56,12 @@ struct metrics_client {
         bool full_warned;
 };
 
-struct metrics_client *metrics_client_new(void) {
-        return calloc(1, sizeof(struct metrics_client));
+struct metrics_client *metrics_client_new(const struct metrics_desc *const hist[_METRICS_CLIENT_HISTOGRAM_MAX]) {
+        struct metrics_client *c = calloc(1, sizeof *c);
+
+        if (c)
+                memcpy(c->hist, hist, sizeof c->hist);
+        return c;
 }
 
 struct metrics_client *metrics_client_free(struct metrics_client *c) {
@@ -137,23 +146,17 @@ static void metrics_client_count(struct metrics_client *c, const char *code, con
         c->n_counts++;
 }
 
-static void metrics_client_observe(struct metrics_client_series *s, enum metrics_client_histogram k,
-                                   enum metrics_family_id id, double v) {
-        size_t n;
-
+static void metrics_client_observe(const struct metrics_client *c, struct metrics_client_series *s,
+                                   enum metrics_client_histogram k, double v) {
         s->set[k] = true;
-        metrics_histogram_observe(&s->h[k], &metrics_descs(&n)[id], v);
+        metrics_histogram_observe(&s->h[k], c->hist[k], v);
 }
 
-void metrics_api_request(struct metrics *m, const char *method, const char *host, unsigned code, bool watch,
-                         double seconds, double waited, size_t response_bytes) {
-        struct metrics_client *c;
+void metrics_client_request(struct metrics_client *c, const char *method, const char *host, unsigned code, bool watch,
+                            double seconds, double waited, size_t response_bytes) {
         struct metrics_client_series *s;
         char text[16];
 
-        if (!m)
-                return;
-        c = metrics_client_mut(m);
         method = method ? method : "";
         host = host ? host : "";
         /* client-go's updateURLMetrics: any transport error is "<error>". */
@@ -164,23 +167,20 @@ void metrics_api_request(struct metrics *m, const char *method, const char *host
         metrics_client_count(c, text, host, method);
         if (watch || !(s = metrics_client_series(c, host, method)))
                 return;
-        metrics_client_observe(s, METRICS_CLIENT_DURATION, MF_CLIENT_DURATION, seconds);
-        metrics_client_observe(s, METRICS_CLIENT_RATE_LIMITER, MF_CLIENT_RATE_LIMITER, waited);
-        metrics_client_observe(s, METRICS_CLIENT_REQUEST_SIZE, MF_CLIENT_REQUEST_SIZE, 0);
+        metrics_client_observe(c, s, METRICS_CLIENT_DURATION, seconds);
+        metrics_client_observe(c, s, METRICS_CLIENT_RATE_LIMITER, waited);
+        metrics_client_observe(c, s, METRICS_CLIENT_REQUEST_SIZE, 0);
         if (code != 0)
-                metrics_client_observe(s, METRICS_CLIENT_RESPONSE_SIZE, MF_CLIENT_RESPONSE_SIZE,
-                                       (double) response_bytes);
+                metrics_client_observe(c, s, METRICS_CLIENT_RESPONSE_SIZE, (double) response_bytes);
 }
 
-void metrics_api_transport(struct metrics *m) {
-        if (m)
-                metrics_client_mut(m)->transport = true;
+void metrics_client_transport(struct metrics_client *c) {
+        c->transport = true;
 }
 
 /* ---- writers ---- */
 
-void metrics_write_client_requests(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
-        const struct metrics_client *c = metrics_client_of(m);
+void metrics_client_write_requests(const struct metrics_client *c, const struct metrics_desc *d, struct buf *b) {
         _cleanup_(buf_done) struct buf labels = BUF_INIT;
 
         if (c->n_counts == 0)
@@ -195,8 +195,7 @@ void metrics_write_client_requests(const struct metrics *m, const struct metrics
         }
 }
 
-void metrics_write_client_histogram(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
-        const struct metrics_client *c = metrics_client_of(m);
+void metrics_client_write_histogram(const struct metrics_client *c, const struct metrics_desc *d, struct buf *b) {
         _cleanup_(buf_done) struct buf labels = BUF_INIT;
         size_t k = d->arg;
         bool header = false;
@@ -216,9 +215,7 @@ void metrics_write_client_histogram(const struct metrics *m, const struct metric
 
 /* client-go's transport cache: kproxy builds one transport for its API
  * server connection, and keeps it (arg 0: the entries; 1: the calls). */
-void metrics_write_client_transport(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
-        const struct metrics_client *c = metrics_client_of(m);
-
+void metrics_client_write_transport(const struct metrics_client *c, const struct metrics_desc *d, struct buf *b) {
         if (d->arg == 0) {
                 metrics_put_header(b, d);
                 metrics_put_sample(b, d->name, NULL, c->transport ? 1 : 0);
@@ -228,13 +225,13 @@ void metrics_write_client_transport(const struct metrics *m, const struct metric
         }
 }
 
-void metrics_write_client_exec_ttl(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+void metrics_client_write_exec_ttl(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
         (void) m;
         metrics_put_header(b, d);
         metrics_put_sample(b, d->name, NULL, INFINITY);
 }
 
-void metrics_write_client_exec_rotation(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+void metrics_client_write_exec_rotation(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
         static const struct metrics_histogram empty;
 
         (void) m;

@@ -6,13 +6,13 @@
  * cumulative buckets, _sum and _count. Writers only: what to print and in
  * which order is the callers' (metrics.c's table).
  */
+#include "http/metrics-expo.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/metrics-internal.h"
-#include "http/metrics.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 

@@ -36,6 +36,7 @@
 
 #include "apply/nfacct.h"
 #include "config/config.h"
+#include "http/metrics-client.h"
 #include "http/metrics-internal.h"
 #include "http/mhd.h"
 #include "util/buf.h"
@@ -275,6 +276,19 @@ static void metrics_write_nfacct(const struct metrics *m, const struct metrics_d
         metrics_put_sample(b, d->name, NULL, (double) packets);
 }
 
+/* The API client's families: their state is metrics-client.c's own. */
+static void metrics_write_client_requests(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        metrics_client_write_requests(m->client, d, b);
+}
+
+static void metrics_write_client_histogram(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        metrics_client_write_histogram(m->client, d, b);
+}
+
+static void metrics_write_client_transport(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        metrics_client_write_transport(m->client, d, b);
+}
+
 /* Upstream's buckets. The sync and conntrack histograms use
  * ExponentialBuckets(0.001, 2, 15): 1 ms to 16.384 s, each bound the
  * previous one doubled (exact in binary, so these literals are the same
@@ -431,10 +445,10 @@ static const struct metrics_desc metrics_desc_table[_MF_MAX] = {
                 "Calls of an exec credential plugin, by outcome and exit code"},
         [MF_CLIENT_EXEC_ROTATION] = {"rest_client_exec_plugin_certificate_rotation_age", H, "", ALL, "ALPHA",
                 "Seconds an exec plugin's client certificate lived before it was rotated",
-                BUCKETS(metrics_rotation_buckets), .write = metrics_write_client_exec_rotation},
+                BUCKETS(metrics_rotation_buckets), .write = metrics_client_write_exec_rotation},
         [MF_CLIENT_EXEC_TTL] = {"rest_client_exec_plugin_ttl_seconds", G, "", ALL, "ALPHA",
                 "Seconds until the first exec plugin client certificate expires; +Inf without one",
-                .write = metrics_write_client_exec_ttl},
+                .write = metrics_client_write_exec_ttl},
         [MF_CLIENT_RATE_LIMITER] = {"rest_client_rate_limiter_duration_seconds", H, "host,verb", ALL, "ALPHA",
                 "Seconds requests waited for the client-side rate limiter, by verb and host",
                 BUCKETS(metrics_latency_buckets), .write = metrics_write_client_histogram,
@@ -607,15 +621,18 @@ void metrics_health_answer(struct metrics *m, const char *what, unsigned code) {
                 assert(!"metrics_health_answer: what is \"healthz\" or \"livez\"");
 }
 
+void metrics_api_request(struct metrics *m, const char *method, const char *host, unsigned code, bool watch,
+                         double seconds, double waited, size_t response_bytes) {
+        if (m)
+                metrics_client_request(m->client, method, host, code, watch, seconds, waited, response_bytes);
+}
+
+void metrics_api_transport(struct metrics *m) {
+        if (m)
+                metrics_client_transport(m->client);
+}
+
 /* ---- the exposition ---- */
-
-const struct metrics_client *metrics_client_of(const struct metrics *m) {
-        return m->client;
-}
-
-struct metrics_client *metrics_client_mut(struct metrics *m) {
-        return m->client;
-}
 
 const struct kproxy_config *metrics_config(const struct metrics *m) {
         return m->config;
@@ -666,7 +683,12 @@ int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config 
                 return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
         m->config = c;
         m->mode = c->mode == PROXY_MODE_NFTABLES ? METRICS_NFTABLES : METRICS_IPTABLES;
-        m->client = metrics_client_new();
+        m->client = metrics_client_new((const struct metrics_desc *const[_METRICS_CLIENT_HISTOGRAM_MAX]) {
+                [METRICS_CLIENT_RATE_LIMITER] = &metrics_desc_table[MF_CLIENT_RATE_LIMITER],
+                [METRICS_CLIENT_DURATION] = &metrics_desc_table[MF_CLIENT_DURATION],
+                [METRICS_CLIENT_REQUEST_SIZE] = &metrics_desc_table[MF_CLIENT_REQUEST_SIZE],
+                [METRICS_CLIENT_RESPONSE_SIZE] = &metrics_desc_table[MF_CLIENT_RESPONSE_SIZE],
+        });
         if (!m->client)
                 return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
         /* Upstream's nfacct collectors exist when a netlink client could be

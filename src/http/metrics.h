@@ -69,6 +69,3 @@ void metrics_api_request(struct metrics *m, const char *method, const char *host
 /* The API client built its connection's transport (client-go's transport
  * cache: one entry, created once). */
 void metrics_api_transport(struct metrics *m);
-
-/* v as Go's strconv.FormatFloat(v, 'g', -1, 64), or +Inf, -Inf, NaN. */
-void metrics_format_float(struct buf *b, double v);
