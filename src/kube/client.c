@@ -5,21 +5,28 @@
  * on the wire (pages, dropped watches, 410s, server restarts). The
  * reflector owns the bookkeeping for that: the last resourceVersion, and the
  * set of keys it has reported, so that a relist can report what vanished.
+ *
+ * This file is the reflector's state machine (list pages, then a watch,
+ * resumed, relisted, retried with backoff) and the client that holds the
+ * reflectors. Below it: transport.c makes the HTTPS requests on the event
+ * loop, watch-stream.c reads a watch's events, rate.c is the client-side
+ * rate limit. Each request is reported to the observer (client-go's
+ * metrics) from here, where its wait for the rate limit is known.
  */
 #include "kube/client.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ev/ev.h"
-#include "kube/kubeconfig.h"
+#include "kube/rate.h"
+#include "kube/transport.h"
+#include "kube/watch-stream.h"
 #include "util/buf.h"
 #include "util/hmap.h"
 #include "util/log.h"
@@ -46,8 +53,7 @@ struct kube_watch {
         void *userdata;
 
         enum phase phase;
-        CURL *easy;
-        struct curl_slist *headers;
+        struct kube_request *req;       /* the request in flight, or NULL */
         struct buf body;        /* list: the page; watch: the partial line */
         char *rv;               /* last resourceVersion seen */
         char *cont;             /* list continue token */
@@ -69,79 +75,16 @@ struct kube_watch {
 
 struct kube_client {
         struct ev_loop *loop;
-        struct kube_conn *conn;
+        struct kube_transport *transport;
         struct kube_rate rate;          /* --kube-api-qps, --kube-api-burst */
-        CURLM *multi;
-        struct ev_timer *curl_timer;
         struct kube_watch *watches;
         unsigned seed;
         kube_request_fn observer;
         void *observer_ud;
-        char *host;             /* the server's host[:port], for the observer */
 };
 
 static void watch_begin_list(struct kube_watch *w);
 static void watch_begin_watch(struct kube_watch *w);
-
-/* --- libcurl multi-socket glue --- */
-
-static void check_done(struct kube_client *c);
-
-static void on_socket_event(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
-        struct kube_client *c = userdata;
-        int flags = 0, running;
-        (void) l;
-        if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-                flags |= CURL_CSELECT_IN;
-        if (events & EPOLLOUT)
-                flags |= CURL_CSELECT_OUT;
-        if (events & EPOLLERR)
-                flags |= CURL_CSELECT_ERR;
-        curl_multi_socket_action(c->multi, fd, flags, &running);
-        check_done(c);
-}
-
-static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-        struct kube_client *c = userp;
-        uint32_t events = 0;
-        (void) easy;
-
-        if (what == CURL_POLL_REMOVE) {
-                ev_io_del(c->loop, fd);
-                curl_multi_assign(c->multi, fd, NULL);
-                return 0;
-        }
-        if (what & CURL_POLL_IN)
-                events |= EPOLLIN;
-        if (what & CURL_POLL_OUT)
-                events |= EPOLLOUT;
-        if (socketp) {
-                ev_io_mod(c->loop, fd, events);
-        } else {
-                if (ev_io_add(c->loop, fd, events, on_socket_event, c) < 0)
-                        return -1;
-                curl_multi_assign(c->multi, fd, c);
-        }
-        return 0;
-}
-
-static void on_curl_timer(struct ev_loop *l, void *userdata) {
-        struct kube_client *c = userdata;
-        int running;
-        (void) l;
-        c->curl_timer = NULL;
-        curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        check_done(c);
-}
-
-static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
-        struct kube_client *c = userp;
-        (void) multi;
-        c->curl_timer = ev_timer_cancel(c->loop, c->curl_timer);
-        if (timeout_ms >= 0)
-                c->curl_timer = ev_timer_add(c->loop, (uint64_t) timeout_ms, on_curl_timer, c);
-        return 0;
-}
 
 /* --- helpers --- */
 
@@ -255,15 +198,15 @@ static double monotonic_s(void) {
 /* The current request, once: its status so far (0 when no response came). */
 static void report_request(struct kube_watch *w) {
         struct kube_client *c = w->client;
-        long code = 0;
+        long code;
 
-        if (w->reported || !w->easy || !c->observer)
+        if (w->reported || !w->req || !c->observer)
                 return;
         w->reported = true;
-        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
+        code = kube_request_status(w->req);
         c->observer(c->observer_ud, &(struct kube_request_report) {
                 .method = "GET",
-                .host = c->host,
+                .host = kube_transport_host(c->transport),
                 .code = code > 0 && code < 1000 ? (unsigned) code : 0,
                 .watch = w->phase == PHASE_WATCH,
                 .seconds = monotonic_s() - w->started,
@@ -272,15 +215,10 @@ static void report_request(struct kube_watch *w) {
         });
 }
 
-/* A watch is counted when its response headers are complete (the empty
- * line), as client-go counts it when the response starts. */
-static size_t on_watch_header(char *data, size_t size, size_t nmemb, void *userdata) {
-        struct kube_watch *w = userdata;
-        size_t n = size * nmemb;
-
-        if ((n == 2 && data[0] == '\r' && data[1] == '\n') || (n == 1 && data[0] == '\n'))
-                report_request(w);
-        return n;
+/* A watch is counted when its response headers are complete, as client-go
+ * counts it when the response starts. */
+static void on_watch_headers(void *userdata) {
+        report_request(userdata);
 }
 
 void kube_client_set_observer(struct kube_client *c, kube_request_fn fn, void *userdata) {
@@ -290,13 +228,7 @@ void kube_client_set_observer(struct kube_client *c, kube_request_fn fn, void *u
 
 static void stop_transfer(struct kube_watch *w) {
         w->idle = ev_timer_cancel(w->client->loop, w->idle);
-        if (w->easy) {
-                curl_multi_remove_handle(w->client->multi, w->easy);
-                curl_easy_cleanup(w->easy);
-                w->easy = NULL;
-        }
-        curl_slist_free_all(w->headers);
-        w->headers = NULL;
+        w->req = kube_request_free(w->req);
         buf_clear(&w->body);
 }
 
@@ -338,160 +270,111 @@ static void arm_idle(struct kube_watch *w) {
 }
 
 /* One watch event line. Returns false when the watch must stop (410). */
-static bool handle_event_line(struct kube_watch *w, const char *line, size_t len) {
-        json_error_t e;
-        json_t *ev = json_loadb(line, len, 0, &e);
-        const char *type;
-        const json_t *obj;
+static bool handle_event_line(void *userdata, const char *line, size_t len) {
+        struct kube_watch *w = userdata;
+        struct kube_watch_event ev;
+        const char *rv;
         bool go_on = true;
+        char why[160];
 
-        if (!ev || !json_is_object(ev)) {
-                log_warning("%s: malformed watch event (%s), ignoring", w->path, ev ? "not an object" : e.text);
-                json_decref(ev);
+        if (kube_watch_event_parse(line, len, &ev, why, sizeof why) < 0) {
+                log_warning("%s: malformed watch event (%s), ignoring", w->path, why);
                 return true;
         }
-        type = json_string_value(json_object_get(ev, "type"));
-        obj = json_object_get(ev, "object");
-        const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-        if (!type || !json_is_object(obj)) {
+        rv = ev.rv;
+        switch (ev.type) {
+        case KUBE_WATCH_INCOMPLETE:
                 log_warning("%s: watch event without type or object, ignoring", w->path);
-        } else if (strcmp(type, "ERROR") == 0) {
-                json_int_t code = json_integer_value(json_object_get(obj, "code"));
-                const char *msg = json_string_value(json_object_get(obj, "message"));
-                if (code == 410) {
+                break;
+        case KUBE_WATCH_ERROR:
+                if (ev.code == 410) {
                         log_info("%s: resourceVersion %s is too old (410 Gone), relisting", w->path,
                                  w->rv ? w->rv : "?");
                         go_on = false;
                 } else {
-                        log_warning("%s: watch error %lld: %s, will retry", w->path, (long long) code,
-                                    msg ? msg : "");
+                        log_warning("%s: watch error %lld: %s, will retry", w->path, ev.code,
+                                    ev.message ? ev.message : "");
                 }
                 rv = NULL;
-        } else if (strcmp(type, "BOOKMARK") == 0) {
-                /* Only the resourceVersion matters. */
-        } else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
-                report_upsert(w, obj, false);
-        } else if (strcmp(type, "DELETED") == 0) {
-                char *k = object_key(obj);
+                break;
+        case KUBE_WATCH_BOOKMARK:
+                break;          /* only the resourceVersion matters */
+        case KUBE_WATCH_ADDED:
+        case KUBE_WATCH_MODIFIED:
+                report_upsert(w, ev.object, false);
+                break;
+        case KUBE_WATCH_DELETED: {
+                char *k = object_key(ev.object);
                 if (k)
-                        report_delete(w, k, obj);
+                        report_delete(w, k, ev.object);
                 free(k);
-        } else {
-                log_warning("%s: unknown watch event type \"%.32s\", ignoring", w->path, type);
+                break;
+        }
+        case KUBE_WATCH_UNKNOWN:
+                log_warning("%s: unknown watch event type \"%.32s\", ignoring", w->path, ev.type_name);
+                break;
         }
         if (rv)
                 set_str(&w->rv, rv);
         w->got_event = true;
-        json_decref(ev);
+        kube_watch_event_done(&ev);
         return go_on;
 }
 
-static size_t on_watch_data(char *data, size_t size, size_t nmemb, void *userdata) {
+static bool on_watch_data(void *userdata, const char *data, size_t n) {
         struct kube_watch *w = userdata;
-        size_t n = size * nmemb;
-        long code = 0;
 
-        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
         buf_put(&w->body, data, n);
-        if (code != 200)
-                return n;       /* an error Status: handled at completion */
+        if (kube_request_status(w->req) != 200)
+                return true;    /* an error Status: handled at completion */
         arm_idle(w);
-        size_t start = 0;
-        for (size_t i = 0; i < w->body.len; i++) {
-                if (w->body.data[i] != '\n')
-                        continue;
-                if (i > start && !handle_event_line(w, w->body.data + start, i - start)) {
-                        /* 410: abort this transfer; completion relists. */
-                        w->phase = PHASE_LIST;
-                        return 0;
-                }
-                start = i + 1;
+        if (!kube_watch_stream_lines(&w->body, handle_event_line, w)) {
+                /* 410: abort this transfer; completion relists. */
+                w->phase = PHASE_LIST;
+                return false;
         }
-        memmove(w->body.data, w->body.data + start, w->body.len - start);
-        buf_truncate(&w->body, w->body.len - start);
-        return n;
+        return true;
 }
 
-static size_t on_list_data(char *data, size_t size, size_t nmemb, void *userdata) {
+static bool on_list_data(void *userdata, const char *data, size_t n) {
         struct kube_watch *w = userdata;
-        buf_put(&w->body, data, size * nmemb);
-        return size * nmemb;
+        buf_put(&w->body, data, n);
+        return true;
 }
 
 /* --- requests --- */
 
-static void append_param(struct buf *url, const char *name, const char *value) {
-        char *esc = curl_easy_escape(NULL, value, 0);
-        buf_printf(url, "%c%s=%s", strchr(url->data, '?') ? '&' : '?', name, esc ? esc : "");
-        curl_free(esc);
-}
+static void on_transfer_done(void *userdata, enum kube_request_end end, const char *error);
+
+static const struct kube_request_ops list_ops = {
+        .data = on_list_data,
+        .done = on_transfer_done,
+};
+
+static const struct kube_request_ops watch_ops = {
+        .data = on_watch_data,
+        .headers_done = on_watch_headers,
+        .done = on_transfer_done,
+};
 
 static int start_request(struct kube_watch *w, const char *url, bool watching) {
-        struct kube_client *c = w->client;
-        struct kube_conn *conn = c->conn;
-        CURL *e = curl_easy_init();
-        if (!e)
-                return -ENOMEM;
-
-        w->headers = curl_slist_append(NULL, "Accept: application/json");
-        if (conn->token) {
-                struct buf h = BUF_INIT;
-                buf_printf(&h, "Authorization: Bearer %s", conn->token);
-                w->headers = curl_slist_append(w->headers, h.data);
-                explicit_bzero(h.data, h.len);
-                buf_done(&h);
-        }
-        curl_easy_setopt(e, CURLOPT_URL, url);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, w->headers);
-        curl_easy_setopt(e, CURLOPT_USERAGENT, "kproxy/" KPROXY_VERSION);
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
-        curl_easy_setopt(e, CURLOPT_PRIVATE, w);
-        if (conn->ca_pem) {
-                struct curl_blob ca = {conn->ca_pem, conn->ca_pem_len, CURL_BLOB_NOCOPY};
-                curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca);
-        }
-        if (conn->cert_pem && conn->key_pem) {
-                struct curl_blob cert = {conn->cert_pem, conn->cert_pem_len, CURL_BLOB_NOCOPY};
-                struct curl_blob key = {conn->key_pem, conn->key_pem_len, CURL_BLOB_NOCOPY};
-                curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
-                curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
-                curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
-                curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
-        }
-        if (conn->insecure) {
-                curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-                curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-        }
-        if (watching) {
-                curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_watch_data);
-                curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_watch_header);
-                curl_easy_setopt(e, CURLOPT_HEADERDATA, w);
-        } else {
-                curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_list_data);
-                curl_easy_setopt(e, CURLOPT_TIMEOUT, (long) LIST_TIMEOUT_S);
-        }
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, w);
-        w->easy = e;
+        int r = kube_request_start(w->client->transport, url, watching ? 0 : LIST_TIMEOUT_S,
+                                   watching ? &watch_ops : &list_ops, w, &w->req);
+        if (r < 0)
+                return r;
         w->started = monotonic_s() - w->waited;         /* client-go times its wait too */
         w->reported = false;
-        if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
-                stop_transfer(w);
-                return -ENOMEM;
-        }
         return 0;
 }
 
 static void base_url(struct kube_watch *w, struct buf *url) {
         buf_clear(url);
-        buf_puts(url, w->client->conn->server);
+        buf_puts(url, kube_transport_server(w->client->transport));
         buf_puts(url, w->path);
         if (w->label_selector)
-                append_param(url, "labelSelector", w->label_selector);
+                kube_url_param(url, "labelSelector", w->label_selector);
         if (w->field_selector)
-                append_param(url, "fieldSelector", w->field_selector);
+                kube_url_param(url, "fieldSelector", w->field_selector);
 }
 
 /* client-go's client-side rate limit: every list request (a page) takes a
@@ -528,9 +411,9 @@ static void watch_begin_list(struct kube_watch *w) {
         w->phase = PHASE_LIST;
         base_url(w, &url);
         snprintf(n, sizeof n, "%u", w->page_size);
-        append_param(&url, "limit", n);
+        kube_url_param(&url, "limit", n);
         if (w->cont)
-                append_param(&url, "continue", w->cont);
+                kube_url_param(&url, "continue", w->cont);
         log_v(4, "GET %s", url.data);
         if (start_request(w, url.data, false) < 0)
                 retry_later(w);
@@ -544,13 +427,13 @@ static void watch_begin_watch(struct kube_watch *w) {
         w->phase = PHASE_WATCH;
         w->got_event = false;
         base_url(w, &url);
-        append_param(&url, "watch", "1");
-        append_param(&url, "resourceVersion", w->rv);
-        append_param(&url, "allowWatchBookmarks", "true");
+        kube_url_param(&url, "watch", "1");
+        kube_url_param(&url, "resourceVersion", w->rv);
+        kube_url_param(&url, "allowWatchBookmarks", "true");
         /* Rotate watches every 5-10 minutes, as client-go does, so load
          * balancers in front of API servers spread them. */
         snprintf(t, sizeof t, "%u", 300 + (unsigned) rand_r(&w->client->seed) % 300);
-        append_param(&url, "timeoutSeconds", t);
+        kube_url_param(&url, "timeoutSeconds", t);
         log_v(4, "GET %s", url.data);
         if (start_request(w, url.data, true) < 0)
                 retry_later(w);
@@ -634,14 +517,14 @@ static void log_status(struct kube_watch *w, long code) {
         json_decref(st);
 }
 
-static void finish_transfer(struct kube_watch *w, CURLcode res) {
-        long code = 0;
-        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
+static void on_transfer_done(void *userdata, enum kube_request_end end, const char *error) {
+        struct kube_watch *w = userdata;
+        long code = kube_request_status(w->req);
         report_request(w);
 
         /* A 410 status, or a 410 ERROR event in the stream (the data callback
          * then switched the phase to LIST and aborted the transfer). */
-        if (code == 410 || (res == CURLE_WRITE_ERROR && w->phase == PHASE_LIST)) {
+        if (code == 410 || (end == KUBE_REQUEST_ABORTED && w->phase == PHASE_LIST)) {
                 log_info("%s: 410 Gone, relisting", w->path);
                 w->n_restarts++;
                 relist(w);
@@ -649,14 +532,12 @@ static void finish_transfer(struct kube_watch *w, CURLcode res) {
         }
         if (code == 401) {
                 log_warning("%s: 401 Unauthorized, re-reading the token and retrying", w->path);
-                if (w->client->conn->token_file)
-                        kube_conn_reload_token(w->client->conn);
+                kube_transport_reload_token(w->client->transport);
                 retry_later(w);
                 return;
         }
-        if (res != CURLE_OK) {
-                log_warning("%s: %s: %s, will retry", w->path, w->phase == PHASE_LIST ? "list" : "watch",
-                            curl_easy_strerror(res));
+        if (end != KUBE_REQUEST_COMPLETE) {
+                log_warning("%s: %s: %s, will retry", w->path, w->phase == PHASE_LIST ? "list" : "watch", error);
                 if (w->phase == PHASE_WATCH)
                         w->n_restarts++;
                 retry_later(w);
@@ -690,96 +571,28 @@ static void finish_transfer(struct kube_watch *w, CURLcode res) {
         watch_begin_watch(w);
 }
 
-static void check_done(struct kube_client *c) {
-        CURLMsg *m;
-        int left;
-        while ((m = curl_multi_info_read(c->multi, &left))) {
-                if (m->msg != CURLMSG_DONE)
-                        continue;
-                struct kube_watch *w = NULL;
-                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **) &w);
-                if (w && w->easy == m->easy_handle)
-                        finish_transfer(w, m->data.result);
-        }
-}
-
 /* --- lifecycle --- */
 
-/* client-go's label: the URL's host, with its port when the URL has one
- * ("https://10.96.0.1:443/x" gives "10.96.0.1:443"). */
-static char *server_host(const char *server) {
-        const char *p = server ? strstr(server, "://") : NULL;
-        p = p ? p + 3 : server ? server : "";
-        size_t n = strcspn(p, "/?#");
-        const char *at = memchr(p, '@', n);
-        if (at) {
-                n -= (size_t) (at + 1 - p);
-                p = at + 1;
-        }
-        return strndup(p, n);
-}
-
 int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_client **ret) {
-        static bool global_init;
-        struct kube_client *c;
+        struct kube_client *c = calloc(1, sizeof *c);
+        int r;
 
-        if (!global_init) {
-                if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-                        return -ENOMEM;
-                global_init = true;
-        }
-        c = calloc(1, sizeof *c);
         if (!c)
                 return -ENOMEM;
+        r = kube_transport_new(l, conn, &c->transport);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
         c->loop = l;
-        c->conn = conn;
         c->seed = (unsigned) time(NULL) ^ (unsigned) getpid();
         kube_rate_init(&c->rate, 0, 0, ev_now_ms(l));
-        c->host = server_host(conn->server);
-        if (!c->host) {
-                free(c);
-                return -ENOMEM;
-        }
-        c->multi = curl_multi_init();
-        if (!c->multi) {
-                free(c->host);
-                free(c);
-                return -ENOMEM;
-        }
-        curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-        curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-        curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-        curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
         *ret = c;
         return 0;
 }
 
 void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst) {
         kube_rate_init(&c->rate, qps, burst, ev_now_ms(c->loop));
-}
-
-/* golang.org/x/time/rate's reservations: tokens refill at qps up to burst,
- * and a request that finds none reserves the next one, so waiters queue in
- * order of arrival. */
-void kube_rate_init(struct kube_rate *r, float qps, int32_t burst, uint64_t now_ms) {
-        /* client-go's defaults for 0; a negative qps turns the limit off. */
-        r->qps = qps == 0 ? 5 : qps;
-        r->burst = burst <= 0 ? 10 : (double) burst;
-        r->tokens = r->burst;
-        r->last_ms = now_ms;
-}
-
-uint64_t kube_rate_take(struct kube_rate *r, uint64_t now_ms) {
-        if (r->qps < 0)
-                return 0;
-        if (now_ms > r->last_ms) {
-                r->tokens += (double) (now_ms - r->last_ms) * r->qps / 1000;
-                if (r->tokens > r->burst)
-                        r->tokens = r->burst;
-                r->last_ms = now_ms;
-        }
-        r->tokens -= 1;
-        return r->tokens >= 0 ? 0 : (uint64_t) (-r->tokens * 1000 / r->qps + 0.999);
 }
 
 struct kube_client *kube_client_free(struct kube_client *c) {
@@ -799,9 +612,7 @@ struct kube_client *kube_client_free(struct kube_client *c) {
                 free(w->cont);
                 free(w);
         }
-        c->curl_timer = ev_timer_cancel(c->loop, c->curl_timer);
-        curl_multi_cleanup(c->multi);
-        free(c->host);
+        kube_transport_free(c->transport);
         free(c);
         return NULL;
 }

@@ -54,14 +54,6 @@ int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_clien
  * defaults (5 and 10), a negative qps no limit. The default until set. */
 void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst);
 
-/* The token bucket, on its own for tests: how long the request taken at
- * now_ms must wait (0: at once); the token is reserved either way. */
-struct kube_rate {
-        double qps, burst, tokens;
-        uint64_t last_ms;
-};
-void kube_rate_init(struct kube_rate *r, float qps, int32_t burst, uint64_t now_ms);
-uint64_t kube_rate_take(struct kube_rate *r, uint64_t now_ms);
 struct kube_client *kube_client_free(struct kube_client *c);
 
 /* Starts a reflector; events go to fn until the client is freed. */

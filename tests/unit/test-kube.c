@@ -7,6 +7,7 @@
 #include "kube/client.h"
 #include "kube/decode.h"
 #include "kube/load.h"
+#include "kube/rate.h"
 #include "model/model.h"
 #include "util/inet.h"
 #include "test.h"
