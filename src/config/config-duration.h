@@ -9,7 +9,6 @@
 /* time.ParseDuration to signed nanoseconds. 0, -EINVAL or -ERANGE. */
 int config_duration_parse_ns(const char *s, int64_t *ret);
 
-
 /* Go duration strings ("1s", "1m30s", "500ms", "24h0m0s") to milliseconds and
  * back (formatted as Go's time.Duration.String() does). Parsing drops parts
  * below a millisecond and returns -EINVAL for bad syntax, -ERANGE for a

@@ -3,7 +3,7 @@
 /*
  * The table of feature gates kproxy follows, one release's: config-gates.c,
  * written by tools/gen-gates.py from that release's sources. Read through
- * featuregate's rules in config-features.c. Private to src/config/.
+ * featuregate's rules in config-features.c.
  */
 #include <stdbool.h>
 #include <stddef.h>
