@@ -408,10 +408,7 @@ static int reconcile_udp(struct proxier *p, const struct render_params *rp) {
 
         for (size_t i = 0; i < n_svcs; i++) {
                 const struct svc *s = svcs[i];
-                const struct inet_addr *cip = NULL;
-                for (size_t k = 0; k < s->n_cluster_ips; k++)
-                        if (s->cluster_ips[k].family == rp->family)
-                                cip = &s->cluster_ips[k];
+                const struct inet_addr *cip = svc_cluster_ip(s, rp->family);
                 if (!cip || !svc_has_udp(s))
                         continue;
                 size_t n_slices;

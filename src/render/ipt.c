@@ -502,13 +502,6 @@ static void port_ctx_init(struct port_ctx *c, const struct svc *s, const struct 
         }
 }
 
-static const struct inet_addr *svc_cluster_ip(const struct svc *s, uint8_t family) {
-        for (size_t i = 0; i < s->n_cluster_ips; i++)
-                if (s->cluster_ips[i].family == family)
-                        return &s->cluster_ips[i];
-        return NULL;
-}
-
 /* All service ports of the family, with their endpoints, collected before
  * rendering because large-cluster mode depends on the total. */
 struct collected {

@@ -621,13 +621,10 @@ int render_nft_service_table(const struct model *m, const struct svc *s, const s
         t.skip_nat = table <= NFTIR_TABLES_MAX && table != t.nat;
         struct endpoint_filter f = {.node_name = p->node_name, .zone = p->node_zone,
                                     .prefer_same_node = p->prefer_same_node};
-        const struct inet_addr *cip = NULL;
+        const struct inet_addr *cip = svc_cluster_ip(s, p->family);
         size_t n_slices;
         int r = 0;
 
-        for (size_t k = 0; k < s->n_cluster_ips; k++)
-                if (s->cluster_ips[k].family == p->family)
-                        cip = &s->cluster_ips[k];
         if (!cip)
                 return 0;
         detector_init(&t);
