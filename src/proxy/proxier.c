@@ -32,6 +32,7 @@
 #include "kube/decode.h"
 #include "model/endpoints.h"
 #include "model/model.h"
+#include "model/owned-chains.h"
 #include "model/servicecidrs.h"
 #include "proxy/nftsync.h"
 #include "proxy/nolocal.h"
@@ -54,7 +55,7 @@ struct family_state {
         bool nft_rebuild;       /* the last full sync failed: rebuild the table */
         bool nft_listen;        /* others committed during the last full sync: keep listening */
         bool nft_known;         /* the table is as the last sync left it: nobody else changed it since */
-        struct ipt_owned *owned;        /* each service's nat chains as the last sync wrote them */
+        struct owned_chains *owned;     /* each service's nat chains as the last sync wrote them */
         uint64_t last_hash;     /* of the last restore input applied */
         bool have_hash;
         struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
@@ -604,14 +605,15 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                 }
         }
         s.changed = full ? NULL : &p->changed;
-        /* Whether the kernel holds kproxy's chains: known before the render
-         * fills the owned list with what is about to be written. */
-        bool loaded = existing.len > 0 || ipt_owned_chains(f->owned) > 0;
+        /* Whether the kernel holds kproxy's chains: known before the owned
+         * list takes in what is about to be written. */
+        bool loaded = existing.len > 0 || owned_chains_n_chains(f->owned) > 0;
         s.existing = &existing;
         s.owned = f->owned;
         r = render_iptables(p->model, rp, &s, &out);
         if (r < 0)
                 goto out;
+        owned_chains_merge(f->owned, TAKE_PTR(s.fresh), s.changed);
         uint64_t h = fnv64(FNV64_INIT, out.data, out.len);
         if (!full && f->have_hash && h == f->last_hash) {
                 log_v(4, "IPv%u rules unchanged, skipping the restore", f->family);
@@ -654,7 +656,7 @@ static int sync_family_ipt(struct proxier *p, struct family_state *f, bool full,
                         t0 = realtime_s();
                         if (unlearned > 0 &&
                             (p->nl || unlearned > KNOWN_LEARN_MIN ||
-                             (keep && ipt_owned_chains(f->owned) <= KNOWN_LEARN_MIN)) &&
+                             (keep && owned_chains_n_chains(f->owned) <= KNOWN_LEARN_MIN)) &&
                             iptables_observe(&p->host.iptables, p->nl, f->family, sent->data, sent->len,
                                              f->known) == 0)
                                 iptables_known_learn(f->known);
@@ -1090,7 +1092,7 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         for (size_t i = 0; i < p->n_fam; i++) {
                 p->fam[i].delta = iptables_delta_new();
                 p->fam[i].known = iptables_known_new(p->nl != NULL);
-                p->fam[i].owned = ipt_owned_new();
+                p->fam[i].owned = owned_chains_new();
                 if (!p->fam[i].delta || !p->fam[i].known || !p->fam[i].owned) {
                         proxier_free(p);
                         return -ENOMEM;
@@ -1135,7 +1137,7 @@ struct proxier *proxier_free(struct proxier *p) {
                 free(v);
         hmap_done(&p->changed);
         for (size_t i = 0; i < p->n_fam; i++) {
-                ipt_owned_free(p->fam[i].owned);
+                owned_chains_free(p->fam[i].owned);
                 iptables_delta_free(p->fam[i].delta);
                 iptables_known_free(p->fam[i].known);
                 nftsync_free(p->fam[i].nft);
