@@ -5,7 +5,8 @@
  * its own chains, written when the service changed (§7.6-7.10). What it
  * gets is decided once, by the port's plan (model/endpoints.h:
  * endpoints_plan()); this file writes it down, one function per section
- * of the reference.
+ * of the reference. Every service port goes through here on a full sync,
+ * so its common rules are written without printf.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -48,9 +49,33 @@ static void rule_start(struct buf *b, const char *chain) {
         buf_puts(b, chain);
 }
 
-/* "-m tcp -p tcp -d 10.0.0.1 --dport 80" */
+/* " -m tcp -p tcp -d 10.0.0.1 --dport 80" */
 static void match_dest(struct buf *b, const char *proto, const char *ip, unsigned port) {
-        buf_printf(b, " -m %s -p %s -d %s --dport %u", proto, proto, ip, port);
+        buf_puts(b, " -m ");
+        buf_puts(b, proto);
+        buf_puts(b, " -p ");
+        buf_puts(b, proto);
+        buf_puts(b, " -d ");
+        buf_puts(b, ip);
+        buf_puts(b, " --dport ");
+        buf_put_uint(b, port);
+}
+
+/* " -m tcp -p tcp --dport 30080" */
+static void match_port(struct buf *b, const char *proto, unsigned port) {
+        buf_puts(b, " -m ");
+        buf_puts(b, proto);
+        buf_puts(b, " -p ");
+        buf_puts(b, proto);
+        buf_puts(b, " --dport ");
+        buf_put_uint(b, port);
+}
+
+/* " -j TARGET" and the end of the rule. */
+static void jump(struct buf *b, const char *target) {
+        buf_puts(b, " -j ");
+        buf_puts(b, target);
+        buf_putc(b, '\n');
 }
 
 /* 1/n with ten decimals, as upstream prints it; cached per render since
@@ -104,13 +129,13 @@ static void write_cluster_ip(struct render_ipt *t, const struct render_ipt_port 
 
         if (pl->has_internal) {
                 buf_puts(&t->nat_rules, "-A KUBE-SERVICES");
-                comment(&t->nat_rules, "%s cluster IP", c->spn);
+                comment_spn(&t->nat_rules, "", c->spn, " cluster IP");
                 match_dest(&t->nat_rules, c->proto, c->cip, port);
-                buf_printf(&t->nat_rules, " -j %s\n", internal_chain(c));
+                jump(&t->nat_rules, internal_chain(c));
         } else {
                 block_rule_start(&t->filter_rules, "KUBE-SERVICES", c, pl->internal_block);
                 match_dest(&t->filter_rules, c->proto, c->cip, port);
-                buf_printf(&t->filter_rules, " -j %s\n", block_target(pl->internal_block));
+                jump(&t->filter_rules, block_target(pl->internal_block));
         }
 }
 
@@ -127,14 +152,14 @@ static void write_external_ips(struct render_ipt *t, const struct render_ipt_por
                 inet_addr_format(&s->external_ips[i], ip);
                 if (pl->has_any) {
                         buf_puts(&t->nat_rules, "-A KUBE-SERVICES");
-                        comment(&t->nat_rules, "%s external IP", c->spn);
+                        comment_spn(&t->nat_rules, "", c->spn, " external IP");
                         match_dest(&t->nat_rules, c->proto, ip, port);
-                        buf_printf(&t->nat_rules, " -j %s\n", c->ext_chain);
+                        jump(&t->nat_rules, c->ext_chain);
                 }
                 if (!pl->has_external) {
                         block_rule_start(&t->filter_rules, "KUBE-EXTERNAL-SERVICES", c, pl->external_block);
                         match_dest(&t->filter_rules, c->proto, ip, port);
-                        buf_printf(&t->filter_rules, " -j %s\n", block_target(pl->external_block));
+                        jump(&t->filter_rules, block_target(pl->external_block));
                 }
         }
 }
@@ -154,9 +179,9 @@ static void write_lb_ips(struct render_ipt *t, const struct render_ipt_port *c) 
                 inet_addr_format(&s->lb_ips[i], ip);
                 if (pl->has_any) {
                         buf_puts(&t->nat_rules, "-A KUBE-SERVICES");
-                        comment(&t->nat_rules, "%s loadbalancer IP", c->spn);
+                        comment_spn(&t->nat_rules, "", c->spn, " loadbalancer IP");
                         match_dest(&t->nat_rules, c->proto, ip, port);
-                        buf_printf(&t->nat_rules, " -j %s\n", lb_chain(c));
+                        jump(&t->nat_rules, lb_chain(c));
                 }
                 if (pl->uses_firewall_chain) {
                         buf_puts(&t->filter_rules, "-A KUBE-PROXY-FIREWALL");
@@ -171,7 +196,7 @@ static void write_lb_ips(struct render_ipt *t, const struct render_ipt_port *c) 
                                 continue;
                         block_rule_start(&t->filter_rules, "KUBE-EXTERNAL-SERVICES", c, pl->external_block);
                         match_dest(&t->filter_rules, c->proto, inet_addr_format(&s->lb_ips[i], ip), port);
-                        buf_printf(&t->filter_rules, " -j %s\n", block_target(pl->external_block));
+                        jump(&t->filter_rules, block_target(pl->external_block));
                 }
 }
 
@@ -194,13 +219,15 @@ static void write_node_port(struct render_ipt *t, const struct render_ipt_port *
                                    proto, proto, np, c->ext_chain);
                 }
                 buf_puts(&t->nat_rules, "-A KUBE-NODEPORTS");
-                comment(&t->nat_rules, "%s", c->spn);
-                buf_printf(&t->nat_rules, " -m %s -p %s --dport %u -j %s\n", proto, proto, np, c->ext_chain);
+                comment_spn(&t->nat_rules, "", c->spn, "");
+                match_port(&t->nat_rules, proto, np);
+                jump(&t->nat_rules, c->ext_chain);
         }
         if (!pl->has_external) {
                 block_rule_start(&t->filter_rules, "KUBE-EXTERNAL-SERVICES", c, pl->external_block);
-                buf_printf(&t->filter_rules, " -m addrtype --dst-type LOCAL -m %s -p %s --dport %u -j %s\n", proto,
-                           proto, np, block_target(pl->external_block));
+                buf_puts(&t->filter_rules, " -m addrtype --dst-type LOCAL");
+                match_port(&t->filter_rules, proto, np);
+                jump(&t->filter_rules, block_target(pl->external_block));
         }
 }
 
@@ -256,12 +283,13 @@ static void write_masq_internal(struct render_ipt *t, const struct render_ipt_po
 
         if (!c->plan.masq_internal)
                 return;
-        buf_printf(&t->nat_rules, "-A %s", internal_chain(c));
-        comment(&t->nat_rules, "%s cluster IP", c->spn);
+        rule_start(&t->nat_rules, internal_chain(c));
+        comment_spn(&t->nat_rules, "", c->spn, " cluster IP");
         match_dest(&t->nat_rules, c->proto, c->cip, c->port->port);
-        if (!p->masquerade_all)
-                buf_printf(&t->nat_rules, " ! %s %s", p->detector == DETECTOR_INTERFACE ? "-i" : "-s",
-                           p->detector_arg);
+        if (!p->masquerade_all) {
+                buf_puts(&t->nat_rules, p->detector == DETECTOR_INTERFACE ? " ! -i " : " ! -s ");
+                buf_puts(&t->nat_rules, p->detector_arg);
+        }
         buf_puts(&t->nat_rules, " -j KUBE-MARK-MASQ\n");
 }
 
@@ -274,25 +302,29 @@ static void write_ext_chain(struct render_ipt *t, const struct render_ipt_port *
         if (!pl->uses_external_chain)
                 return;
         if (pl->masq_external) {
-                buf_printf(b, "-A %s", c->ext_chain);
-                comment(b, "masquerade traffic for %s external destinations", c->spn);
+                rule_start(b, c->ext_chain);
+                comment_spn(b, "masquerade traffic for ", c->spn, " external destinations");
                 buf_puts(b, " -j KUBE-MARK-MASQ\n");
         } else {
                 if (pl->short_circuit_pods) {
-                        buf_printf(b, "-A %s", c->ext_chain);
-                        comment(b, "pod traffic for %s external destinations", c->spn);
-                        buf_printf(b, " %s %s -j %s\n", p->detector == DETECTOR_INTERFACE ? "-i" : "-s",
-                                   p->detector_arg, c->svc_chain);
+                        rule_start(b, c->ext_chain);
+                        comment_spn(b, "pod traffic for ", c->spn, " external destinations");
+                        buf_puts(b, p->detector == DETECTOR_INTERFACE ? " -i " : " -s ");
+                        buf_puts(b, p->detector_arg);
+                        jump(b, c->svc_chain);
                 }
-                buf_printf(b, "-A %s", c->ext_chain);
-                comment(b, "masquerade LOCAL traffic for %s external destinations", c->spn);
+                rule_start(b, c->ext_chain);
+                comment_spn(b, "masquerade LOCAL traffic for ", c->spn, " external destinations");
                 buf_puts(b, " -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ\n");
-                buf_printf(b, "-A %s", c->ext_chain);
-                comment(b, "route LOCAL traffic for %s external destinations", c->spn);
-                buf_printf(b, " -m addrtype --src-type LOCAL -j %s\n", c->svc_chain);
+                rule_start(b, c->ext_chain);
+                comment_spn(b, "route LOCAL traffic for ", c->spn, " external destinations");
+                buf_puts(b, " -m addrtype --src-type LOCAL");
+                jump(b, c->svc_chain);
         }
-        if (pl->has_external)
-                buf_printf(b, "-A %s -j %s\n", c->ext_chain, external_policy_chain(c));
+        if (pl->has_external) {
+                rule_start(b, c->ext_chain);
+                jump(b, external_policy_chain(c));
+        }
 }
 
 /* §7.8 */
