@@ -16,7 +16,7 @@
 #include "model/endpoints.h"
 #include "model/model.h"
 #include "render/chain.h"
-#include "render/ipt-internal.h"
+#include "render/ipt-port.h"
 #include "render/render.h"
 #include "util/buf.h"
 

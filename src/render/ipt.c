@@ -27,7 +27,7 @@
 #include "model/model.h"
 #include "model/owned-chains.h"
 #include "render/chain.h"
-#include "render/ipt-internal.h"
+#include "render/ipt-port.h"
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /*
- * What the iptables renderer's two files share, and nothing else of kproxy
- * uses (render.h is the interface): one render's state, and one service
- * port being rendered. render/ipt.c writes the restore input as a whole
- * (collection, fixed chains, stale chains, the order of it all) and calls
- * render/ipt-port.c for each service port's rules.
+ * One service port's iptables rules (render/ipt-port.c), as render/ipt.c
+ * calls for them: the state of one render, which both files write, and the
+ * context of one service port. Only the iptables renderer includes this;
+ * render.h is kproxy's interface to it.
  */
 #include <stdbool.h>
 #include <stddef.h>
