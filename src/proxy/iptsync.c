@@ -18,8 +18,10 @@
 #include "apply/iptables-known.h"
 #include "apply/iptables.h"
 #include "model/model.h"
+#include "model/owned-chains.h"
 #include "render/render.h"
 #include "util/buf.h"
+#include "util/cleanup.h"
 #include "util/fnv.h"
 #include "util/hmap.h"
 #include "util/log.h"
@@ -32,7 +34,7 @@ struct iptsync {
         uint8_t family;
         struct iptsync_kernel k;
         char *state_dir;
-        struct ipt_owned *owned;        /* each service's nat chains as the last sync wrote them */
+        struct owned_chains *owned;     /* each service's nat chains as the last sync wrote them */
         struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
         struct iptables_known *known;   /* chains the kernel holds as kproxy wrote them */
         uint64_t last_hash;             /* of the last restore input applied */
@@ -90,7 +92,7 @@ int iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *stat
         s->family = family;
         s->k = *k;
         s->state_dir = state_dir ? strdup(state_dir) : NULL;
-        s->owned = ipt_owned_new();
+        s->owned = owned_chains_new();
         s->delta = iptables_delta_new();
         s->known = iptables_known_new(k->netlink);
         if ((state_dir && !s->state_dir) || !s->owned || !s->delta || !s->known) {
@@ -113,7 +115,7 @@ int iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *stat
 struct iptsync *iptsync_free(struct iptsync *s) {
         if (!s)
                 return NULL;
-        ipt_owned_free(s->owned);
+        owned_chains_free(s->owned);
         iptables_delta_free(s->delta);
         iptables_known_free(s->known);
         free(s->state_dir);
@@ -137,7 +139,7 @@ static void learn(struct iptsync *s, const struct buf *sent, struct iptsync_stat
 
         if (unlearned > 0 &&
             (s->k.netlink || unlearned > KNOWN_LEARN_MIN ||
-             (keep && ipt_owned_chains(s->owned) <= KNOWN_LEARN_MIN)) &&
+             (keep && owned_chains_n_chains(s->owned) <= KNOWN_LEARN_MIN)) &&
             s->k.observe(s->k.userdata, s->family, sent->data, sent->len, s->known) == 0)
                 iptables_known_learn(s->known);
         st->read_seconds += now_s() - t0;
@@ -216,14 +218,15 @@ static int sync_once(struct iptsync *s, bool full, const struct model *m, const 
                         goto out;
         }
         rs.changed = full ? NULL : changed;
-        /* Whether the kernel holds kproxy's chains: known before the render
-         * fills the owned list with what is about to be written. */
-        bool loaded = existing.len > 0 || ipt_owned_chains(s->owned) > 0;
+        /* Whether the kernel holds kproxy's chains: known before the owned
+         * list takes in what is about to be written. */
+        bool loaded = existing.len > 0 || owned_chains_n_chains(s->owned) > 0;
         rs.existing = &existing;
         rs.owned = s->owned;
         r = render_iptables(m, p, &rs, &out);
         if (r < 0)
                 goto out;
+        owned_chains_merge(s->owned, TAKE_PTR(rs.fresh), rs.changed);
         r = restore_changes(s, full, loaded, &out, st);
         if (r < 0)
                 goto out;

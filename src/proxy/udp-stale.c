@@ -127,14 +127,6 @@ static void plan_port(struct plan *p, const struct svc *s, const struct svc_port
                 plan_frontend(p, cip, port->node_port, 1, first);
 }
 
-static const struct inet_addr *cluster_ip(const struct svc *s, uint8_t family) {
-        const struct inet_addr *cip = NULL;
-        for (size_t k = 0; k < s->n_cluster_ips; k++)
-                if (s->cluster_ips[k].family == family)
-                        cip = &s->cluster_ips[k];
-        return cip;
-}
-
 int udp_stale_reconcile(struct udp_stale *u, const struct model *m, uint8_t family, const char *node_name) {
         struct endpoint_filter f = {.node_name = node_name};
         struct plan p = {0};
@@ -143,7 +135,7 @@ int udp_stale_reconcile(struct udp_stale *u, const struct model *m, uint8_t fami
 
         for (size_t i = 0; i < n_svcs; i++) {
                 const struct svc *s = svcs[i];
-                const struct inet_addr *cip = cluster_ip(s, family);
+                const struct inet_addr *cip = svc_cluster_ip(s, family);
                 if (!cip || !udp_stale_applies(s))
                         continue;
                 size_t n_slices;
