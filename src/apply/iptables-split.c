@@ -133,16 +133,11 @@ static void put_line(struct buf *b, const char *l) {
         buf_putc(b, '\n');
 }
 
-/* One table section, lines (head, end): head is "*table", end "COMMIT". */
-static int split_section(struct split *s, size_t head, size_t end, size_t max_lines, iptables_split_fn fn,
-                         void *userdata) {
-        struct buf piece = BUF_INIT;
-        size_t *order = NULL;
-        bool whole = false;
-        int r = 0;
-
-        split_reset(s);
-        for (size_t i = head + 1; i < end && !whole; i++) {
+/* Indexes the chains of the section (head, end): declarations, rules,
+ * deletions. False when the section must be restored whole (a line this
+ * does not understand, a chain declared twice, too many chains). */
+static bool index_section(struct split *s, size_t head, size_t end) {
+        for (size_t i = head + 1; i < end; i++) {
                 const char *l = s->line[i];
                 size_t ci;
                 s->rule_chain[i] = SIZE_MAX;
@@ -150,33 +145,29 @@ static int split_section(struct split *s, size_t head, size_t end, size_t max_li
                         continue;
                 if (l[0] == ':') {
                         ci = chain_of(s, l + 1);
-                        whole = ci == SIZE_MAX || s->chains[ci].decl != SIZE_MAX;
-                        if (!whole)
-                                s->chains[ci].decl = i;
+                        if (ci == SIZE_MAX || s->chains[ci].decl != SIZE_MAX)
+                                return false;
+                        s->chains[ci].decl = i;
                 } else if (strncmp(l, "-A ", 3) == 0) {
                         ci = chain_of(s, l + 3);
-                        whole = ci == SIZE_MAX;
-                        if (!whole) {
-                                s->rule_chain[i] = ci;
-                                s->chains[ci].n_rules++;
-                        }
+                        if (ci == SIZE_MAX)
+                                return false;
+                        s->rule_chain[i] = ci;
+                        s->chains[ci].n_rules++;
                 } else if (strncmp(l, "-X ", 3) == 0) {
                         ci = chain_of(s, l + 3);
-                        whole = ci == SIZE_MAX;
-                        if (!whole)
-                                s->chains[ci].deleted = true;
+                        if (ci == SIZE_MAX)
+                                return false;
+                        s->chains[ci].deleted = true;
                 } else {
-                        whole = true;
+                        return false;
                 }
         }
-        if (whole) {
-                for (size_t i = head; i <= end; i++)
-                        put_line(&piece, s->line[i]);
-                r = fn(piece.data, piece.len, userdata);
-                goto out;
-        }
+        return true;
+}
 
-        /* Rules grouped by chain, each group in input order. */
+/* Rules grouped by chain, each group in input order. */
+static void group_rules(struct split *s, size_t head, size_t end) {
         size_t at = 0;
         for (size_t c = 0; c < s->n_chains; c++) {
                 s->chains[c].first_rule = at;
@@ -188,13 +179,17 @@ static int split_section(struct split *s, size_t head, size_t end, size_t max_li
                         struct chain *c = &s->chains[s->rule_chain[i]];
                         s->rules[c->first_rule + c->n_rules++] = i;
                 }
+}
 
-        /* Declared chains that stay, by level, then input order (counting sort). */
+/* Declared chains that stay, by level, then input order (counting sort).
+ * Returns the order (to free) and its length; *ret_last says whether a
+ * last piece is needed (rules to undeclared chains, deletions). */
+static size_t *order_chains(struct split *s, size_t *ret_n, bool *ret_last) {
         size_t count[MAX_LEVEL + 2] = {0}, n_order = 0;
-        bool last_piece = false;
+        *ret_last = false;
         for (size_t c = 0; c < s->n_chains; c++) {
                 if (s->chains[c].decl == SIZE_MAX || s->chains[c].deleted) {
-                        last_piece = true;
+                        *ret_last = true;
                         continue;
                 }
                 count[chain_level(s, c, 0) + 1]++;
@@ -202,12 +197,22 @@ static int split_section(struct split *s, size_t head, size_t end, size_t max_li
         }
         for (size_t l = 1; l < MAX_LEVEL + 2; l++)
                 count[l] += count[l - 1];
-        order = malloc((n_order + 1) * sizeof *order);
+        size_t *order = malloc((n_order + 1) * sizeof *order);
         if (!order)
                 abort();
         for (size_t c = 0; c < s->n_chains; c++)
                 if (s->chains[c].decl != SIZE_MAX && !s->chains[c].deleted)
                         order[count[s->chains[c].level]++] = c;
+        *ret_n = n_order;
+        return order;
+}
+
+/* The declared chains in pieces of about max_lines, each whole chains
+ * after the chains they jump to. */
+static int emit_pieces(struct split *s, size_t head, size_t end, const size_t *order, size_t n_order,
+                       size_t max_lines, iptables_split_fn fn, void *userdata) {
+        struct buf piece = BUF_INIT;
+        int r = 0;
 
         for (size_t k = 0; k < n_order && r >= 0;) {
                 size_t from = k, lines = 0;
@@ -227,12 +232,15 @@ static int split_section(struct split *s, size_t head, size_t end, size_t max_li
                 put_line(&piece, s->line[end]);
                 r = fn(piece.data, piece.len, userdata);
         }
-        if (r < 0 || !last_piece)
-                goto out;
+        buf_done(&piece);
+        return r;
+}
 
-        /* Last: rules appended to chains the input does not declare, and
-         * the chains it deletes, each kind in input order. */
-        buf_clear(&piece);
+/* Last: rules appended to chains the input does not declare, and the
+ * chains it deletes, each kind in input order. */
+static int emit_last_piece(struct split *s, size_t head, size_t end, iptables_split_fn fn, void *userdata) {
+        struct buf piece = BUF_INIT;
+
         put_line(&piece, s->line[head]);
         for (size_t i = head + 1; i < end; i++)
                 if (s->line[i][0] == ':') {
@@ -250,11 +258,32 @@ static int split_section(struct split *s, size_t head, size_t end, size_t max_li
                 if (strncmp(s->line[i], "-X ", 3) == 0)
                         put_line(&piece, s->line[i]);
         put_line(&piece, s->line[end]);
-        r = fn(piece.data, piece.len, userdata);
-out:
-        free(order);
+        int r = fn(piece.data, piece.len, userdata);
         buf_done(&piece);
         return r;
+}
+
+/* One table section, lines (head, end): head is "*table", end "COMMIT". */
+static int split_section(struct split *s, size_t head, size_t end, size_t max_lines, iptables_split_fn fn,
+                         void *userdata) {
+        split_reset(s);
+        if (!index_section(s, head, end)) {
+                struct buf piece = BUF_INIT;
+                for (size_t i = head; i <= end; i++)
+                        put_line(&piece, s->line[i]);
+                int r = fn(piece.data, piece.len, userdata);
+                buf_done(&piece);
+                return r;
+        }
+        group_rules(s, head, end);
+        size_t n_order;
+        bool last_piece;
+        size_t *order = order_chains(s, &n_order, &last_piece);
+        int r = emit_pieces(s, head, end, order, n_order, max_lines, fn, userdata);
+        free(order);
+        if (r < 0 || !last_piece)
+                return r;
+        return emit_last_piece(s, head, end, fn, userdata);
 }
 
 int iptables_split(const char *input, size_t len, size_t max_lines, iptables_split_fn fn, void *userdata) {
