@@ -50,7 +50,7 @@ int nftsync_elemid_parse(const char *id, char *set, size_t set_len, uint8_t *key
                 snprintf(set, set_len, "%s", elem_sets[c - 1]);
                 digits = id + 1;
         } else {
-                const char *slash = strchr(id, '/');
+                const char *slash = strrchr(id, '/');     /* the digits hold none */
                 if (!slash || (size_t) (slash - id) >= set_len)
                         return -EINVAL;
                 memcpy(set, id, (size_t) (slash - id));

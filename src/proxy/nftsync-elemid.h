@@ -14,7 +14,8 @@ struct nftmsg;
 /* The size of an id, NUL included, at most. */
 #define NFTSYNC_ELEMID_MAX (64 + 2 * NFTMSG_KEY_MAX)
 
-/* The id of key (n bytes, at most NFTMSG_KEY_MAX) in set, in
+/* The id of key (n bytes, at most NFTMSG_KEY_MAX) in set (its first 63
+ * characters: the renderer's maps have short names), in
  * out[NFTSYNC_ELEMID_MAX]. Never holds a newline. */
 void nftsync_elemid(const char *set, const uint8_t *key, size_t n, char *out);
 /* Decodes an id back into its set (set_len bytes of room) and key (room

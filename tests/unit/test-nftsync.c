@@ -8,7 +8,6 @@
  * ground against the real kernel.
  */
 #include <errno.h>
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +16,8 @@
 #include "apply/nftables.h"
 #include "config/config.h"
 #include "host/host.h"
-#include "kube/decode.h"
 #include "model/model.h"
+#include "cluster.h"
 #include "nft-fake.h"
 #include "proxy/nftsync.h"
 #include "render/nftir.h"
@@ -28,104 +27,6 @@
 #include "util/buf.h"
 #include "util/hmap.h"
 #include "util/log.h"
-
-/* --- the model --- */
-
-struct svc_spec {
-        const char *name, *ip, *type;
-        int port, node_port;
-        const char *lb, *ext;           /* a load balancer's IP, an external IP */
-        const char *ranges[2];          /* load balancer source ranges */
-        bool affinity, local;
-};
-
-static void upsert(struct model *m, json_t *obj) {
-        char err[KUBE_ERRLEN];
-        const char *kind = json_string_value(json_object_get(obj, "kind"));
-        if (strcmp(kind, "Service") == 0) {
-                struct svc *s;
-                if (kube_decode_service(obj, &s, err) == 0)
-                        model_service_upsert(m, s);
-                else
-                        fprintf(stderr, "bad service: %s\n", err);
-        } else {
-                struct slice *s;
-                if (kube_decode_slice(obj, &s, err) == 0)
-                        model_slice_upsert(m, s);
-                else
-                        fprintf(stderr, "bad slice: %s\n", err);
-        }
-        json_decref(obj);
-}
-
-static void add_service(struct model *m, const struct svc_spec *s) {
-        json_t *port = json_pack("{s:s, s:i, s:s, s:i}", "name", "http", "port", s->port, "protocol", "TCP",
-                                 "targetPort", 8080);
-        if (s->node_port)
-                json_object_set_new(port, "nodePort", json_integer(s->node_port));
-        json_t *spec = json_pack("{s:s, s:[s], s:s, s:[o]}", "clusterIP", s->ip, "clusterIPs", s->ip, "type",
-                                 s->type ? s->type : "ClusterIP", "ports", port);
-        if (s->local)
-                json_object_set_new(spec, "externalTrafficPolicy", json_string("Local"));
-        if (s->affinity) {
-                json_object_set_new(spec, "sessionAffinity", json_string("ClientIP"));
-                json_object_set_new(spec, "sessionAffinityConfig",
-                                    json_pack("{s:{s:i}}", "clientIP", "timeoutSeconds", 600));
-        }
-        if (s->ext)
-                json_object_set_new(spec, "externalIPs", json_pack("[s]", s->ext));
-        if (s->ranges[0]) {
-                json_t *r = json_array();
-                for (int i = 0; i < 2 && s->ranges[i]; i++)
-                        json_array_append_new(r, json_string(s->ranges[i]));
-                json_object_set_new(spec, "loadBalancerSourceRanges", r);
-        }
-        json_t *svc = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "v1", "kind", "Service", "metadata",
-                                "name", s->name, "namespace", "ns", "spec", spec);
-        if (s->lb)
-                json_object_set_new(svc, "status", json_pack("{s:{s:[{s:s}]}}", "loadBalancer", "ingress", "ip", s->lb));
-        upsert(m, svc);
-}
-
-/* The service's endpoints: n addresses 10.244.<net>.<10 + i>, on node-1
- * (this node) or node-2 by turns. */
-static void set_endpoints(struct model *m, const char *svc, int net, int n) {
-        char name[80];
-        snprintf(name, sizeof name, "%s-x", svc);
-        json_t *eps = json_array();
-        for (int i = 0; i < n; i++) {
-                char ip[32];
-                snprintf(ip, sizeof ip, "10.244.%d.%d", net, 10 + i);
-                json_array_append_new(eps, json_pack("{s:[s], s:s, s:{s:b}}", "addresses", ip, "nodeName",
-                                                     i % 2 ? "node-2" : "node-1", "conditions", "ready", 1));
-        }
-        upsert(m, json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:s, s:[{s:s, s:i, s:s}], s:o}", "apiVersion",
-                            "discovery.k8s.io/v1", "kind", "EndpointSlice", "metadata", "name", name, "namespace",
-                            "ns", "labels", "kubernetes.io/service-name", svc, "addressType", "IPv4", "ports",
-                            "name", "http", "port", 8080, "protocol", "TCP", "endpoints", eps));
-}
-
-/* A small cluster of every kind of service; svc-f's several source
- * ranges put an anonymous set in a rule, which a restart cannot compare. */
-static void small_cluster(struct model *m, bool with_anonymous_set) {
-        const struct svc_spec specs[] = {
-                {.name = "svc-a", .ip = "10.96.0.10", .port = 80},
-                {.name = "svc-b", .ip = "10.96.0.11", .type = "NodePort", .port = 443, .node_port = 30001},
-                {.name = "svc-c", .ip = "10.96.0.12", .type = "LoadBalancer", .port = 80, .node_port = 30002,
-                 .lb = "198.51.100.1", .local = true},
-                {.name = "svc-d", .ip = "10.96.0.13", .port = 53, .affinity = true},
-                {.name = "svc-e", .ip = "10.96.0.14", .port = 80, .ext = "192.0.2.10"},
-                {.name = "svc-f", .ip = "10.96.0.15", .type = "LoadBalancer", .port = 80, .node_port = 30003,
-                 .lb = "198.51.100.2", .ranges = {"203.0.113.0/25", "192.168.0.0/16"}},
-        };
-        for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
-                if (!with_anonymous_set && specs[i].ranges[0])
-                        continue;
-                add_service(m, &specs[i]);
-                if (strcmp(specs[i].name, "svc-e") != 0)        /* svc-e has none */
-                        set_endpoints(m, specs[i].name, (int) i + 1, 2 + (int) i % 3);
-        }
-}
 
 /* --- the world: a model, render parameters, a fake kernel and a sync --- */
 
@@ -273,7 +174,7 @@ static bool journal_only(const struct nft_fake *k, const char *const *allowed) {
 static void test_cold_full_sync(void) {
         struct world w;
         world_init(&w, 0);
-        small_cluster(w.m, true);
+        cluster_small(w.m, true);
         CHECK(full(&w, false) == 0);
         CHECK(w.st.chains_written > 20 && w.st.chains_kept == 0 && w.st.conflicts == 0);
         CHECK(w.st.transactions == 1 && nft_fake_genid(w.k) == 1);
@@ -290,7 +191,7 @@ static void test_cold_full_sync(void) {
 static void test_unchanged_writes_nothing(void) {
         struct world w;
         world_init(&w, 0);
-        small_cluster(w.m, true);
+        cluster_small(w.m, true);
         CHECK(full(&w, false) == 0);
         size_t chains = w.st.chains_written;
         nft_fake_journal_clear(w.k);
@@ -318,12 +219,12 @@ static void test_unchanged_writes_nothing(void) {
 static void test_partial_only_changed(void) {
         struct world w;
         world_init(&w, 0);
-        small_cluster(w.m, false);
+        cluster_small(w.m, false);
         nftsync_set_chunk(w.sync, 10);  /* a partial sync ignores it */
         CHECK(full(&w, false) == 0);
 
         nft_fake_journal_clear(w.k);
-        set_endpoints(w.m, "svc-a", 1, 3);      /* one more endpoint */
+        cluster_endpoints(w.m, "svc-a", 1, 3);      /* one more endpoint */
         CHECK(partial(&w, "ns/svc-a") == 0);
         CHECK(w.st.transactions == 1 && w.st.chains_written == 2 && w.st.chains_deleted == 0);
         const char *only_a[] = {"ns/svc-a/", NULL};
@@ -333,15 +234,15 @@ static void test_partial_only_changed(void) {
         CHECK(same_as_fresh(&w));
 
         nft_fake_journal_clear(w.k);
-        set_endpoints(w.m, "svc-a", 1, 1);      /* two endpoints go */
+        cluster_endpoints(w.m, "svc-a", 1, 1);      /* two endpoints go */
         CHECK(partial(&w, "ns/svc-a") == 0);
         CHECK(w.st.transactions == 1 && w.st.chains_deleted == 2);
         CHECK(journal_only(w.k, only_a));
         CHECK(same_as_fresh(&w));
 
         nft_fake_journal_clear(w.k);
-        add_service(w.m, &(struct svc_spec) {.name = "svc-g", .ip = "10.96.0.20", .port = 8443});
-        set_endpoints(w.m, "svc-g", 9, 2);
+        cluster_service(w.m, &(struct cluster_svc) {.name = "svc-g", .ip = "10.96.0.20", .port = 8443});
+        cluster_endpoints(w.m, "svc-g", 9, 2);
         CHECK(partial(&w, "ns/svc-g") == 0);
         /* Its chains, and its cluster IP (10.96.0.20) in cluster-ips. */
         const char *only_g[] = {"ns/svc-g/", "cluster-ips 0a600014", NULL};
@@ -371,7 +272,7 @@ static void test_partial_only_changed(void) {
 static void test_full_repairs_flushed_chain(void) {
         struct world w;
         world_init(&w, 0);
-        small_cluster(w.m, false);
+        cluster_small(w.m, false);
         CHECK(full(&w, false) == 0);
         char chain[256];
         CHECK(chain_named(w.k, "service-", "ns/svc-b/", chain, sizeof chain));
@@ -402,7 +303,7 @@ static void test_full_repairs_flushed_chain(void) {
 static void test_full_repairs_deleted_element(void) {
         struct world w;
         world_init(&w, 0);
-        small_cluster(w.m, false);
+        cluster_small(w.m, false);
         CHECK(full(&w, false) == 0);
         /* svc-b's cluster IP, tcp, 443 */
         const uint8_t key[12] = {10, 96, 0, 11, 6, 0, 0, 0, 0x01, 0xbb, 0, 0};
@@ -432,7 +333,7 @@ static void test_full_repairs_deleted_element(void) {
 static void test_full_repairs_extra_rule(void) {
         struct world w;
         world_init(&w, 0);
-        small_cluster(w.m, false);
+        cluster_small(w.m, false);
         CHECK(full(&w, false) == 0);
         char chain[256];
         CHECK(chain_named(w.k, "service-", "ns/svc-c/", chain, sizeof chain));
@@ -499,8 +400,8 @@ static void test_transaction_bounds(void) {
                 char name[32], ip[32];
                 snprintf(name, sizeof name, "bulk-%02d", i);
                 snprintf(ip, sizeof ip, "10.96.1.%d", i + 1);
-                add_service(w.m, &(struct svc_spec) {.name = name, .ip = ip, .port = 80});
-                set_endpoints(w.m, name, 100 + i, 1 + i % 4);
+                cluster_service(w.m, &(struct cluster_svc) {.name = name, .ip = ip, .port = 80});
+                cluster_endpoints(w.m, name, 100 + i, 1 + i % 4);
         }
         size_t max_service = 0, n_svcs = 0;
         const struct svc **svcs = model_services_sorted(w.m, &n_svcs);
@@ -533,7 +434,7 @@ static void test_transaction_bounds(void) {
         for (int i = 0; i < 30; i += 3) {
                 char name[32];
                 snprintf(name, sizeof name, "bulk-%02d", i);
-                set_endpoints(w.m, name, 100 + i, 5);
+                cluster_endpoints(w.m, name, 100 + i, 5);
         }
         struct hmap changed = HMAP_INIT;
         const char *keys[] = {"ns/bulk-00", "ns/bulk-03", "ns/bulk-06", "ns/bulk-09", "ns/bulk-12",
@@ -580,12 +481,12 @@ static void snapshot(void *userdata) {
 static void test_failed_transaction(void) {
         struct world w;
         world_init(&w, 0);
-        small_cluster(w.m, false);
+        cluster_small(w.m, false);
         CHECK(full(&w, false) == 0);
         struct buf before = BUF_INIT, after = BUF_INIT;
 
         /* A partial sync whose commit fails. */
-        set_endpoints(w.m, "svc-a", 1, 4);
+        cluster_endpoints(w.m, "svc-a", 1, 4);
         nft_fake_text(w.k, &before);
         uint32_t gen = nft_fake_genid(w.k);
         nft_fake_fail_commit(w.k, 1, -ENOMEM);
@@ -607,7 +508,7 @@ static void test_failed_transaction(void) {
          * changes nothing. */
         struct snapshots snaps = {0};
         world_init(&w, 0);
-        small_cluster(w.m, false);
+        cluster_small(w.m, false);
         snaps.k = w.k;
         nftsync_set_chunk(w.sync, 10);
         nftsync_set_after_commit(w.sync, snapshot, &snaps);
@@ -633,10 +534,10 @@ static void test_failed_transaction(void) {
 static void test_contended_key(void) {
         struct world w;
         world_init(&w, 0);
-        add_service(w.m, &(struct svc_spec) {.name = "first", .ip = "10.96.0.40", .port = 80, .ext = "192.0.2.50"});
-        add_service(w.m, &(struct svc_spec) {.name = "second", .ip = "10.96.0.41", .port = 80, .ext = "192.0.2.50"});
-        set_endpoints(w.m, "first", 40, 1);
-        set_endpoints(w.m, "second", 41, 1);
+        cluster_service(w.m, &(struct cluster_svc) {.name = "first", .ip = "10.96.0.40", .port = 80, .ext = "192.0.2.50"});
+        cluster_service(w.m, &(struct cluster_svc) {.name = "second", .ip = "10.96.0.41", .port = 80, .ext = "192.0.2.50"});
+        cluster_endpoints(w.m, "first", 40, 1);
+        cluster_endpoints(w.m, "second", 41, 1);
         log_set_verbosity(-10);         /* the conflict's warning */
         CHECK(full(&w, false) == 0 && w.st.conflicts == 1);
         CHECK(nft_fake_journal_count(w.k, "service-ips c00002320600000000500000 goto external-") == 1);
@@ -658,14 +559,14 @@ static void test_contended_key(void) {
 static void test_shards(void) {
         struct world w;
         world_init(&w, 2);
-        small_cluster(w.m, true);
+        cluster_small(w.m, true);
         CHECK(full(&w, false) == 0 && w.st.transactions == 1);
         CHECK(nft_fake_has_chain(w.k, 4, "kube-proxy-1", "nat-prerouting") == 1);
         CHECK(nft_fake_has_chain(w.k, 4, "kube-proxy-2", "nat-prerouting") == 1);
         CHECK(same_as_fresh(&w));
         CHECK(nftsync_resync(w.sync, w.m, &w.p, NULL, 0, &w.st) == 0 && w.st.messages == 0);
-        set_endpoints(w.m, "svc-c", 3, 1);
-        set_endpoints(w.m, "svc-d", 4, 5);
+        cluster_endpoints(w.m, "svc-c", 3, 1);
+        cluster_endpoints(w.m, "svc-d", 4, 5);
         struct hmap changed = HMAP_INIT;
         hmap_put(&changed, "ns/svc-c", NULL);
         hmap_put(&changed, "ns/svc-d", NULL);
