@@ -129,7 +129,8 @@ static const struct nlmsghdr *kernel_rule(const struct nlmsghdr *nlh, char *buf,
  * encodes it, and (*ret_kernel) as the kernel dumps it. */
 static uint64_t digest(const struct nftir_stmt *s, size_t n, const char *comment, uint64_t *ret_kernel) {
         struct nftir_rule r = {.n = n, .comment = comment};
-        memcpy(r.s, s, n * sizeof *s);
+        if (n)
+                memcpy(r.s, s, n * sizeof *s);
         struct nftir_chain c = {.name = {"a-chain", NULL, false}, .rules = &r, .n_rules = 1};
         struct nftmsg m;
         char buf[8192];

@@ -539,7 +539,7 @@ static void test_append(void) {
         nftmsg_batch_begin(&a);
         nftmsg_table(&a);
         for (int i = 0; i < 3; i++) {
-                char name[8];
+                char name[16];
                 snprintf(name, sizeof name, "c%d", i);
                 nftmsg_chain_flush(&b, name);
         }
