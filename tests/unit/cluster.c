@@ -53,7 +53,8 @@ void cluster_service(struct model *m, const struct cluster_svc *s) {
         json_t *svc = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "v1", "kind", "Service", "metadata",
                                 "name", s->name, "namespace", "ns", "spec", spec);
         if (s->lb)
-                json_object_set_new(svc, "status", json_pack("{s:{s:[{s:s}]}}", "loadBalancer", "ingress", "ip", s->lb));
+                json_object_set_new(svc, "status",
+                                    json_pack("{s:{s:[{s:s}]}}", "loadBalancer", "ingress", "ip", s->lb));
         upsert(m, svc);
 }
 

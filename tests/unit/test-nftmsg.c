@@ -303,8 +303,8 @@ static void test_addresses(void) {
         CHECK(u32(e[1].tb[NFTA_CMP_OP]) == NFT_CMP_EQ);
         CHECK_STREQ(value(e[1].tb[NFTA_CMP_DATA], hex, sizeof hex), "0a60000a");
 
-        n = one_rule(&m, &(struct nftir_stmt) {.kind = NFTIR_ADDR, .saddr = true, .neg = true, .cidr = cidr("10.0.0.0/8")},
-                     e);
+        struct nftir_stmt not8 = {.kind = NFTIR_ADDR, .saddr = true, .neg = true, .cidr = cidr("10.0.0.0/8")};
+        n = one_rule(&m, &not8, e);
         CHECK_STREQ(expr_names(e, n, names, sizeof names), "payload cmp");
         CHECK(u32(e[0].tb[NFTA_PAYLOAD_OFFSET]) == 12 && u32(e[0].tb[NFTA_PAYLOAD_LEN]) == 1);
         CHECK(u32(e[1].tb[NFTA_CMP_OP]) == NFT_CMP_NEQ);
@@ -405,7 +405,8 @@ static void test_statements(void) {
 
         n = one_rule(&m, &(struct nftir_stmt) {.kind = NFTIR_FIB_LOCAL}, e);
         CHECK_STREQ(expr_names(e, n, names, sizeof names), "fib cmp");
-        CHECK(u32(e[0].tb[NFTA_FIB_FLAGS]) == NFTA_FIB_F_DADDR && u32(e[0].tb[NFTA_FIB_RESULT]) == NFT_FIB_RESULT_ADDRTYPE);
+        CHECK(u32(e[0].tb[NFTA_FIB_FLAGS]) == NFTA_FIB_F_DADDR);
+        CHECK(u32(e[0].tb[NFTA_FIB_RESULT]) == NFT_FIB_RESULT_ADDRTYPE);
 
         n = one_rule(&m, &(struct nftir_stmt) {.kind = NFTIR_NUMGEN, .n = 3}, e);
         CHECK_STREQ(expr_names(e, n, names, sizeof names), "numgen cmp");
@@ -601,7 +602,8 @@ static void test_merge(void) {
                 }
         }
         CHECK(ordered);
-        CHECK(seen[0] + seen[1] + seen[2] + seen[3] == 2000 && seen[0] > 0 && seen[1] > 0 && seen[2] > 0 && seen[3] > 0);
+        CHECK(seen[0] + seen[1] + seen[2] + seen[3] == 2000);
+        CHECK(seen[0] > 0 && seen[1] > 0 && seen[2] > 0 && seen[3] > 0);
         nftmsg_done(&src);
         nftmsg_done(&m);
 }
