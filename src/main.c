@@ -17,8 +17,8 @@
 #include "kube/load.h"
 #include "model/model.h"
 #include "model/servicecidrs.h"
+#include "proxy/backend.h"
 #include "proxy/daemon.h"
-#include "render/nftmsg.h"
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -270,8 +270,9 @@ static int cmd_render(int argc, char **argv) {
                 goto out;
         }
 
-        /* Only --random-fully depends on the backend: probe only for it. */
-        if (cfg.mode == PROXY_MODE_IPTABLES && o.random_fully < 0) {
+        /* Only --random-fully depends on the iptables backend: probe only
+         * for it (the modes that do not masquerade with iptables ignore it). */
+        if (o.random_fully < 0) {
                 host_probe_iptables(&o.host, o.iptables_backend);
                 log_v(2, "iptables backend %s, run as %s: %s", iptables_backend_to_string(o.host.iptables.backend),
                       iptables_tool_name(&o.host.iptables, 4, IPTABLES_TOOL_CMD), o.host.iptables_why);
@@ -307,20 +308,8 @@ static int cmd_render(int argc, char **argv) {
         log_lines(&warnings);
         if (r < 0)
                 goto out;
-        if (cfg.mode == PROXY_MODE_NFTABLES && o.netlink) {
-                struct nftmsg m;
-                nftmsg_init(&m, params.family, 0);
-                nftmsg_batch_begin(&m);
-                r = render_nftables_netlink(o.model, &params, cidrs, n_cidrs, &m);
-                nftmsg_batch_end(&m);
-                buf_put(&out, m.b.data, m.b.len);
-                nftmsg_done(&m);
-        } else if (cfg.mode == PROXY_MODE_NFTABLES)
-                r = render_nftables(o.model, &params, cidrs, n_cidrs, &out);
-        else if (cfg.mode == PROXY_MODE_IPTABLES)
-                r = render_iptables(o.model, &params, NULL, &out);
-        else
-                r = -EOPNOTSUPP;
+        const struct backend_ops *ops = backend_for_mode(cfg.mode);
+        r = ops ? ops->render(o.model, &params, cidrs, n_cidrs, o.netlink, &out) : -EOPNOTSUPP;
         render_params_done(&params);
         if (r < 0) {
                 log_error_errno(r, "Failed to render rules");

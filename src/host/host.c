@@ -115,6 +115,7 @@ void host_probe_iptables(struct host_facts *h, enum iptables_backend want) {
         char version[128];
         size_t n;
 
+        h->iptables_explicit = want != IPTABLES_BACKEND_AUTO;
         if (want == IPTABLES_BACKEND_AUTO)
                 iptables_backend_detect(&b, h->iptables_why, sizeof h->iptables_why);
         else

@@ -24,6 +24,7 @@ struct host_facts {
         bool iptables_nft;              /* that backend is nf_tables, whose tables netlink can read */
         bool iptables_missing;          /* that backend's tools are not installed */
         char iptables_why[320];         /* why that backend, for the log */
+        bool iptables_explicit;         /* --iptables-backend named it: leave the other alone */
         bool nfacct;
         bool tcp_be_liberal;
 };

@@ -638,7 +638,8 @@ static void metrics_freep(struct metrics **m) {
         metrics_free(*m);
 }
 
-int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config *c, struct metrics **ret) {
+int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config *c, const char *mode,
+                struct metrics **ret) {
         _cleanup_(metrics_freep) struct metrics *m = NULL;
         struct inet_addr a;
         uint16_t port;
@@ -665,7 +666,7 @@ int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config 
         if (!m)
                 return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
         m->config = c;
-        m->mode = c->mode == PROXY_MODE_NFTABLES ? METRICS_NFTABLES : METRICS_IPTABLES;
+        m->mode = strcmp(mode, "nftables") == 0 ? METRICS_NFTABLES : METRICS_IPTABLES;
         m->client = metrics_client_new();
         if (!m->client)
                 return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);

@@ -22,10 +22,12 @@ struct kproxy_config;
 struct metrics;
 
 /* Binds bind ("IP:PORT"; port 0 or NULL: disabled, *ret NULL, returns 0).
- * The config is borrowed (for /configz, /proxyMode and the mode's families)
- * and must outlive the server. Returns 0, or -errno after a log line naming
- * the address. */
-int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config *c, struct metrics **ret);
+ * The config is borrowed (for /configz and /proxyMode) and must outlive the
+ * server; mode (the backend's name: "iptables", "nftables") picks the
+ * families upstream registers for it. Returns 0, or -errno after a log
+ * line naming the address. */
+int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config *c, const char *mode,
+                struct metrics **ret);
 struct metrics *metrics_free(struct metrics *m);
 int metrics_port(const struct metrics *m);     /* the bound port, for tests */
 

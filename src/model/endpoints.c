@@ -10,6 +10,10 @@
  *  - local list: this node's ready endpoints, or else its serving and
  *    terminating ones;
  *  - reachable: the union; each of them gets a KUBE-SEP chain.
+ *
+ * endpoints_plan() then takes upstream's per-port decisions from those
+ * lists, once for both renderers: which chains exist, where internal and
+ * external traffic goes, what is dropped or rejected, what is masqueraded.
  */
 #include "model/endpoints.h"
 
@@ -264,4 +268,37 @@ int endpoints_collect(const struct svc *svc, const struct svc_port *port, uint8_
 fail:
         endpoints_done(&r);
         return rr;
+}
+
+void endpoints_plan(const struct svc *svc, uint8_t family, const struct svc_port_endpoints *e,
+                    const struct endpoints_masq *masq, struct endpoints_plan *ret) {
+        struct endpoints_plan p = {
+                .internal_policy_local = e->internal_policy_local,
+                .external_policy_local = e->external_policy_local,
+                .has_any = e->has_any,
+                .n_external_ips = count_family(svc->external_ips, svc->n_external_ips, family),
+                .n_lb_ips = count_family(svc->lb_ips, svc->n_lb_ips, family),
+        };
+
+        for (size_t i = 0; i < svc->n_source_ranges; i++)
+                p.n_source_ranges += svc->source_ranges[i].addr.family == family;
+        /* A Local policy without a local endpoint has nowhere to send its
+         * traffic, though other nodes have endpoints: dropped, not rejected. */
+        p.has_internal = p.has_any && !(p.internal_policy_local && e->n_local == 0);
+        p.has_external = p.has_any && !(p.external_policy_local && e->n_local == 0);
+        p.internal_block = p.has_internal ? ENDPOINTS_PASS : p.has_any ? ENDPOINTS_DROP : ENDPOINTS_REJECT;
+        p.external_block = p.has_external ? ENDPOINTS_PASS : p.has_any ? ENDPOINTS_DROP : ENDPOINTS_REJECT;
+
+        p.uses_cluster_chain = e->n_cluster > 0 && e->uses_cluster;
+        p.uses_local_chain = e->n_local > 0 && e->uses_local;
+        /* On has_any, not has_external: with a Local policy and no local
+         * endpoint, the chain still short-circuits the node's own traffic. */
+        p.uses_external_chain = p.has_any && e->externally_accessible;
+        p.filters_sources = p.n_lb_ips > 0 && p.n_source_ranges > 0;
+        p.uses_firewall_chain = p.has_any && p.filters_sources;
+
+        p.masq_internal = p.has_internal && (masq->all || masq->detect_local);
+        p.masq_external = p.uses_external_chain && !p.external_policy_local;
+        p.short_circuit_pods = p.uses_external_chain && p.external_policy_local && masq->detect_local;
+        *ret = p;
 }

@@ -55,6 +55,53 @@ struct svc_port_endpoints {
         bool uses_cluster, uses_local;
 };
 
+/* What a family's node configuration adds to a plan: whether every
+ * service packet is masqueraded (--masquerade-all), and whether a local
+ * traffic detector is implemented for the family (--detect-local-mode). */
+struct endpoints_masq {
+        bool all;
+        bool detect_local;
+};
+
+/* How a service port's traffic is dispatched by this node, computed once:
+ * upstream's decisions (reference/iptables-mode.md §7, nftables-mode.md
+ * §6) from the categorised endpoints, for both renderers. */
+enum endpoints_block {
+        ENDPOINTS_PASS,         /* the traffic has endpoints to go to */
+        ENDPOINTS_DROP,         /* endpoints exist, but none on this node under a Local policy */
+        ENDPOINTS_REJECT,       /* no usable endpoint at all */
+};
+
+struct endpoints_plan {
+        bool internal_policy_local;     /* cluster-IP traffic goes to the local chain */
+        bool external_policy_local;     /* external traffic's policy chain is the local one */
+        bool has_any;                   /* hasEndpoints: some usable endpoint, anywhere */
+        bool has_internal, has_external;        /* the traffic has endpoints to go to */
+        enum endpoints_block internal_block, external_block;    /* PASS exactly when has_* */
+
+        /* The service port's chains. */
+        bool uses_cluster_chain;        /* KUBE-SVC- / service-: cluster endpoints, used */
+        bool uses_local_chain;          /* KUBE-SVL- / local-: local endpoints, used */
+        bool uses_external_chain;       /* KUBE-EXT- / external-: endpoints, and externally accessible */
+        /* Source ranges on load-balancer IPs (both of the family): iptables
+         * mode's KUBE-FW- chain exists only with endpoints, nftables mode's
+         * firewall- chain and firewall-ips elements regardless. */
+        bool uses_firewall_chain;       /* iptables mode */
+        bool filters_sources;           /* nftables mode */
+
+        /* Masquerading. */
+        bool masq_internal;             /* the internal chain first marks traffic (not from local pods) */
+        bool masq_external;             /* Cluster policy: the external chain marks all its traffic */
+        bool short_circuit_pods;        /* Local policy, detector: pods' external traffic takes the cluster chain */
+
+        /* The service's addresses of the family. */
+        size_t n_external_ips, n_lb_ips, n_source_ranges;
+};
+
+/* The plan of svc's port in family 4 or 6 whose endpoints e holds. */
+void endpoints_plan(const struct svc *svc, uint8_t family, const struct svc_port_endpoints *e,
+                    const struct endpoints_masq *masq, struct endpoints_plan *ret);
+
 /* Merges the endpoints of svc's port from slices (in the given order) for
  * family 4 or 6 and categorises them. Returns 0, or -ENOMEM (ret is then
  * left empty). */

@@ -97,6 +97,13 @@ struct svc *svc_free(struct svc *s) {
         return NULL;
 }
 
+const struct inet_addr *svc_cluster_ip(const struct svc *s, uint8_t family) {
+        for (size_t i = 0; i < s->n_cluster_ips; i++)
+                if (s->cluster_ips[i].family == family)
+                        return &s->cluster_ips[i];
+        return NULL;
+}
+
 struct slice *slice_free(struct slice *s) {
         if (!s)
                 return NULL;

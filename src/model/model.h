@@ -191,6 +191,9 @@ const struct slice **model_service_slices(const struct model *m, const char *ser
 
 struct svc *svc_free(struct svc *s);
 struct slice *slice_free(struct slice *s);
+/* s's cluster IP of family 4 or 6, borrowed from s, or NULL: a service
+ * without one is not proxied in that family. */
+const struct inet_addr *svc_cluster_ip(const struct svc *s, uint8_t family);
 /* A copy of s in one allocation with everything it owns (a slice's hints
  * excepted, rare), which saves malloc's overhead and rounding on each of
  * its pieces (100k objects at 50k services); s is freed. Aborts on OOM. */

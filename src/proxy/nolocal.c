@@ -65,13 +65,10 @@ static void nolocal_count(const struct model *m, const struct svc *s, const stru
         uint32_t internal = 0, external = 0;
         size_t n_slices;
         const struct slice **slices;
-        bool of_family = false;
 
         *ret_internal = *ret_external = 0;
         /* A service without a cluster IP of the family has no rules in it. */
-        for (size_t k = 0; k < s->n_cluster_ips; k++)
-                of_family |= s->cluster_ips[k].family == p->family;
-        if (!of_family)
+        if (!svc_cluster_ip(s, p->family))
                 return;
         slices = model_service_slices(m, s->key, &n_slices);
         for (size_t j = 0; j < s->n_ports; j++) {

@@ -10,12 +10,14 @@
  *     so a tcp_be_liberal just written already leaves out iptables mode's
  *     INVALID drop rule in the first sync;
  *  2. the host probe (host/host.h);
- *  3. iptables mode: net.ipv4.conf.all.route_localnet=1 when localhost
- *     NodePorts are on, and upstream's nfacct counters.
+ *  3. the mode's own (backend_ops.setup: iptables mode's
+ *     net.ipv4.conf.all.route_localnet=1 when localhost NodePorts are on,
+ *     and upstream's nfacct counters).
  *
  * Settings live under a root directory (apply/sysctl.h), the machine's
  * own unless the tests point it elsewhere.
  */
+struct backend_ops;
 struct kproxy_config;
 struct host_facts;
 
@@ -25,7 +27,8 @@ struct host_facts;
  * because this process may not (a read-only /sys, say); -ENOMEM; or the
  * first other -errno, which the daemon carries on after and --init-only
  * exits on. *ret_host is written in every case but -ENOMEM. */
-int setup_node(const struct kproxy_config *c, const char *node_name, const char *root, struct host_facts *ret_host);
+int setup_node(const struct kproxy_config *c, const struct backend_ops *ops, const char *node_name, const char *root,
+               struct host_facts *ret_host);
 
 /* --oom-score-adj: /proc/self/oom_score_adj (under root). A value the
  * process may not set (lowering it needs CAP_SYS_RESOURCE) is a warning.

@@ -165,17 +165,20 @@ static int pick_nodeports(struct render_params *p, const struct kproxy_config *c
                         if (!inside)
                                 continue;
                         if (inet_addr_is_loopback(a) && (p->family == 6 || !localhost_flag)) {
-                                char ip[INET_ADDR_STRLEN];
+                                char ip[INET_ADDR_STRLEN], why[64];
                                 p->n_skipped_nodeport_ips++;
+                                if (p->family == 6)
+                                        snprintf(why, sizeof why, "not supported on IPv6");
+                                else if (!c->iptables.localhost_nodeports)
+                                        snprintf(why, sizeof why, "disabled (--iptables-localhost-nodeports=false)");
+                                else
+                                        snprintf(why, sizeof why, "not supported in %s mode",
+                                                 proxy_mode_to_string(c->mode));
                                 if (warnings)
                                         buf_printf(warnings,
                                                    "--nodeport-addresses includes %s, but NodePorts on "
                                                    "localhost are %s: skipping it\n",
-                                                   inet_addr_format(a, ip),
-                                                   p->family == 6 ? "not supported on IPv6"
-                                                   : c->mode == PROXY_MODE_NFTABLES
-                                                           ? "not supported in nftables mode"
-                                                           : "disabled (--iptables-localhost-nodeports=false)");
+                                                   inet_addr_format(a, ip), why);
                                 continue;
                         }
                         p->nodeport_ips[p->n_nodeport_ips++] = *a;
@@ -200,8 +203,8 @@ int render_params_init(struct render_params *p, uint8_t family, const struct kpr
                 .tcp_be_liberal = h->tcp_be_liberal,
                 .prefer_same_node = config_feature_enabled(c, "PreferSameTrafficDistribution"),
                 .large_cluster_endpoints = LARGE_CLUSTER_ENDPOINTS,
-                .nft_shards = c->mode == PROXY_MODE_NFTABLES && c->nftables_shards > 0 ? (unsigned) c->nftables_shards
-                                                                                        : 0,
+                /* Only nftables mode's renderer shards. */
+                .nft_shards = c->nftables_shards > 0 ? (unsigned) c->nftables_shards : 0,
         };
         if (sync->masquerade_bit < 0 || sync->masquerade_bit > 31)
                 return -EINVAL;
@@ -210,11 +213,9 @@ int render_params_init(struct render_params *p, uint8_t family, const struct kpr
         snprintf(p->mark, sizeof p->mark, "0x%08x", p->mark_value);
         pick_node_ip(p, c, node, warnings);
         pick_detector(p, c, node, warnings);
-        /* nftables mode has no localhost NodePorts (reference §3.4). */
-        return pick_nodeports(p, c, h,
-                              c->mode == PROXY_MODE_NFTABLES ? c->nftables.localhost_nodeports
-                                                             : c->iptables.localhost_nodeports,
-                              warnings);
+        /* nftables mode has no localhost NodePorts (reference §3.4): its
+         * section of the configuration never turns them on. */
+        return pick_nodeports(p, c, h, sync->localhost_nodeports, warnings);
 }
 
 void render_params_done(struct render_params *p) {

@@ -59,34 +59,29 @@ int render_params_init(struct render_params *p, uint8_t family, const struct kpr
 void render_params_done(struct render_params *p);
 
 struct hmap;
+struct owned_chains;
 
-/* The nat chains each service owns (its ports' SVC, SVL, EXT, FW and SEP
- * chains) and their rule count, as the last sync rendered them. The daemon
- * keeps one per family: a partial sync renders only the changed services'
- * chains and finds the ones to delete by comparing with it, so its cost
- * follows the change, not the cluster. */
-struct ipt_owned;
-struct ipt_owned *ipt_owned_new(void);
-void ipt_owned_free(struct ipt_owned *o);
-/* Chains and rules held, over all services. */
-size_t ipt_owned_chains(const struct ipt_owned *o);
-size_t ipt_owned_rules(const struct ipt_owned *o);
-
-/* What a sync asks of the iptables renderer beyond the full ruleset. */
+/* What a sync asks of the iptables renderer beyond the full ruleset, and
+ * what the render reports back. The renderer only reads the inputs: the
+ * state that outlives a sync stays with its owner (the iptables backend),
+ * which folds the render's fresh chains in (model/owned-chains.h). */
 struct render_ipt_sync {
-        /* Service keys ("ns/name") whose own chains must be written; the
-         * others' chains are left as they are in the kernel. NULL: write
-         * every chain (a full sync). */
+        /* In: service keys ("ns/name") whose own chains must be written;
+         * the others' chains are left as they are in the kernel. NULL:
+         * write every chain (a full sync). */
         const struct hmap *changed;
-        /* A full sync: nat chains with kube-proxy's owned prefixes that
+        /* In, a full sync: nat chains with kube-proxy's owned prefixes that
          * exist in the kernel now; those no longer used are flushed and
          * deleted (-X). NULL: none known. A partial sync does not read it. */
         const struct hmap *existing;
-        /* In and out, required with changed: updated with what this render
-         * wrote (replaced whole by a full sync). A partial sync deletes the
-         * chains it held for a changed service that the service no longer
-         * uses. */
-        struct ipt_owned *owned;
+        /* In: the chains each service owned after the last sync (NULL:
+         * none known). A partial sync deletes the chains a changed service
+         * held that it no longer uses; without them it deletes nothing. */
+        const struct owned_chains *owned;
+        /* Out: the chains of the services written (every service in a full
+         * sync), owned by the caller, for owned_chains_merge(owned, fresh,
+         * changed); NULL on error. */
+        struct owned_chains *fresh;
         /* Out: counts of rules written per table, for metrics and logs;
          * the nat total includes the rules of chains left unchanged. */
         size_t n_filter_rules, n_nat_rules, n_nat_rules_total;
@@ -130,6 +125,7 @@ int render_nftables_netlink(const struct model *m, const struct render_params *p
 
 /* The iptables-restore input for p->family (filter and nat tables),
  * appended to out. sync may be NULL: a first full sync on an empty
- * kernel, which is what `kproxy render` prints. Returns 0 or -ENOMEM. */
+ * kernel, which is what `kproxy render` prints. Returns 0 or -ENOMEM
+ * (sync->fresh is then NULL). */
 int render_iptables(const struct model *m, const struct render_params *p, struct render_ipt_sync *sync,
                     struct buf *out);

@@ -614,24 +614,24 @@ static void test_bind(void) {
         CHECK(hold >= 0);
 
         /* Port 0 and no address turn the server off; bad addresses are refused. */
-        CHECK(metrics_new(l, "127.0.0.1:0", &c, &b) == 0 && b == NULL);
-        CHECK(metrics_new(l, NULL, &c, &b) == 0 && b == NULL);
+        CHECK(metrics_new(l, "127.0.0.1:0", &c, "iptables", &b) == 0 && b == NULL);
+        CHECK(metrics_new(l, NULL, &c, "iptables", &b) == 0 && b == NULL);
         b = (struct metrics *) l;
-        CHECK(metrics_new(l, "localhost:10249", &c, &b) == -EINVAL);
-        CHECK(metrics_new(l, "127.0.0.1", &c, &b) == -EINVAL);
-        CHECK(metrics_new(l, "::1:10249", &c, &b) == -EINVAL);
+        CHECK(metrics_new(l, "localhost:10249", &c, "iptables", &b) == -EINVAL);
+        CHECK(metrics_new(l, "127.0.0.1", &c, "iptables", &b) == -EINVAL);
+        CHECK(metrics_new(l, "::1:10249", &c, "iptables", &b) == -EINVAL);
         CHECK(b == (struct metrics *) l);
 
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(metrics_new(l, addr, &c, &a) == 0 && a);
+        CHECK(metrics_new(l, addr, &c, "iptables", &a) == 0 && a);
         CHECK(metrics_port(a) == port);
         /* --bind-address-hard-fail: a taken port is an error; without it
          * (upstream's default) the server waits for the port, port 0 meanwhile. */
         c.bind_address_hard_fail = true;
-        CHECK(metrics_new(l, addr, &c, &b) == -EADDRINUSE);
+        CHECK(metrics_new(l, addr, &c, "iptables", &b) == -EADDRINUSE);
         CHECK(b == (struct metrics *) l);
         c.bind_address_hard_fail = false;
-        CHECK(metrics_new(l, addr, &c, &b) == 0 && b && b != (struct metrics *) l);
+        CHECK(metrics_new(l, addr, &c, "iptables", &b) == 0 && b && b != (struct metrics *) l);
         CHECK(metrics_port(b) == 0);
         b = metrics_free(b);
 
@@ -664,7 +664,7 @@ static int start(struct ev_loop *l, const struct kproxy_config *c, struct metric
 
         *ret_hold = reserve_port(AF_INET, &port);
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        if (*ret_hold < 0 || metrics_new(l, addr, c, ret) < 0 || !*ret)
+        if (*ret_hold < 0 || metrics_new(l, addr, c, proxy_mode_to_string(c->mode), ret) < 0 || !*ret)
                 return -1;
         return port;
 }

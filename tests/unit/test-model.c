@@ -311,6 +311,173 @@ static void test_terminating_fallback_local(void) {
         slice_free(a);
 }
 
+/* svc's load-balancer IPs, source ranges and external IPs, "" ending each
+ * list; each list is allocated as svc_free() frees it. */
+static void svc_add_addrs(struct svc *s, const char *const *lbs, const char *const *ranges, const char *const *eips) {
+        for (; lbs && **lbs; lbs++) {
+                s->lb_ips = realloc(s->lb_ips, (s->n_lb_ips + 1) * sizeof *s->lb_ips);
+                CHECK(inet_addr_parse(*lbs, &s->lb_ips[s->n_lb_ips++]) == 0);
+        }
+        for (; ranges && **ranges; ranges++) {
+                s->source_ranges = realloc(s->source_ranges, (s->n_source_ranges + 1) * sizeof *s->source_ranges);
+                CHECK(inet_cidr_parse(*ranges, &s->source_ranges[s->n_source_ranges++]) == 0);
+        }
+        for (; eips && **eips; eips++) {
+                s->external_ips = realloc(s->external_ips, (s->n_external_ips + 1) * sizeof *s->external_ips);
+                CHECK(inet_addr_parse(*eips, &s->external_ips[s->n_external_ips++]) == 0);
+        }
+}
+
+/* s's plan on node (family 4) with the endpoints of a, masquerading by
+ * detector unless masq says otherwise. */
+static struct endpoints_plan plan_of(const struct svc *s, const struct slice *a, const char *node,
+                                     const struct endpoints_masq *masq) {
+        static const struct endpoints_masq by_detector = {.detect_local = true};
+        const struct slice *sl[] = {a};
+        struct endpoint_filter f = {.node_name = node};
+        struct svc_port_endpoints e;
+        struct endpoints_plan pl;
+
+        CHECK(endpoints_collect(s, &s->ports[0], 4, sl, a ? 1 : 0, &f, &e) == 0);
+        endpoints_plan(s, 4, &e, masq ? masq : &by_detector, &pl);
+        endpoints_done(&e);
+        /* Traffic passes exactly when it has endpoints; blocked traffic is
+         * rejected when there is none at all, else dropped. */
+        CHECK((pl.internal_block == ENDPOINTS_PASS) == pl.has_internal);
+        CHECK((pl.external_block == ENDPOINTS_PASS) == pl.has_external);
+        CHECK(pl.has_any || (pl.internal_block == ENDPOINTS_REJECT && pl.external_block == ENDPOINTS_REJECT));
+        return pl;
+}
+
+/* The plan against upstream's per-port decisions (reference/iptables-mode.md
+ * §6.2 and §7, nftables-mode.md §6). */
+static void test_plan_cluster_ip(void) {
+        const char *ips[] = {"10.0.0.1", "10.0.0.2"}, *nodes[] = {"n1", "n2"};
+        struct slice *a = mk_slice("ns/a", "ns/web", 2, ips, nodes, NULL, NULL);
+        struct svc *s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_CLUSTER, 0);
+
+        /* Endpoints: the cluster chain only; its first rule masquerades
+         * what the detector does not call local. */
+        struct endpoints_plan pl = plan_of(s, a, "n1", NULL);
+        CHECK(pl.has_any && pl.has_internal && pl.has_external);
+        CHECK(pl.uses_cluster_chain && !pl.uses_local_chain && !pl.uses_external_chain);
+        CHECK(!pl.uses_firewall_chain && !pl.filters_sources);
+        CHECK(pl.masq_internal && !pl.masq_external && !pl.short_circuit_pods);
+        /* No detector for the family and no --masquerade-all: no rule. */
+        struct endpoints_masq none = {0}, all = {.all = true};
+        CHECK(!plan_of(s, a, "n1", &none).masq_internal);
+        CHECK(plan_of(s, a, "n1", &all).masq_internal);
+
+        /* No endpoints: both kinds of traffic rejected, no chain at all. */
+        pl = plan_of(s, NULL, "n1", NULL);
+        CHECK(!pl.has_any && pl.internal_block == ENDPOINTS_REJECT && pl.external_block == ENDPOINTS_REJECT);
+        CHECK(!pl.uses_cluster_chain && !pl.uses_local_chain && !pl.uses_external_chain && !pl.masq_internal);
+        svc_free(s);
+
+        /* ITP Local: the local chain, if this node has an endpoint... */
+        s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_LOCAL, 0);
+        pl = plan_of(s, a, "n1", NULL);
+        CHECK(pl.internal_policy_local && pl.has_internal && pl.masq_internal);
+        CHECK(pl.uses_local_chain && !pl.uses_cluster_chain);
+        /* ...else internal traffic is dropped (others have endpoints),
+         * with no chain and nothing to masquerade. */
+        pl = plan_of(s, a, "n3", NULL);
+        CHECK(pl.has_any && !pl.has_internal && pl.internal_block == ENDPOINTS_DROP);
+        CHECK(!pl.uses_local_chain && !pl.uses_cluster_chain && !pl.masq_internal);
+        /* External traffic has no Local policy here: it would pass. */
+        CHECK(pl.has_external);
+        svc_free(s);
+        slice_free(a);
+}
+
+static void test_plan_external_policy(void) {
+        const char *ips[] = {"10.0.0.1", "10.0.0.2"}, *nodes[] = {"n1", "n2"};
+        struct slice *a = mk_slice("ns/a", "ns/web", 2, ips, nodes, NULL, NULL);
+        struct svc *s = mk_svc(TRAFFIC_POLICY_LOCAL, TRAFFIC_POLICY_CLUSTER, 30080);
+
+        /* ETP Local on a NodePort, with a local endpoint: cluster chain for
+         * internal traffic, local chain for external, and the external
+         * chain that short-circuits pods and the node's own traffic. */
+        struct endpoints_plan pl = plan_of(s, a, "n1", NULL);
+        CHECK(pl.external_policy_local && !pl.internal_policy_local);
+        CHECK(pl.uses_cluster_chain && pl.uses_local_chain && pl.uses_external_chain);
+        CHECK(pl.has_external && !pl.masq_external && pl.short_circuit_pods);
+        struct endpoints_masq none = {0};
+        CHECK(!plan_of(s, a, "n1", &none).short_circuit_pods);
+
+        /* No local endpoint: external traffic dropped, but the external
+         * chain stays (it still short-circuits local traffic). */
+        pl = plan_of(s, a, "n3", NULL);
+        CHECK(pl.has_any && pl.has_internal && !pl.has_external && pl.external_block == ENDPOINTS_DROP);
+        CHECK(pl.uses_external_chain && !pl.uses_local_chain && pl.uses_cluster_chain);
+        svc_free(s);
+
+        /* ETP Cluster: the external chain masquerades everything. */
+        s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_CLUSTER, 30080);
+        pl = plan_of(s, a, "n3", NULL);
+        CHECK(pl.uses_external_chain && pl.masq_external && !pl.short_circuit_pods && pl.has_external);
+        CHECK(!pl.uses_local_chain);
+        svc_free(s);
+
+        /* ETP Local on a ClusterIP service with an external IP: the policy
+         * applies (the type admits external IPs); with one of the other
+         * family only, there is no external destination in this family. */
+        s = mk_svc(TRAFFIC_POLICY_LOCAL, TRAFFIC_POLICY_CLUSTER, 0);
+        svc_add_addrs(s, NULL, NULL, (const char *[]) {"192.0.2.10", ""});
+        pl = plan_of(s, a, "n1", NULL);
+        CHECK(pl.external_policy_local && pl.uses_external_chain && pl.n_external_ips == 1);
+        svc_free(s);
+        s = mk_svc(TRAFFIC_POLICY_LOCAL, TRAFFIC_POLICY_CLUSTER, 0);
+        svc_add_addrs(s, NULL, NULL, (const char *[]) {"2001:db8::10", ""});
+        pl = plan_of(s, a, "n1", NULL);
+        CHECK(pl.external_policy_local && !pl.uses_external_chain && !pl.uses_local_chain);
+        CHECK(pl.n_external_ips == 0);
+        svc_free(s);
+        slice_free(a);
+}
+
+/* Source ranges: iptables mode's KUBE-FW- chain needs endpoints, nftables
+ * mode's firewall- chain does not (nftables-mode.md §6). */
+static void test_plan_source_ranges(void) {
+        const char *ips[] = {"10.0.0.1"}, *nodes[] = {"n2"};
+        struct slice *a = mk_slice("ns/a", "ns/web", 1, ips, nodes, NULL, NULL);
+        struct svc *s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_CLUSTER, 30080);
+
+        s->type = SVC_TYPE_LOAD_BALANCER;
+        svc_add_addrs(s, (const char *[]) {"192.0.2.1", "2001:db8::1", ""},
+                      (const char *[]) {"203.0.113.0/24", "2001:db8:1::/48", ""}, NULL);
+        struct endpoints_plan pl = plan_of(s, a, "n1", NULL);
+        CHECK(pl.n_lb_ips == 1 && pl.n_source_ranges == 1);
+        CHECK(pl.uses_firewall_chain && pl.filters_sources && pl.uses_external_chain);
+        pl = plan_of(s, NULL, "n1", NULL);
+        CHECK(!pl.uses_firewall_chain && pl.filters_sources && !pl.uses_external_chain);
+        CHECK(pl.external_block == ENDPOINTS_REJECT);
+        svc_free(s);
+
+        /* Ranges of the other family only: no filtering in this one. */
+        s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_CLUSTER, 30080);
+        s->type = SVC_TYPE_LOAD_BALANCER;
+        svc_add_addrs(s, (const char *[]) {"192.0.2.1", ""}, (const char *[]) {"2001:db8:1::/48", ""}, NULL);
+        pl = plan_of(s, a, "n1", NULL);
+        CHECK(!pl.uses_firewall_chain && !pl.filters_sources && pl.n_source_ranges == 0);
+        svc_free(s);
+        slice_free(a);
+}
+
+static void test_cluster_ip_of_family(void) {
+        struct svc *s = mk_svc(TRAFFIC_POLICY_CLUSTER, TRAFFIC_POLICY_CLUSTER, 0);
+        CHECK(svc_cluster_ip(s, 4) == &s->cluster_ips[0]);
+        CHECK(svc_cluster_ip(s, 6) == NULL);
+        /* Dual-stack, IPv6 first. */
+        s->cluster_ips[1] = s->cluster_ips[0];
+        CHECK(inet_addr_parse("fd00::1", &s->cluster_ips[0]) == 0);
+        s->n_cluster_ips = 2;
+        CHECK(svc_cluster_ip(s, 6) == &s->cluster_ips[0] && svc_cluster_ip(s, 4) == &s->cluster_ips[1]);
+        s->n_cluster_ips = 0;   /* headless */
+        CHECK(svc_cluster_ip(s, 4) == NULL && svc_cluster_ip(s, 6) == NULL);
+        svc_free(s);
+}
+
 /* Endpoints share one copy of each node name, freed with the last of them. */
 static void test_intern(void) {
         size_t before = intern_count();
@@ -388,6 +555,10 @@ int main(void) {
         TEST_RUN(test_endpoint_format);
         TEST_RUN(test_policies);
         TEST_RUN(test_terminating_fallback_local);
+        TEST_RUN(test_plan_cluster_ip);
+        TEST_RUN(test_plan_external_policy);
+        TEST_RUN(test_plan_source_ranges);
+        TEST_RUN(test_cluster_ip_of_family);
         TEST_RUN(test_service_cidrs);
         TEST_DONE();
 }

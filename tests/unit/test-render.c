@@ -8,8 +8,10 @@
 #include "host/host.h"
 #include "kube/decode.h"
 #include "model/model.h"
+#include "model/owned-chains.h"
 #include "render/render.h"
 #include "util/buf.h"
+#include "util/cleanup.h"
 #include "util/hmap.h"
 #include "test.h"
 
@@ -59,6 +61,22 @@ static void add_slice_range(struct model *m, const char *svc, int first, int las
         buf_done(&eps);
 }
 
+/* As the iptables backend syncs: render, then fold what was written into
+ * the state kept between syncs. The render itself leaves the state as it
+ * was. */
+static int render_and_keep(const struct model *m, const struct render_params *p, struct render_ipt_sync *s,
+                           struct owned_chains *owned, struct buf *out) {
+        size_t chains = owned_chains_n_chains(owned), rules = owned_chains_n_rules(owned);
+        s->owned = owned;
+        int r = render_iptables(m, p, s, out);
+        CHECK(owned_chains_n_chains(owned) == chains && owned_chains_n_rules(owned) == rules);
+        if (r == 0) {
+                CHECK(s->fresh != NULL);
+                owned_chains_merge(owned, TAKE_PTR(s->fresh), s->changed);
+        }
+        return r;
+}
+
 static int count(const char *hay, const char *needle) {
         int n = 0;
         for (const char *p = hay; (p = strstr(p, needle)); p++)
@@ -73,7 +91,7 @@ static void test_partial_and_stale(void) {
         struct model *m = model_new();
         struct buf out = BUF_INIT;
         struct hmap existing = HMAP_INIT, changed = HMAP_INIT;
-        struct ipt_owned *owned = ipt_owned_new();
+        struct owned_chains *owned = owned_chains_new();
 
         config_init(&cfg);
         add_service(m, "a", "10.96.0.1");
@@ -85,11 +103,11 @@ static void test_partial_and_stale(void) {
         /* Full, over a kernel holding a chain no service uses: both
          * services' chains written (2 SVC + 2 SEP owned), the other deleted. */
         hmap_put(&existing, "KUBE-SEP-GONEGONEGONEGONE", (void *) "x");
-        struct render_ipt_sync s = {.existing = &existing, .owned = owned};
-        CHECK(render_iptables(m, &p, &s, &out) == 0);
+        struct render_ipt_sync s = {.existing = &existing};
+        CHECK(render_and_keep(m, &p, &s, owned, &out) == 0);
         CHECK(count(out.data, ":KUBE-SVC-") == 2 && count(out.data, ":KUBE-SEP-") == 3);
         CHECK(count(out.data, "\n-X KUBE-SEP-GONEGONEGONEGONE\n") == 1 && count(out.data, "\n-X ") == 1);
-        CHECK(ipt_owned_chains(owned) == 4);
+        CHECK(owned_chains_n_chains(owned) == 4);
         /* KUBE-FIREWALL + three KUBE-FORWARD rules. */
         CHECK(s.n_nat_rules > 0 && s.n_filter_rules == 4);
         CHECK(s.n_nat_rules_total == s.n_nat_rules);
@@ -100,8 +118,8 @@ static void test_partial_and_stale(void) {
         add_slice(m, "b", "10.0.0.3");
         hmap_put(&changed, "ns/b", (void *) "ns/b");
         buf_clear(&out);
-        s = (struct render_ipt_sync) {.changed = &changed, .existing = &existing, .owned = owned};
-        CHECK(render_iptables(m, &p, &s, &out) == 0);
+        s = (struct render_ipt_sync) {.changed = &changed, .existing = &existing};
+        CHECK(render_and_keep(m, &p, &s, owned, &out) == 0);
         CHECK(count(out.data, "ns/a:p -> ") == 0);
         CHECK(count(out.data, ":KUBE-SVC-") == 1);
         CHECK(count(out.data, "ns/b:p -> 10.0.0.3:8080") == 1);
@@ -109,7 +127,7 @@ static void test_partial_and_stale(void) {
         CHECK(count(out.data, "\n-X ") == 1);     /* not the one a full sync read from the kernel */
         /* a's cluster-IP rule in KUBE-SERVICES is always rewritten. */
         CHECK(count(out.data, "\"ns/a:p cluster IP\" -m tcp -p tcp -d 10.96.0.1 --dport 80 -j KUBE-SVC-") == 1);
-        CHECK(ipt_owned_chains(owned) == 4);
+        CHECK(owned_chains_n_chains(owned) == 4);
         /* The nat total counts the unchanged chains too: it equals a full render's. */
         {
                 struct buf full = BUF_INIT;
@@ -117,6 +135,10 @@ static void test_partial_and_stale(void) {
                 CHECK(render_iptables(m, &p, &fs, &full) == 0);
                 CHECK(s.n_nat_rules < fs.n_nat_rules);
                 CHECK(s.n_nat_rules_total == fs.n_nat_rules && fs.n_nat_rules == full_rules);
+                /* Every service's chains, as the state holds them. */
+                CHECK(owned_chains_n_chains(fs.fresh) == owned_chains_n_chains(owned));
+                CHECK(owned_chains_n_rules(fs.fresh) == owned_chains_n_rules(owned));
+                owned_chains_free(fs.fresh);
                 buf_done(&full);
         }
 
@@ -125,12 +147,12 @@ static void test_partial_and_stale(void) {
         buf_clear(&out);
         hmap_done(&changed);
         hmap_put(&changed, "ns/a", (void *) "ns/a");
-        CHECK(render_iptables(m, &p, &s, &out) == 0);
+        CHECK(render_and_keep(m, &p, &s, owned, &out) == 0);
         CHECK(count(out.data, "\n-X KUBE-SVC-") == 1);
         CHECK(count(out.data, "\n-X KUBE-SEP-") == 1);
         CHECK(count(out.data, ":KUBE-SEP-") == 1);        /* the flush before -X */
-        CHECK(ipt_owned_chains(owned) == 2);
-        CHECK(s.n_nat_rules_total == ipt_owned_rules(owned) + s.n_nat_rules);
+        CHECK(owned_chains_n_chains(owned) == 2);
+        CHECK(s.n_nat_rules_total == owned_chains_n_rules(owned) + s.n_nat_rules);
 
         /* Many endpoints (the names are compared through a map): one
          * changes, one chain goes. */
@@ -138,20 +160,20 @@ static void test_partial_and_stale(void) {
         hmap_put(&changed, "ns/b", (void *) "ns/b");
         add_slice_range(m, "b", 10, 39);
         buf_clear(&out);
-        CHECK(render_iptables(m, &p, &s, &out) == 0);
+        CHECK(render_and_keep(m, &p, &s, owned, &out) == 0);
         CHECK(count(out.data, "\n-X KUBE-SEP-") == 1);  /* 10.0.0.3's */
-        CHECK(ipt_owned_chains(owned) == 1 + 30);
+        CHECK(owned_chains_n_chains(owned) == 1 + 30);
         add_slice_range(m, "b", 10, 38);
         buf_clear(&out);
-        CHECK(render_iptables(m, &p, &s, &out) == 0);
+        CHECK(render_and_keep(m, &p, &s, owned, &out) == 0);
         CHECK(count(out.data, "\n-X KUBE-SEP-") == 1 && count(out.data, "\n-X ") == 1);
         CHECK(count(out.data, "ns/b:p -> 10.0.1.39:8080") == 0 && count(out.data, "ns/b:p -> 10.0.1.38:8080") == 1);
-        CHECK(ipt_owned_chains(owned) == 1 + 29);
+        CHECK(owned_chains_n_chains(owned) == 1 + 29);
 
         hmap_done(&existing);
         hmap_done(&changed);
         buf_done(&out);
-        ipt_owned_free(owned);
+        owned_chains_free(owned);
         render_params_done(&p);
         model_free(m);
         config_done(&cfg);

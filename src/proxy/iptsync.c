@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Principle of iptables mode's sync: render everything that could have
+ * changed, then send the kernel only what differs from what it is known to
+ * hold, in one transaction per piece. What is known is a fact about the
+ * kernel (a digest read back after a write), never an assumption: a chain
+ * someone else changed is written again, and a failed restore forgets
+ * everything so the next (full) sync rewrites what it cannot vouch for.
+ */
+#include "proxy/iptsync.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "apply/iptables-delta.h"
+#include "apply/iptables-known.h"
+#include "apply/iptables.h"
+#include "model/model.h"
+#include "model/owned-chains.h"
+#include "render/render.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+#include "util/fnv.h"
+#include "util/hmap.h"
+#include "util/log.h"
+
+/* A full sync that wrote more chains than this reads them back at once
+ * when reading means iptables-save (over netlink it reads only those). */
+#define KNOWN_LEARN_MIN 1000
+
+struct iptsync {
+        uint8_t family;
+        struct iptsync_kernel k;
+        char *state_dir;
+        struct owned_chains *owned;     /* each service's nat chains as the last sync wrote them */
+        struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
+        struct iptables_known *known;   /* chains the kernel holds as kproxy wrote them */
+        uint64_t last_hash;             /* of the last restore input applied */
+        bool have_hash;
+};
+
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* --- the real kernel --- */
+
+static int real_scan(void *u, uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
+                     struct iptables_known *known) {
+        const struct iptsync_real *r = u;
+        return iptables_scan(r->tools, r->nl, family, existing, ret_names, ret_jumps_ok, known);
+}
+
+static int real_ensure_jumps(void *u, uint8_t family) {
+        const struct iptsync_real *r = u;
+        return iptables_ensure_jumps(r->tools, family);
+}
+
+static int real_restore(void *u, uint8_t family, const char *input, size_t len, bool loaded) {
+        const struct iptsync_real *r = u;
+        return iptables_restore(r->tools, family, input, len, loaded);
+}
+
+static int real_observe(void *u, uint8_t family, const char *input, size_t len, struct iptables_known *known) {
+        const struct iptsync_real *r = u;
+        return iptables_observe(r->tools, r->nl, family, input, len, known);
+}
+
+struct iptsync_kernel iptsync_kernel_real(struct iptsync_real *r) {
+        return (struct iptsync_kernel) {
+                .scan = real_scan,
+                .ensure_jumps = real_ensure_jumps,
+                .restore = real_restore,
+                .observe = real_observe,
+                .userdata = r,
+                .netlink = r->nl != NULL,
+        };
+}
+
+/* --- life --- */
+
+int iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *state_dir, struct iptsync **ret) {
+        struct iptsync *s = calloc(1, sizeof *s);
+        char path[4096];
+
+        if (!s)
+                return -ENOMEM;
+        s->family = family;
+        s->k = *k;
+        s->state_dir = state_dir ? strdup(state_dir) : NULL;
+        s->owned = owned_chains_new();
+        s->delta = iptables_delta_new();
+        s->known = iptables_known_new(k->netlink);
+        if ((state_dir && !s->state_dir) || !s->owned || !s->delta || !s->known) {
+                iptsync_free(s);
+                return -ENOMEM;
+        }
+        if (iptables_known_file(s->state_dir, family, path, sizeof path)) {
+                int r = iptables_known_load(s->known, path);
+                if (r >= 0)
+                        log_v(2, "Read %d IPv%u chains known to be in the kernel from %s", r, family, path);
+                else if (r == -ESTALE)
+                        log_v(2, "%s holds digests of the other way of reading the tables, ignoring it", path);
+                else if (r != -ENOENT)
+                        log_warning_errno(r, "Failed to read %s (every chain will be written), ignoring", path);
+        }
+        *ret = s;
+        return 0;
+}
+
+struct iptsync *iptsync_free(struct iptsync *s) {
+        if (!s)
+                return NULL;
+        owned_chains_free(s->owned);
+        iptables_delta_free(s->delta);
+        iptables_known_free(s->known);
+        free(s->state_dir);
+        free(s);
+        return NULL;
+}
+
+/* --- syncing --- */
+
+/* What the kernel holds for the chains just written, into known. Over
+ * netlink those chains are read back. With iptables-save, which reads whole
+ * tables, only when they are many (a first sync, a restart; the few of a
+ * later full sync are simply written again next time), or with a state
+ * directory when the table is small (the read is cheap), so that the next
+ * process knows every chain. Then the state file. */
+static void learn(struct iptsync *s, const struct buf *sent, struct iptsync_stats *st) {
+        char path[4096];
+        bool keep = iptables_known_file(s->state_dir, s->family, path, sizeof path);
+        size_t unlearned = iptables_known_unlearned(s->known);
+        double t0 = now_s();
+
+        if (unlearned > 0 &&
+            (s->k.netlink || unlearned > KNOWN_LEARN_MIN ||
+             (keep && owned_chains_n_chains(s->owned) <= KNOWN_LEARN_MIN)) &&
+            s->k.observe(s->k.userdata, s->family, sent->data, sent->len, s->known) == 0)
+                iptables_known_learn(s->known);
+        st->read_seconds += now_s() - t0;
+        int q = keep ? iptables_known_save(s->known, path) : 0;
+        if (q < 0)
+                log_warning_errno(q, "Failed to write %s (a restart will write every chain), ignoring", path);
+}
+
+/* Sends out, or what of it differs from what the kernel holds: in a full
+ * sync the chains the kernel does not hold as rendered; in a partial one
+ * the top-level chains only where they changed, by rule where that is
+ * short. A refused change by rule is -EAGAIN. */
+static int restore_changes(struct iptsync *s, bool full, bool loaded, const struct buf *out, struct iptsync_stats *st) {
+        struct buf rewritten = BUF_INIT;
+        uint64_t h = fnv64(FNV64_INIT, out->data, out->len);
+        int r = 0;
+
+        if (!full && s->have_hash && h == s->last_hash) {
+                log_v(4, "IPv%u rules unchanged, skipping the restore", s->family);
+                return 0;
+        }
+        if (full)
+                st->chains_left_out = iptables_known_rewrite(s->known, out->data, out->len, &rewritten);
+        else
+                st->chains_by_rule = iptables_delta_rewrite(s->delta, out->data, out->len, &rewritten);
+        const struct buf *sent = st->chains_left_out > 0 || st->chains_by_rule > 0 ? &rewritten : out;
+        st->bytes_sent = sent->len;
+        double t0 = now_s();
+        r = s->k.restore(s->k.userdata, s->family, sent->data, sent->len, loaded);
+        st->restore_seconds = now_s() - t0;
+        if (r < 0) {
+                st->refused = true;
+                s->have_hash = false;
+                iptables_delta_forget(s->delta);
+                iptables_known_forget(s->known);
+                if (st->chains_by_rule > 0)
+                        r = -EAGAIN;
+                goto out;
+        }
+        iptables_delta_commit(s->delta, out->data, out->len);
+        if (full) {
+                iptables_known_commit(s->known);
+                learn(s, sent, st);
+        } else {
+                iptables_known_touch(s->known, sent->data, sent->len);
+        }
+        s->last_hash = h;
+        s->have_hash = true;
+out:
+        buf_done(&rewritten);
+        return r;
+}
+
+static int sync_once(struct iptsync *s, bool full, const struct model *m, const struct render_params *p,
+                const struct hmap *changed, struct iptsync_stats *st) {
+        struct buf out = BUF_INIT;
+        struct render_ipt_sync rs = {0};
+        /* A full sync's read of the owned nat chains the kernel holds; the
+         * owned list says what is there between full syncs. */
+        struct hmap existing = HMAP_INIT;
+        char *existing_names = NULL;
+        int r;
+
+        *st = (struct iptsync_stats) {0};
+        if (full) {
+                bool jumps_ok = false;
+                double t0 = now_s();
+                /* One read of the tables tells both which owned chains exist
+                 * and whether the jump rules are in place; only missing jumps
+                 * cost more tool runs. */
+                r = s->k.scan(s->k.userdata, s->family, &existing, &existing_names, &jumps_ok, s->known);
+                st->read_seconds = now_s() - t0;
+                if (r < 0)
+                        goto out;
+                if (!jumps_ok && (r = s->k.ensure_jumps(s->k.userdata, s->family)) < 0)
+                        goto out;
+        }
+        rs.changed = full ? NULL : changed;
+        /* Whether the kernel holds kproxy's chains: known before the owned
+         * list takes in what is about to be written. */
+        bool loaded = existing.len > 0 || owned_chains_n_chains(s->owned) > 0;
+        rs.existing = &existing;
+        rs.owned = s->owned;
+        r = render_iptables(m, p, &rs, &out);
+        if (r < 0)
+                goto out;
+        owned_chains_merge(s->owned, TAKE_PTR(rs.fresh), rs.changed);
+        r = restore_changes(s, full, loaded, &out, st);
+        if (r < 0)
+                goto out;
+        st->n_filter_rules = rs.n_filter_rules;
+        st->n_nat_rules = rs.n_nat_rules;
+        st->n_nat_rules_total = rs.n_nat_rules_total;
+        st->n_no_local_internal = rs.n_no_local_internal;
+        st->n_no_local_external = rs.n_no_local_external;
+        /* Rendered: the top-level chains whole, and the own chains of the
+         * services written (all of them in a full sync); sent: what of it
+         * iptables-restore got (0 bytes: nothing changed, no restore). */
+        log_v_kv(2, "Reloading service iptables data", KV_STR("ipFamily", s->family == 6 ? "IPv6" : "IPv4"),
+                 KV_INT("numServices", model_n_services(m)), KV_INT("numFilterRules", st->n_filter_rules),
+                 KV_INT("numNATRules", st->n_nat_rules), KV_INT("numNATRulesTotal", st->n_nat_rules_total),
+                 KV_INT("bytesSent", st->bytes_sent), KV_INT("chainsByRule", st->chains_by_rule),
+                 KV_INT("chainsLeftOut", st->chains_left_out), KV_SECONDS("restoreElapsed", st->restore_seconds),
+                 KV_SECONDS("readElapsed", st->read_seconds),
+                 KV_STR("readWith", !full ? "" : s->k.netlink ? "netlink" : "iptables-save"));
+out:
+        iptables_names_free(&existing, existing_names);
+        buf_done(&out);
+        return r;
+}
+
+int iptsync_full(struct iptsync *s, const struct model *m, const struct render_params *p, struct iptsync_stats *ret) {
+        return sync_once(s, true, m, p, NULL, ret);
+}
+
+int iptsync_partial(struct iptsync *s, const struct model *m, const struct render_params *p,
+                    const struct hmap *changed, struct iptsync_stats *ret) {
+        int r = sync_once(s, false, m, p, changed, ret);
+        if (r != -EAGAIN)
+                return r;
+        /* The top-level chains are not what was remembered: someone else
+         * changed them. Write everything, now. */
+        log_warning_kv("Partial sync refused by the kernel, syncing all rules",
+                       KV_STR("ipFamily", s->family == 6 ? "IPv6" : "IPv4"));
+        return sync_once(s, true, m, p, NULL, ret);
+}
