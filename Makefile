@@ -31,6 +31,10 @@ CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/src/main.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# What the unit tests share besides the harness (tests/unit/*.c that are
+# not tests: nft-fake.c, an in-memory nf_tables), in a library of their own.
+TEST_LIB_SRC := $(sort $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c)))
+TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 
 all: $(BUILD)/kproxy
 
@@ -45,7 +49,11 @@ $(BUILD)/libkproxy-core.a: $(CORE_OBJ)
 $(BUILD)/kproxy: $(MAIN_OBJ) $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libkproxy-core.a
+$(BUILD)/libkproxy-test.a: $(TEST_LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libkproxy-test.a $(BUILD)/libkproxy-core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -178,5 +186,5 @@ clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof
 
 .PHONY: all unit deps check demo bench bench-deps bench-programming bench-tools clean fuzz profile install uninstall
--include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) \
+-include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \
          $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d

@@ -3,7 +3,7 @@
 /*
  * The netlink back-end of the nftables description: nf_tables messages for
  * kproxy's tables (render/nftir.h), appended to a buffer that becomes one batch
- * (transaction). Pure: builds bytes, never sends them (apply/nftables.c
+ * (transaction). Pure: builds bytes, never sends them (apply/nftables.h
  * does). The expressions are the ones nft 1.0.6 generates for the same
  * script text, so `nft list` shows the daemon's table exactly as it shows
  * `nft -f` of `kproxy render`'s output (tests/netns/test-nftmsg.sh proves
@@ -12,16 +12,22 @@
  * Messages are encoded with libmnl's attribute helpers straight into one
  * growing buffer: no allocation per rule (libnftnl's object model costs
  * about 0.6 µs per rule, measured: half a second at 20k services).
+ *
+ * This header is the message stream (nftmsg.c) and, for its callers, the
+ * one include of the whole encoder:
+ *
+ *   nftmsg-object.h    the table, sets and maps, chains, and their removal
+ *   nftmsg-rule.h      a chain's rules (nftmsg-interval.h: their anonymous sets)
+ *   nftmsg-elem.h      map and set elements
  */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "render/nftmsg-elem.h"
+#include "render/nftmsg-object.h"
+#include "render/nftmsg-rule.h"
 #include "util/buf.h"
-
-struct nftir_set;
-struct nftir_chain;
-struct nftir_elem;
 
 struct nftmsg {
         struct buf b;
@@ -35,8 +41,6 @@ struct nftmsg {
         size_t last;            /* offset of the last of them */
 };
 
-#define NFTMSG_KEY_MAX 24       /* ipv6_addr . inet_proto . inet_service */
-
 void nftmsg_init(struct nftmsg *m, uint8_t family, uint32_t seq);
 void nftmsg_done(struct nftmsg *m);
 /* Forgets the messages, keeps the buffer and the counters. */
@@ -46,37 +50,12 @@ void nftmsg_share_set_ids(struct nftmsg *m, struct nftmsg *other);
 
 /* A batch is begin, messages, end. The end asks the kernel to acknowledge
  * the last message: its answer comes after the commit, so it marks the end
- * of the kernel's replies (apply/nftables.c waits for it). */
+ * of the kernel's replies (apply/nftables-commit.c waits for it). */
 void nftmsg_batch_begin(struct nftmsg *m);
 void nftmsg_batch_end(struct nftmsg *m);
-
-void nftmsg_table(struct nftmsg *m);
-void nftmsg_table_del(struct nftmsg *m);
-void nftmsg_set(struct nftmsg *m, const struct nftir_set *s);
-void nftmsg_set_del(struct nftmsg *m, const char *name);
-/* Empties a set or map. */
-void nftmsg_set_flush(struct nftmsg *m, const char *name);
-/* The chain itself (created if missing, left alone if it exists). */
-void nftmsg_chain(struct nftmsg *m, const struct nftir_chain *c);
-/* The chain's rules, appended. */
-void nftmsg_rules(struct nftmsg *m, const struct nftir_chain *c);
-void nftmsg_chain_flush(struct nftmsg *m, const char *name);
-void nftmsg_chain_del(struct nftmsg *m, const char *name);
-void nftmsg_elem(struct nftmsg *m, const struct nftir_elem *e);
-/* Deletes an element by its key (nftmsg_elem_key()'s bytes). */
-void nftmsg_elem_del(struct nftmsg *m, const char *set, const uint8_t *key, size_t key_len);
-
-/* The kernel's key of an element: address, protocol and port as the
- * concatenation lays them out (each field in 4-byte registers). Returns
- * its length. */
-size_t nftmsg_elem_key(uint8_t family, const struct nftir_elem *e, uint8_t key[NFTMSG_KEY_MAX]);
 
 /* Appends src's messages (whole, from another nftmsg of the same family)
  * to m, renumbering them in m's sequence. */
 void nftmsg_append(struct nftmsg *m, const struct nftmsg *src);
-/* src's element messages (nftmsg_elem()'s, one element each), as few
- * messages as possible: one per set, up to about 32 kB each. The kernel
- * looks the set up once per message, not once per element. */
-void nftmsg_append_elems_merged(struct nftmsg *m, const struct nftmsg *src);
 /* The same for the messages in bytes [off, off + len) of src. */
 void nftmsg_append_range(struct nftmsg *m, const struct nftmsg *src, size_t off, size_t len);
