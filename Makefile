@@ -6,6 +6,7 @@
 #                   (PROXY_MODE=nftables for nftables mode)
 #   make bench      optimised build and benchmarks (bench/RESULTS.md, bench/plots/)
 #   make profile    build-prof/kproxy with frame pointers for perf (PG=1: gprof's -pg)
+#   make bench-compare BASE=rev   the daemon benchmark of rev and of the tree, alternated
 #
 # Out-of-tree builds: BUILD=dir. SANITIZE=1 builds with ASan and UBSan.
 
@@ -128,6 +129,12 @@ bench-programming: deps bench-deps
 	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES) $(BENCH_XL)
 	bench/plot.py bench/results.json bench/plots
 
+# Before and after in one run: the daemon benchmark of BASE (a git
+# revision) and of the working tree, alternated (bench/compare.sh).
+bench-compare: deps bench-deps
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<revision> [BENCH_COMPARE_SIZES=...]"; exit 2; }
+	bench/compare.sh $(BASE) $(BENCH_COMPARE_SIZES)
+
 BENCH_SIZES ?= 1000 10000 50000
 # The daemon benchmark's sizes: BENCH_PROG_SIZES, else BENCH_SIZES if given, else these.
 BENCH_PROG_SIZES ?= $(if $(filter command line environment,$(origin BENCH_SIZES)),$(BENCH_SIZES),1000 10000 20000 50000)
@@ -185,6 +192,6 @@ uninstall:
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof
 
-.PHONY: all unit deps check demo bench bench-deps bench-programming bench-tools clean fuzz profile install uninstall
+.PHONY: all unit deps check demo bench bench-compare bench-deps bench-programming bench-tools clean fuzz profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \
          $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d
