@@ -321,6 +321,7 @@ static void sync_failed(struct proxier *p, uint64_t took) {
         uint64_t retry = config_mode_sync(p->cfg)->sync_period_ms;
         p->n_failures++;
         p->need_full = true;
+        p->recheck = false;     /* the retry trusts nothing anyway */
         log_error_kv(0, "Sync failed", KV_SECONDS("retryingTime", retry / 1000.0), KV_SECONDS("elapsed", took / 1000.0));
         schedule_sync(p, retry);
 }

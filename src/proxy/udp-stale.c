@@ -11,6 +11,7 @@
 struct udp_stale {
         struct ct_frontend *gone;       /* frontends of replaced service versions */
         size_t n_gone;
+        udp_stale_fn reconcile;
 };
 
 /* What one reconcile sends: frontends, each with a range of backends
@@ -26,7 +27,14 @@ struct plan {
 };
 
 struct udp_stale *udp_stale_new(void) {
-        return calloc(1, sizeof(struct udp_stale));
+        struct udp_stale *u = calloc(1, sizeof *u);
+        if (u)
+                u->reconcile = conntrack_reconcile_udp;
+        return u;
+}
+
+void udp_stale_set_reconciler(struct udp_stale *u, udp_stale_fn fn) {
+        u->reconcile = fn;
 }
 
 struct udp_stale *udp_stale_free(struct udp_stale *u) {
@@ -157,7 +165,7 @@ int udp_stale_reconcile(struct udp_stale *u, const struct model *m, uint8_t fami
         }
         int r = 0;
         if (p.n_fr > 0) {
-                r = conntrack_reconcile_udp(family, p.fr, p.n_fr);
+                r = u->reconcile(family, p.fr, p.n_fr);
                 if (r < 0)
                         log_warning_errno(r, "Failed to clear stale IPv%u UDP conntrack entries, will retry", family);
                 else if (r > 0)

@@ -20,12 +20,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct ct_frontend;
 struct model;
 struct svc;
 struct udp_stale;
 
+/* What deletes the stale entries: conntrack_reconcile_udp()
+ * (apply/conntrack.h), unless a test gives its own. */
+typedef int (*udp_stale_fn)(uint8_t family, const struct ct_frontend *frontends, size_t n);
+
 struct udp_stale *udp_stale_new(void);         /* NULL: out of memory */
 struct udp_stale *udp_stale_free(struct udp_stale *u);
+void udp_stale_set_reconciler(struct udp_stale *u, udp_stale_fn fn);
 
 /* Whether s has a UDP port (so a change to it may leave stale entries). */
 bool udp_stale_applies(const struct svc *s);
