@@ -705,7 +705,7 @@ def first_load(run, cluster, api, mode, args):
     r["complete_s"] = times[2] - kp.t_start if mode == "nftables" else None
     line, m = kp.wait_log(r"First sync done in (\d+) ms", args.load_timeout)
     r["first_sync_ms"] = int(m.group(1))
-    r["lists_done_s"] = kp.log_time(r"Initial lists of Services, EndpointSlices and Node")
+    r["lists_done_s"] = kp.log_time(r"Initial lists of Services, EndpointSlices(, ServiceCIDRs)? and Node")
     r["cpu_self_s"], r["cpu_children_s"] = kp.cpu()
     r.update(kp.mem())
     return kp, r
