@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apply/iptables-lines.h"
 #include "util/buf.h"
 #include "util/hmap.h"
 
@@ -25,7 +26,8 @@ struct chain {
 };
 
 struct split {
-        char **line;            /* NUL-terminated lines of the copy */
+        struct iptables_line *line;     /* the input's lines, read in place (not copied: it is
+                                         * tens of megabytes in a cold start) */
         size_t n_lines;
         struct chain *chains;
         size_t n_chains, cap_chains;
@@ -35,13 +37,15 @@ struct split {
 };
 
 /* The chain a line names after its two-character command (":NAME ...",
- * "-A NAME ...", "-X NAME"), created on first sight. */
-static size_t chain_of(struct split *s, const char *p) {
-        size_t n = strcspn(p, " \t");
+ * "-A NAME ...", "-X NAME"; skip is 1 or 3), created on first sight. */
+static size_t chain_of(struct split *s, const struct iptables_line *l, size_t skip) {
+        size_t n = 0;
         char name[64];
+        while (skip + n < l->len && l->p[skip + n] != ' ' && l->p[skip + n] != '\t')
+                n++;
         if (n == 0 || n >= sizeof name)
                 return SIZE_MAX;
-        memcpy(name, p, n);
+        memcpy(name, l->p + skip, n);
         name[n] = '\0';
         void *v = hmap_get(&s->by_name, name);
         if (v)
@@ -61,20 +65,21 @@ static size_t chain_of(struct split *s, const char *p) {
 }
 
 /* The target of a rule's -j or -g, skipping quoted arguments. */
-static const char *jump_target(const char *rule, size_t *ret_len) {
-        const char *target = NULL;
+static const char *jump_target(const struct iptables_line *rule, size_t *ret_len) {
+        const char *target = NULL, *p = rule->p, *end = rule->p + rule->len;
         bool next_is_target = false;
-        for (const char *p = rule; *p;) {
-                while (*p == ' ')
+        while (p < end) {
+                while (p < end && *p == ' ')
                         p++;
-                if (!*p)
+                if (p == end)
                         break;
                 const char *tok = p;
                 if (*p == '"') {
-                        p = strchr(p + 1, '"');
-                        p = p ? p + 1 : tok + strlen(tok);
+                        p = memchr(p + 1, '"', (size_t) (end - p - 1));
+                        p = p ? p + 1 : end;
                 } else {
-                        p += strcspn(p, " ");
+                        while (p < end && *p != ' ')
+                                p++;
                 }
                 size_t n = (size_t) (p - tok);
                 if (next_is_target) {
@@ -98,7 +103,7 @@ static int chain_level(struct split *s, size_t ci, int depth) {
         int level = 0;
         for (size_t k = 0; k < c->n_rules; k++) {
                 size_t n = 0;
-                const char *t = jump_target(s->line[s->rules[c->first_rule + k]], &n);
+                const char *t = jump_target(&s->line[s->rules[c->first_rule + k]], &n);
                 char name[64];
                 if (!t || n >= sizeof name)
                         continue;
@@ -128,9 +133,13 @@ static void split_reset(struct split *s) {
         s->by_name = (struct hmap) HMAP_INIT;
 }
 
-static void put_line(struct buf *b, const char *l) {
-        buf_puts(b, l);
+static void put_line(struct buf *b, const struct iptables_line *l) {
+        buf_put(b, l->p, l->len);
         buf_putc(b, '\n');
+}
+
+static bool line_is(const struct iptables_line *l, char c) {
+        return l->len > 0 && l->p[0] == c;
 }
 
 /* Indexes the chains of the section (head, end): declarations, rules,
@@ -138,24 +147,24 @@ static void put_line(struct buf *b, const char *l) {
  * does not understand, a chain declared twice, too many chains). */
 static bool index_section(struct split *s, size_t head, size_t end) {
         for (size_t i = head + 1; i < end; i++) {
-                const char *l = s->line[i];
+                const struct iptables_line *l = &s->line[i];
                 size_t ci;
                 s->rule_chain[i] = SIZE_MAX;
-                if (l[0] == '\0' || l[0] == '#')
+                if (l->len == 0 || line_is(l, '#'))
                         continue;
-                if (l[0] == ':') {
-                        ci = chain_of(s, l + 1);
+                if (line_is(l, ':')) {
+                        ci = chain_of(s, l, 1);
                         if (ci == SIZE_MAX || s->chains[ci].decl != SIZE_MAX)
                                 return false;
                         s->chains[ci].decl = i;
-                } else if (strncmp(l, "-A ", 3) == 0) {
-                        ci = chain_of(s, l + 3);
+                } else if (iptables_line_starts(l, "-A ")) {
+                        ci = chain_of(s, l, 3);
                         if (ci == SIZE_MAX)
                                 return false;
                         s->rule_chain[i] = ci;
                         s->chains[ci].n_rules++;
-                } else if (strncmp(l, "-X ", 3) == 0) {
-                        ci = chain_of(s, l + 3);
+                } else if (iptables_line_starts(l, "-X ")) {
+                        ci = chain_of(s, l, 3);
                         if (ci == SIZE_MAX)
                                 return false;
                         s->chains[ci].deleted = true;
@@ -221,15 +230,15 @@ static int emit_pieces(struct split *s, size_t head, size_t end, const size_t *o
                         k++;
                 }
                 buf_clear(&piece);
-                put_line(&piece, s->line[head]);
+                put_line(&piece, &s->line[head]);
                 for (size_t j = from; j < k; j++)
-                        put_line(&piece, s->line[s->chains[order[j]].decl]);
+                        put_line(&piece, &s->line[s->chains[order[j]].decl]);
                 for (size_t j = from; j < k; j++) {
                         const struct chain *c = &s->chains[order[j]];
                         for (size_t q = 0; q < c->n_rules; q++)
-                                put_line(&piece, s->line[s->rules[c->first_rule + q]]);
+                                put_line(&piece, &s->line[s->rules[c->first_rule + q]]);
                 }
-                put_line(&piece, s->line[end]);
+                put_line(&piece, &s->line[end]);
                 r = fn(piece.data, piece.len, userdata);
         }
         buf_done(&piece);
@@ -241,23 +250,23 @@ static int emit_pieces(struct split *s, size_t head, size_t end, const size_t *o
 static int emit_last_piece(struct split *s, size_t head, size_t end, iptables_split_fn fn, void *userdata) {
         struct buf piece = BUF_INIT;
 
-        put_line(&piece, s->line[head]);
+        put_line(&piece, &s->line[head]);
         for (size_t i = head + 1; i < end; i++)
-                if (s->line[i][0] == ':') {
-                        const struct chain *c = &s->chains[chain_of(s, s->line[i] + 1)];
+                if (line_is(&s->line[i], ':')) {
+                        const struct chain *c = &s->chains[chain_of(s, &s->line[i], 1)];
                         if (c->deleted)
-                                put_line(&piece, s->line[i]);
+                                put_line(&piece, &s->line[i]);
                 }
         for (size_t i = head + 1; i < end; i++)
                 if (s->rule_chain[i] != SIZE_MAX) {
                         const struct chain *c = &s->chains[s->rule_chain[i]];
                         if (c->decl == SIZE_MAX || c->deleted)
-                                put_line(&piece, s->line[i]);
+                                put_line(&piece, &s->line[i]);
                 }
         for (size_t i = head + 1; i < end; i++)
-                if (strncmp(s->line[i], "-X ", 3) == 0)
-                        put_line(&piece, s->line[i]);
-        put_line(&piece, s->line[end]);
+                if (iptables_line_starts(&s->line[i], "-X "))
+                        put_line(&piece, &s->line[i]);
+        put_line(&piece, &s->line[end]);
         int r = fn(piece.data, piece.len, userdata);
         buf_done(&piece);
         return r;
@@ -270,7 +279,7 @@ static int split_section(struct split *s, size_t head, size_t end, size_t max_li
         if (!index_section(s, head, end)) {
                 struct buf piece = BUF_INIT;
                 for (size_t i = head; i <= end; i++)
-                        put_line(&piece, s->line[i]);
+                        put_line(&piece, &s->line[i]);
                 int r = fn(piece.data, piece.len, userdata);
                 buf_done(&piece);
                 return r;
@@ -288,15 +297,12 @@ static int split_section(struct split *s, size_t head, size_t end, size_t max_li
 
 int iptables_split(const char *input, size_t len, size_t max_lines, iptables_split_fn fn, void *userdata) {
         struct split s = {.by_name = HMAP_INIT};
-        char *text = malloc(len + 1);
+        const char *p = input, *end = input + len;
+        struct iptables_line l;
         int r = 0;
 
-        if (!text)
-                abort();
-        memcpy(text, input, len);
-        text[len] = '\0';
         for (size_t i = 0; i < len; i++)
-                if (text[i] == '\n')
+                if (input[i] == '\n')
                         s.n_lines++;
         s.line = malloc((s.n_lines + 1) * sizeof *s.line);
         s.rule_chain = malloc((s.n_lines + 1) * sizeof *s.rule_chain);
@@ -304,26 +310,20 @@ int iptables_split(const char *input, size_t len, size_t max_lines, iptables_spl
         if (!s.line || !s.rule_chain || !s.rules)
                 abort();
         s.n_lines = 0;
-        for (char *p = text; *p;) {
-                char *nl = strchr(p, '\n');
-                s.line[s.n_lines++] = p;
-                if (!nl)
-                        break;
-                *nl = '\0';
-                p = nl + 1;
-        }
+        while (iptables_line_next(&p, end, &l))
+                s.line[s.n_lines++] = l;
 
         /* Check the whole shape before passing anything on. */
         for (size_t i = 0, head = SIZE_MAX; i < s.n_lines; i++) {
-                const char *l = s.line[i];
+                const struct iptables_line *li = &s.line[i];
                 if (head == SIZE_MAX) {
-                        if (l[0] == '*')
+                        if (line_is(li, '*'))
                                 head = i;
-                        else if (l[0] != '\0' && l[0] != '#')
+                        else if (li->len > 0 && !line_is(li, '#'))
                                 r = -EINVAL;
-                } else if (strcmp(l, "COMMIT") == 0) {
+                } else if (iptables_line_is_commit(li)) {
                         head = SIZE_MAX;
-                } else if (l[0] == '*') {
+                } else if (line_is(li, '*')) {
                         r = -EINVAL;
                 }
                 if (r < 0 || (i + 1 == s.n_lines && head != SIZE_MAX)) {
@@ -332,9 +332,9 @@ int iptables_split(const char *input, size_t len, size_t max_lines, iptables_spl
                 }
         }
         for (size_t i = 0, head = SIZE_MAX; i < s.n_lines && r >= 0; i++) {
-                if (head == SIZE_MAX && s.line[i][0] == '*')
+                if (head == SIZE_MAX && line_is(&s.line[i], '*'))
                         head = i;
-                else if (head != SIZE_MAX && strcmp(s.line[i], "COMMIT") == 0) {
+                else if (head != SIZE_MAX && iptables_line_is_commit(&s.line[i])) {
                         r = split_section(&s, head, i, max_lines ? max_lines : 1, fn, userdata);
                         head = SIZE_MAX;
                 }
@@ -345,6 +345,5 @@ out:
         free(s.line);
         free(s.rule_chain);
         free(s.rules);
-        free(text);
         return r;
 }
