@@ -156,6 +156,12 @@ static void watch_ended(struct kube_watch *w, const char *error) {
         uint64_t lasted = ev_now_ms(w->client->loop) - w->watch_started;
 
         w->n_restarts += error != NULL;
+        /* The server took this watch's version and ended it without an
+         * ERROR: a refusal of the next one is news (the history compacted
+         * meanwhile), not the server refusing what it just listed, and
+         * relists at once. A 200 that ends in an ERROR event does not
+         * count: that is how kube-apiserver refuses a watch. */
+        w->refusals = 0;
         if (!w->got_event && lasted < SHORT_WATCH_MS) {
                 client_failed(w, error ? error : "closed at once without an event", -1);
                 return;

@@ -474,9 +474,9 @@ bool client_version_refused(struct kube_watch *w, long code, bool too_large, con
                 seen_clear(w);
                 client_set_str(&w->cont, NULL);
                 w->rv_refused |= !gone;
+                client_failed(w, what, -1);     /* logged as the watch's */
                 w->phase = CLIENT_PHASE_LIST;
                 choose_list(w);
-                client_failed(w, what, -1);
                 return true;
         }
         if (w->cont) {

@@ -563,6 +563,35 @@ static void test_gone_relists_at_once(void) {
         teardown(&x);
 }
 
+/* A refusal after a watch the server took and then cut is news (the
+ * history was compacted meanwhile), not the server refusing what it just
+ * listed: it relists at once, even when the cut watch delivered nothing
+ * and came after an earlier refusal. */
+static void answer_gone_after_cut(struct fake *f, struct conn *c, size_t n, const char *target) {
+        (void) f;
+        if (!is_watch(target))
+                reply_list(c, n == 0 ? "k1" : "k2", NULL, "a");
+        else if (n == 1 || n == 4)
+                reply_status(c, 410, "Expired", NULL);
+        else
+                stream_start(c);
+}
+
+static void test_gone_after_a_cut_watch(void) {
+        struct fixture x;
+
+        CHECK(setup(&x, answer_gone_after_cut));
+        start(&x, "/api/v1/services");
+        CHECK(wait_req(&x.f, 3, 5000) && run_until(&x.f, watch_open, NULL, 5000));
+        CHECK(!is_watch(x.f.reqs[2]) && gap(&x.f, 2) < 200);
+        /* Cut before it delivered or lasted: a short watch, which backs off. */
+        stream_end(&x.f, false);
+        CHECK(wait_req(&x.f, 5, 3000));
+        CHECK(is_watch(x.f.reqs[4]) && gap(&x.f, 4) >= 250);
+        CHECK(!is_watch(x.f.reqs[5]) && gap(&x.f, 5) < 200);
+        teardown(&x);
+}
+
 /* A "0" list the server pages (no watch cache) is read page by page; a
  * continue token that expires lists again whole; later lists keep pages
  * (client-go's paginatedResult); a "0" the server refuses falls back to a
@@ -846,6 +875,7 @@ int main(void) {
         TEST_RUN(test_rewatch_delay);
         TEST_RUN(test_unusable_and_refused_versions);
         TEST_RUN(test_gone_relists_at_once);
+        TEST_RUN(test_gone_after_a_cut_watch);
         TEST_RUN(test_pages);
         TEST_RUN(test_zero_refused_falls_back);
         TEST_RUN(test_backoff_resets);
