@@ -231,7 +231,7 @@ long kube_request_status(const struct kube_request *r) {
         return code;
 }
 
-int64_t kube_retry_after_ms(const char *value, time_t now) {
+int64_t kube_retry_after_ms(const char *value, int64_t now_ms) {
         size_t n = value ? strlen(value) : 0;
 
         if (n == 0)
@@ -245,11 +245,14 @@ int64_t kube_retry_after_ms(const char *value, time_t now) {
         time_t at = curl_getdate(value, NULL);
         if (at == (time_t) -1)
                 return -1;
-        return at <= now ? 0 : (int64_t) (at - now) * 1000;
+        return (int64_t) at * 1000 <= now_ms ? 0 : (int64_t) at * 1000 - now_ms;
 }
 
 int64_t kube_request_retry_after(const struct kube_request *r) {
-        return kube_retry_after_ms(r->retry_after, time(NULL));
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return kube_retry_after_ms(r->retry_after, (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 struct kube_request *kube_request_free(struct kube_request *r) {

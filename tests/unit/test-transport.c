@@ -301,15 +301,18 @@ static void test_retry_after(void) {
         buf_done(&g.body);
         teardown(&f);
 
-        CHECK(kube_retry_after_ms("0", now) == 0);
-        CHECK(kube_retry_after_ms("120", now) == 120000);
-        CHECK(kube_retry_after_ms("99999999999999", now) > 1000000000);
-        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", now) == 0);         /* past */
-        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", 1445412470) == 10000);
-        CHECK(kube_retry_after_ms("-1", now) == -1);
-        CHECK(kube_retry_after_ms("1.5", now) == -1);
-        CHECK(kube_retry_after_ms("soon", now) == -1);
-        CHECK(kube_retry_after_ms("", now) == -1);
+        CHECK(kube_retry_after_ms("0", now * 1000) == 0);
+        CHECK(kube_retry_after_ms("120", now * 1000) == 120000);
+        CHECK(kube_retry_after_ms("99999999999999", now * 1000) > 1000000000);
+        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", now * 1000) == 0);         /* past */
+        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", 1445412470000) == 10000);
+        /* To the millisecond: a date in this very second is still ahead. */
+        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", 1445412479400) == 600);
+        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", 1445412480000) == 0);
+        CHECK(kube_retry_after_ms("-1", now * 1000) == -1);
+        CHECK(kube_retry_after_ms("1.5", now * 1000) == -1);
+        CHECK(kube_retry_after_ms("soon", now * 1000) == -1);
+        CHECK(kube_retry_after_ms("", now * 1000) == -1);
         CHECK(kube_retry_after_ms(NULL, now) == -1);
 }
 
