@@ -53,6 +53,7 @@ struct kube_watch {
         char *cont;             /* its continue token */
         struct hmap seen;       /* keys of the list in progress (owned strings) */
         unsigned failures;      /* consecutive */
+        unsigned short_watches; /* consecutive watches served and ended at once, empty */
         unsigned refusals;      /* watches refused for their version since one delivered */
         enum client_waiting waiting;
         struct ev_timer *retry;
@@ -98,6 +99,8 @@ void client_base_url(struct kube_watch *w, struct buf *url);
 /* A request failed: the next attempt of the phase after the backoff, or
  * after retry_after_ms (> 0) as the server asked. */
 void client_failed(struct kube_watch *w, const char *what, int64_t retry_after_ms);
+/* The next attempt of the current phase, after ms. */
+void client_retry_in(struct kube_watch *w, uint64_t ms, enum client_waiting why);
 /* The server answered as it should: the backoff starts over. */
 void client_healthy(struct kube_watch *w);
 /* Lists again now: not older than rv, or (refused) consistently. */

@@ -6,10 +6,15 @@
  * Principle: a watch that delivered, or that lasted, ended for no reason
  * worth waiting over (the server's timeoutSeconds, a load balancer, a
  * dropped connection, "Transferred a partial file"): it is opened again at
- * once from the last version, and nothing is lost. Only one that closes at
- * once with nothing is a failure (client-go's "very short watch"), so a
- * server that does that to every watch is not hammered. An ERROR event is
- * the watch's status, read as a response's would be (client.c).
+ * once from the last version, and nothing is lost. One that closes at once
+ * with nothing (client-go's "very short watch") is opened again at once
+ * too, but the second in a row waits a backoff of its own, doubling while
+ * watches keep ending so, so that a server or a proxy that does that to
+ * every watch is not hammered. The server did serve such a watch, so it
+ * is no failure: the errors before it are over, and their backoff starts
+ * over (a burst of 500s, a cut, a 500 again: the first step, not the
+ * third). An ERROR event is the watch's status, read as a response's
+ * would be (client.c).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -32,6 +37,7 @@ static void on_settled(struct ev_loop *l, void *userdata) {
         (void) l;
         w->settle = NULL;
         w->refusals = 0;
+        w->short_watches = 0;
         client_healthy(w);
 }
 
@@ -116,6 +122,7 @@ static bool handle_event_line(void *userdata, const char *line, size_t len) {
         if (go_on && !w->got_event) {
                 w->got_event = true;
                 w->refusals = 0;
+                w->short_watches = 0;
                 client_healthy(w);
         }
         kube_watch_event_done(&ev);
@@ -156,18 +163,26 @@ static void watch_ended(struct kube_watch *w, const char *error) {
         uint64_t lasted = ev_now_ms(w->client->loop) - w->watch_started;
 
         w->n_restarts += error != NULL;
-        /* The server took this watch's version and ended it without an
-         * ERROR: a refusal of the next one is news (the history compacted
-         * meanwhile), not the server refusing what it just listed, and
-         * relists at once. A 200 that ends in an ERROR event does not
-         * count: that is how kube-apiserver refuses a watch. */
+        /* The server served this watch and ended it without an ERROR:
+         * the failures before it are over, and a refusal of the next one
+         * is news (the history compacted meanwhile), not the server
+         * refusing what it just listed, so it relists at once. A 200 that
+         * ends in an ERROR event does not count: that is how
+         * kube-apiserver refuses a watch. */
         w->refusals = 0;
-        if (!w->got_event && lasted < SHORT_WATCH_MS) {
-                client_failed(w, error ? error : "closed at once without an event", -1);
+        client_healthy(w);
+        /* The first such watch is one cut, as a healthy one's: at once.
+         * From the second in a row on, they back off. */
+        if (!w->got_event && lasted < SHORT_WATCH_MS && w->short_watches++ > 0) {
+                uint64_t d = kube_backoff_ms(w->short_watches - 1, &w->client->seed);
+                log_v(2, "%s: watch ended%s%s after %llu ms without an event, again in %llu ms (short watch %u)",
+                      w->path, error ? ": " : "", error ? error : "", (unsigned long long) lasted,
+                      (unsigned long long) d, w->short_watches);
+                client_retry_in(w, d, CLIENT_WAIT_BACKOFF);
                 return;
         }
-        if (!w->got_event)
-                client_healthy(w);
+        if (w->got_event || lasted >= SHORT_WATCH_MS)
+                w->short_watches = 0;
         log_v(2, "%s: watch ended%s%s after %llu ms, resuming at once from %s", w->path, error ? ": " : "",
               error ? error : "", (unsigned long long) lasted, w->rv);
         client_stop_transfer(w);

@@ -175,8 +175,7 @@ static void on_retry(struct ev_loop *l, void *userdata) {
                 watch_begin_list(w);
 }
 
-/* The next attempt of the current phase, after ms. */
-static void retry_in(struct kube_watch *w, uint64_t ms, enum client_waiting why) {
+void client_retry_in(struct kube_watch *w, uint64_t ms, enum client_waiting why) {
         client_stop_transfer(w);
         w->retry = ev_timer_cancel(w->client->loop, w->retry);
         w->retry = ev_timer_add(w->client->loop, ms, on_retry, w);
@@ -217,7 +216,7 @@ void client_failed(struct kube_watch *w, const char *what, int64_t retry_after_m
                 d = kube_backoff_ms(w->failures, &c->seed);
         log_v(2, "%s: %s %s, retrying in %llu ms%s (failure %u)", w->path, w->phase == CLIENT_PHASE_LIST ? "list" : "watch",
               what, (unsigned long long) d, retry_after_ms > 0 ? " as the server asked" : "", w->failures);
-        retry_in(w, d, retry_after_ms > 0 ? CLIENT_WAIT_SERVER : CLIENT_WAIT_BACKOFF);
+        client_retry_in(w, d, retry_after_ms > 0 ? CLIENT_WAIT_SERVER : CLIENT_WAIT_BACKOFF);
 }
 
 /* The server answered as it should (a list completed, a watch delivered):
@@ -295,7 +294,7 @@ static bool throttled(struct kube_watch *w, enum client_phase phase) {
         w->wait_started = monotonic_s();
         w->phase = phase;
         w->reserved = true;
-        retry_in(w, wait, CLIENT_WAIT_THROTTLE);
+        client_retry_in(w, wait, CLIENT_WAIT_THROTTLE);
         log_v(3, "%s: waiting %llu ms for client-side throttling (--kube-api-qps)", w->path,
               (unsigned long long) wait);
         return true;
@@ -426,7 +425,7 @@ static void not_served(struct kube_watch *w, long code) {
         report_unlisted(w);
         w->fn(w->userdata, KUBE_EVENT_SYNCED, NULL, NULL);
         client_healthy(w);
-        retry_in(w, KUBE_BACKOFF_CAP_MS, CLIENT_WAIT_SERVER);
+        client_retry_in(w, KUBE_BACKOFF_CAP_MS, CLIENT_WAIT_SERVER);
         log_v(4, "%s: HTTP %ld, listing again in %d ms", w->path, code, KUBE_BACKOFF_CAP_MS);
 }
 
