@@ -249,6 +249,7 @@ class ApiHandler(BaseHTTPRequestHandler):
             fault = app.faults.take_error(self.path, self.headers.get("User-Agent", ""))
             if fault:
                 code, retry = fault
+                app.reqlog.set(self._entry, fault=True, retryAfter=retry)
                 raise ApiError(code, "injected fault (kapi /fault/error)",
                                headers={"Retry-After": retry} if retry is not None else None)
             self._route(u.path, q, body)

@@ -602,6 +602,10 @@ class ApiTest(KapiCase):
         self.assertEqual(status, 503)
         at = email.utils.parsedate_to_datetime(resp.getheader("Retry-After")).timestamp()
         self.assertTrue(t + 1 <= at <= t + 4, (t, at))
+        # The request log marks an injected error, with the Retry-After sent.
+        last = self.k.control("/requests")["requests"][-1]
+        self.assertEqual((last["status"], last.get("fault"), last.get("retryAfter")),
+                         (503, True, resp.getheader("Retry-After")))
         # Only requests of a user agent; the state says when the last came.
         self.k.control("/fault/error", {"count": 1, "code": 500, "agent": "kproxy/"})
         self.assertEqual(self.k.request("GET", "/api/v1/services")[0], 200)
