@@ -25,6 +25,7 @@
 #include "kube/kubeconfig.h"
 #include "test.h"
 #include "util/buf.h"
+#include "util/log.h"
 
 /* ---- the scripted server ------------------------------------------------ */
 
@@ -751,6 +752,44 @@ static void test_retry_after(void) {
         teardown(&x);
 }
 
+static char *capture_stderr(void (*fn)(void *), void *arg);
+
+/* A Retry-After beyond the backoff's cap (an hour) waits the cap, 30 s:
+ * the watch is not asked for again within the second after the refusal,
+ * and the wait said at V(2) is the cap. */
+static void answer_long_retry(struct fake *f, struct conn *c, size_t n, const char *target) {
+        (void) f;
+        (void) n;
+        if (!is_watch(target))
+                reply_list(c, "l1", NULL, "a");
+        else
+                reply_status(c, 503, "ServiceUnavailable", "Retry-After: 3600\r\n");
+}
+
+static void long_retry(void *arg) {
+        struct fixture *x = arg;
+        size_t want = 3;
+
+        CHECK(wait_req(&x->f, 1, 5000));
+        CHECK(!run_until(&x->f, reqs_at_least, &want, 1000));
+}
+
+static void test_retry_after_capped(void) {
+        struct fixture x;
+        int v = log_verbosity;
+
+        CHECK(setup(&x, answer_long_retry));
+        log_set_verbosity(2);
+        start(&x, "/api/v1/services");
+        char *out = capture_stderr(long_retry, &x);
+        log_set_verbosity(v);
+        CHECK(out && strstr(out, "retrying in 30000 ms as the server asked"));
+        if (out && !strstr(out, "retrying in 30000 ms"))
+                fprintf(stderr, "logged:\n%s", out);
+        free(out);
+        teardown(&x);
+}
+
 /* A service sent without a namespace is added and deleted under one key. */
 static void test_key_without_namespace(void) {
         struct fixture x;
@@ -887,6 +926,7 @@ int main(void) {
         TEST_RUN(test_zero_refused_falls_back);
         TEST_RUN(test_backoff_resets);
         TEST_RUN(test_retry_after);
+        TEST_RUN(test_retry_after_capped);
         TEST_RUN(test_key_without_namespace);
         TEST_RUN(test_logged_once);
         TEST_RUN(test_recovery_wakes_the_others);
