@@ -30,7 +30,6 @@ import email.utils
 import json
 import os
 import random
-import re
 import sys
 import time
 import unittest
