@@ -128,12 +128,13 @@ struct fixture {
 };
 
 static bool setup(struct fixture *f) {
+        static const struct mhd_limits limits = {.connections = 8, .per_client = 8, .wait_ms = 10000};
         struct inet_addr a;
 
         memset(f, 0, sizeof *f);
         f->loop = ev_loop_new();
         if (!f->loop || inet_addr_parse("127.0.0.1", &a) < 0 ||
-            mhd_server_new(f->loop, "test", &a, 0, 8, 0, handle, &f->served, &f->server) < 0)
+            mhd_server_new(f->loop, "test", &a, 0, &limits, 0, handle, &f->served, &f->server) < 0)
                 return false;
         snprintf(f->base, sizeof f->base, "http://127.0.0.1:%u", mhd_server_port(f->server));
         f->conn.server = f->base;
