@@ -31,8 +31,8 @@
  * when reading means iptables-save (over netlink it reads only those). */
 #define KNOWN_LEARN_MIN 1000
 
-/* Services per part of a cold start (see cold_parts()). */
-#define COLD_WINDOW 1000
+/* Services per part of a full sync (see sync_parts()). */
+#define PART_SERVICES 1000
 
 struct iptsync {
         uint8_t family;
@@ -41,7 +41,7 @@ struct iptsync {
         struct owned_chains *owned;     /* each service's nat chains as the last sync wrote them */
         struct iptables_delta *delta;   /* the top-level chains as the last sync left them */
         struct iptables_known *known;   /* chains the kernel holds as kproxy wrote them */
-        size_t window;                  /* services per part of a cold start; 0: one part */
+        size_t part_services;           /* per part of a full sync; 0: one input */
         uint64_t last_hash;             /* of the last restore input applied */
         bool have_hash;
 };
@@ -100,7 +100,7 @@ int iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *stat
         s->owned = owned_chains_new();
         s->delta = iptables_delta_new();
         s->known = iptables_known_new(k->netlink);
-        s->window = COLD_WINDOW;
+        s->part_services = PART_SERVICES;
         if ((state_dir && !s->state_dir) || !s->owned || !s->delta || !s->known) {
                 iptsync_free(s);
                 return -ENOMEM;
@@ -129,8 +129,8 @@ struct iptsync *iptsync_free(struct iptsync *s) {
         return NULL;
 }
 
-void iptsync_set_cold_window(struct iptsync *s, size_t services) {
-        s->window = services;
+void iptsync_set_part_services(struct iptsync *s, size_t services) {
+        s->part_services = services;
 }
 
 /* --- syncing --- */
@@ -171,8 +171,8 @@ static void learn(struct iptsync *s, struct buf *sent, struct buf *decl, struct 
  * the top-level chains only where they changed, by rule where that is
  * short. A refused change by rule is -EAGAIN. A full sync frees out once
  * it is used. */
-static int restore_changes(struct iptsync *s, bool full, bool loaded, struct buf *out, struct buf *decl,
-                           struct iptsync_stats *st) {
+static int restore_changes(struct iptsync *s, bool full, bool more, bool loaded, struct buf *out,
+                           struct buf *decl, struct iptsync_stats *st) {
         struct buf rewritten = BUF_INIT;
         uint64_t h = fnv64(FNV64_INIT, out->data, out->len);
         int r = 0;
@@ -182,8 +182,9 @@ static int restore_changes(struct iptsync *s, bool full, bool loaded, struct buf
                 return 0;
         }
         size_t left = 0;
-        /* decl holds the declarations of the earlier parts of this sync, if any. */
-        if (full && decl->len > 0)
+        /* more: the last part of a sync in parts; decl holds the
+         * declarations of what the earlier ones wrote. */
+        if (full && more)
                 left = iptables_known_rewrite_more(s->known, out->data, out->len, &rewritten);
         else if (full)
                 left = iptables_known_rewrite(s->known, out->data, out->len, &rewritten);
@@ -194,7 +195,7 @@ static int restore_changes(struct iptsync *s, bool full, bool loaded, struct buf
         st->bytes_sent += sent->len;
         double t0 = now_s();
         r = s->k.restore(s->k.userdata, s->family, sent->data, sent->len, loaded);
-        st->restore_seconds = now_s() - t0;
+        st->restore_seconds += now_s() - t0;
         if (r < 0) {
                 st->refused = true;
                 s->have_hash = false;
@@ -221,64 +222,86 @@ out:
         return r;
 }
 
-/* One part of a cold start (cold_parts()): restored as the first pieces
- * of a full sync are, its declarations kept in decl for the read-back. */
-static int restore_part(struct iptsync *s, const struct buf *in, struct buf *decl, struct iptsync_stats *st) {
-        struct buf rewritten = BUF_INIT;
-        size_t left = decl->len > 0 ? iptables_known_rewrite_more(s->known, in->data, in->len, &rewritten)
-                                    : iptables_known_rewrite(s->known, in->data, in->len, &rewritten);
-        const struct buf *sent = left > 0 ? &rewritten : in;
-        double t0 = now_s();
-        int r = s->k.restore(s->k.userdata, s->family, sent->data, sent->len, false);
+/* Whether a restore input writes anything (a rewrite that left out every
+ * chain keeps only the table and COMMIT lines). */
+static bool writes_any(const struct buf *in) {
+        const char *end = in->data + in->len;
+        struct iptables_line l;
 
-        st->restore_seconds += now_s() - t0;
+        for (const char *q = in->data; iptables_line_next(&q, end, &l);)
+                if (l.len > 0 && (l.p[0] == ':' || l.p[0] == '-'))
+                        return true;
+        return false;
+}
+
+/* One part of a full sync in parts (sync_parts()): what of it the kernel
+ * does not hold as rendered is restored, and the declarations of what was
+ * written are kept in decl for the read-back. */
+static int restore_part(struct iptsync *s, const struct buf *in, bool first, bool loaded, struct buf *decl,
+                        struct iptsync_stats *st) {
+        struct buf rewritten = BUF_INIT;
+        size_t left = first ? iptables_known_rewrite(s->known, in->data, in->len, &rewritten)
+                            : iptables_known_rewrite_more(s->known, in->data, in->len, &rewritten);
+        const struct buf *sent = left > 0 ? &rewritten : in;
+        int r = 0;
+
         st->chains_left_out += left;
-        st->bytes_sent += sent->len;
+        if (writes_any(sent)) {
+                double t0 = now_s();
+                r = s->k.restore(s->k.userdata, s->family, sent->data, sent->len, loaded);
+                st->restore_seconds += now_s() - t0;
+                st->bytes_sent += sent->len;
+                if (r >= 0)
+                        iptables_lines_declarations(sent->data, sent->len, decl);
+        }
         if (r < 0) {
                 st->refused = true;
                 s->have_hash = false;
                 iptables_delta_forget(s->delta);
                 iptables_known_forget(s->known);
-        } else {
-                iptables_lines_declarations(in->data, in->len, decl);
         }
         buf_done(&rewritten);
         return r;
 }
 
-/* A cold start, into tables holding none of kproxy's chains, in parts:
- * the own chains of s->window services at a time (rendered, the top-level
- * chains of the render dropped, restored), and then the caller's last
- * part, the top-level chains that make them reachable. Why: the restore
- * input of 10k services x 10 endpoints is 35 MB, and held whole it was most
- * of the cold start's peak (73 MiB RSS in the daemon); a part is a tenth of
- * it. Each part renders the top-level chains again only to drop them, some
- * 30 ms at 10k against a 25 s restore. Until the last part nothing jumps
- * to the chains written, as when one input is split (apply/iptables-split.h).
- * Returns 0 or -errno (the restore's). */
-static int cold_parts(struct iptsync *s, const struct model *m, const struct render_params *p, struct buf *decl,
-                      struct iptsync_stats *st) {
+/* A full sync of many services, in parts: the own chains of
+ * s->part_services services at a time (rendered, the top-level chains of
+ * the render dropped, and restored where the kernel does not hold them as
+ * rendered), then the caller's last part, the top-level chains that jump
+ * to them and the deletion of the chains no part wrote. Why: the restore
+ * input of 10k services x 10 endpoints is 35 MB, and held whole (with the
+ * digests of a loaded table) it was most of a full sync's peak: 73 MiB RSS
+ * at a cold start, 83 at the hourly resync; a part is a tenth of it. Each
+ * part renders the top-level chains again only to drop them, some 30 ms at
+ * 10k. Between parts every rule jumps to a chain that exists and holds its
+ * old or its new rules, as between the pieces of one split input
+ * (apply/iptables-split.h): a part writes a service's chains together, and
+ * the chains that go are deleted last. The parts' chains go into owned
+ * (a new list, for s->owned once all are written). Returns 0 or -errno
+ * (the restore's). */
+static int sync_parts(struct iptsync *s, const struct model *m, const struct render_params *p, bool loaded,
+                      struct owned_chains *owned, struct buf *decl, struct iptsync_stats *st) {
         size_t n;
         _cleanup_free_ const struct svc **svcs = model_services_sorted(m, &n);
         int r = 0;
 
         if (!svcs && n > 0)
                 return -ENOMEM;
-        for (size_t i = 0; i < n && r >= 0; i += s->window) {
+        for (size_t i = 0; i < n && r >= 0; i += s->part_services) {
                 struct hmap part = HMAP_INIT_STRINGS;
-                struct render_ipt_sync rs = {.changed = &part, .owned = s->owned};
+                struct render_ipt_sync rs = {.changed = &part};
                 struct buf out = BUF_INIT, own = BUF_INIT;
 
-                for (size_t j = i; j < n && j < i + s->window; j++)
+                for (size_t j = i; j < n && j < i + s->part_services; j++)
                         hmap_put(&part, svcs[j]->key, (void *) svcs[j]->key);
                 r = render_iptables(m, p, &rs, &out);
                 if (r >= 0) {
                         iptables_lines_owned(out.data, out.len, &own);
                         buf_done(&out);
-                        r = restore_part(s, &own, decl, st);
+                        r = restore_part(s, &own, i == 0, loaded, decl, st);
                 }
                 if (r >= 0)
-                        owned_chains_merge(s->owned, TAKE_PTR(rs.fresh), &part);
+                        owned_chains_merge(owned, TAKE_PTR(rs.fresh), &part);
                 owned_chains_free(rs.fresh);
                 hmap_done(&part);
                 buf_done(&own);
@@ -294,7 +317,7 @@ static int sync_once(struct iptsync *s, bool full, const struct model *m, const 
          * owned list says what is there between full syncs. */
         struct hmap existing = HMAP_INIT, none = HMAP_INIT;
         char *existing_names = NULL;
-        struct buf decl = BUF_INIT;     /* the chains written by the parts of a cold start */
+        struct buf decl = BUF_INIT;     /* the chains written by the parts of a full sync */
         int r;
 
         *st = (struct iptsync_stats) {0};
@@ -315,12 +338,21 @@ static int sync_once(struct iptsync *s, bool full, const struct model *m, const 
         /* Whether the kernel holds kproxy's chains: known before the owned
          * list takes in what is about to be written. */
         bool loaded = existing.len > 0 || owned_chains_n_chains(s->owned) > 0;
-        if (full && !loaded && s->window > 0 && model_n_services(m) > s->window) {
-                r = cold_parts(s, m, p, &decl, st);
-                if (r < 0)
+        if (full && s->part_services > 0 && model_n_services(m) > s->part_services) {
+                struct owned_chains *owned = owned_chains_new();
+                if (!owned) {
+                        r = -ENOMEM;
                         goto out;
-                /* What is left: the top-level chains, as a partial sync
-                 * of no service writes them. */
+                }
+                r = sync_parts(s, m, p, loaded, owned, &decl, st);
+                if (r < 0) {
+                        owned_chains_free(owned);
+                        goto out;
+                }
+                owned_chains_free(s->owned);
+                s->owned = owned;
+                /* What is left: the top-level chains, as a render of no
+                 * service writes them, and the chains no part wrote. */
                 rs.changed = &none;
         }
         rs.existing = &existing;
@@ -329,11 +361,12 @@ static int sync_once(struct iptsync *s, bool full, const struct model *m, const 
         if (r < 0)
                 goto out;
         owned_chains_merge(s->owned, TAKE_PTR(rs.fresh), rs.changed);
-        r = restore_changes(s, full, loaded, &out, &decl, st);
+        r = restore_changes(s, full, rs.changed == &none, loaded, &out, &decl, st);
         if (r < 0)
                 goto out;
         st->n_filter_rules = rs.n_filter_rules;
-        st->n_nat_rules = rs.n_nat_rules;
+        /* In parts, every nat rule was written. */
+        st->n_nat_rules = rs.changed == &none ? rs.n_nat_rules_total : rs.n_nat_rules;
         st->n_nat_rules_total = rs.n_nat_rules_total;
         st->n_no_local_internal = rs.n_no_local_internal;
         st->n_no_local_external = rs.n_no_local_external;

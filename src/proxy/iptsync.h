@@ -64,10 +64,10 @@ struct iptsync_stats {
 int iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *state_dir, struct iptsync **ret);
 struct iptsync *iptsync_free(struct iptsync *s);
 
-/* A cold start (a full sync into tables holding none of kproxy's chains)
- * writes the services' own chains this many services at a time, then the
- * top-level chains (default 1000; 0: all in one input). */
-void iptsync_set_cold_window(struct iptsync *s, size_t services);
+/* A full sync of more services than this writes their own chains this
+ * many services at a time, then the top-level chains (default 1000; 0:
+ * all in one input). */
+void iptsync_set_part_services(struct iptsync *s, size_t services);
 
 /* The real kernel: the tools and, with iptables-nft, netlink (nl NULL:
  * iptables-save). r (and what it points at) must outlive the syncs. */

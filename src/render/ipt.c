@@ -187,21 +187,33 @@ static void write_delete(struct render_ipt *t, const char *chain) {
         buf_putc(&t->nat_rules, '\n');
 }
 
+static void add_used(struct hmap *used, const struct owned_chains *o, const struct hmap *skip) {
+        struct owned_chains_entry e;
+        const char *key;
+
+        for (size_t i = 0; owned_chains_next(o, &i, &key, &e);) {
+                if (skip && hmap_get(skip, key))
+                        continue;
+                const char *q = e.names;
+                for (uint32_t j = 0; j < e.n_names; j++, q += strlen(q) + 1)
+                        hmap_put(used, q, (void *) q);
+        }
+}
+
 /* §10.5, a full sync: the owned chains in the kernel that no rule uses any
- * more are flushed and deleted in the same transaction. */
+ * more are flushed and deleted in the same transaction. Used: what this
+ * render wrote and, in the last part of a sync in parts, what the owned
+ * list holds (the parts' chains). */
 static void write_stale_full(struct render_ipt *t) {
         const struct hmap *existing = t->sync->existing;
         struct hmap used = HMAP_INIT;
-        struct owned_chains_entry o;
         const char *k;
 
         if (!existing || existing->len == 0)
                 return;
-        for (size_t i = 0; owned_chains_next(t->fresh, &i, NULL, &o);) {
-                const char *q = o.names;
-                for (uint32_t j = 0; j < o.n_names; j++, q += strlen(q) + 1)
-                        hmap_put(&used, q, (void *) q);
-        }
+        add_used(&used, t->fresh, NULL);
+        if (t->sync->changed && t->sync->owned)
+                add_used(&used, t->sync->owned, t->sync->changed);
         for (size_t i = 0; hmap_next(existing, &i, &k, NULL);)
                 if (!hmap_get(&used, k))
                         write_delete(t, k);
@@ -335,9 +347,9 @@ int render_iptables(const struct model *m, const struct render_params *p, struct
         if (r < 0)
                 goto out;
         /* A partial sync without the owned list deletes nothing. */
-        if (sync && !sync->changed)
+        if (sync && (!sync->changed || sync->changed->len == 0))
                 write_stale_full(&t);
-        else if (sync && sync->owned)
+        if (sync && sync->changed && sync->owned)
                 old_rules = write_stale_partial(&t);
         write_nodeport_dispatch(&t);
         write_forward(&t);

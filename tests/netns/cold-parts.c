@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
         struct iptsync_kernel k = iptsync_kernel_real(&real);
         if (iptsync_new(4, &k, NULL, &s) < 0)
                 return 1;
-        iptsync_set_cold_window(s, (size_t) atoi(argv[2]));
+        iptsync_set_part_services(s, (size_t) atoi(argv[2]));
         if (iptsync_full(s, m, &p, &first) < 0 || iptsync_full(s, m, &p, &second) < 0)
                 return 1;
         printf("%zu %zu %zu\n", first.bytes_sent, second.bytes_sent, second.chains_left_out);
