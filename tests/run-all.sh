@@ -60,6 +60,9 @@ run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
 run docs-flags env KPROXY_BUILD="$build" python3 "$here/docs/test_flags_doc.py"
 run deploy env KPROXY_BUILD="$build" python3 "$here/deploy/test_deploy.py"
 run e2e env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2EIptables
+# The API client's recovery under randomized fault sequences (about 45 s;
+# FAULT_SEQUENCES=30, the file's default, for the figures in docs/daemon.md).
+run e2e-api-faults env KPROXY_BUILD="$build" FAULT_SEQUENCES=15 python3 "$here/e2e/test_api_faults.py"
 run e2e-nft env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2ENftables
 
 host_unchanged() {
