@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Principle: a session is a connected UDP socket. connect() makes the
+ * kernel keep only the endpoint's datagrams for it and report the
+ * endpoint's ICMP errors on it, so a reply needs no lookup: the socket
+ * that received it names the session, and the session names the client.
+ * Sessions sit in a list ordered by last activity; one sweep timer, armed
+ * while there are sessions, ends the overdue ones from its head.
+ */
+#include "userspace/fwd-udp.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ev/ev.h"
+#include "userspace/fwd-addr.h"
+#include "util/cleanup.h"
+#include "util/hmap.h"
+
+/* Datagrams per wake-up of one socket, so a flood on one service cannot
+ * starve the rest of the loop (the sockets are level-triggered). */
+#define FWD_UDP_BATCH 64
+
+struct fwd_session {
+        struct fwd_udp *f;
+        struct fwd_session *prev, *next;        /* by last activity, oldest first */
+        int fd;                                 /* connected to endpoint */
+        struct fwd_addr client, endpoint;
+        struct sockaddr_storage client_sa;
+        socklen_t client_len;
+        uint64_t last;
+        char key[FWD_ADDR_STRLEN];              /* the client, as text: the map's key */
+};
+
+struct fwd_udp {
+        struct ev_loop *loop;
+        int fd;
+        struct fwd_addr local;
+        struct fwd_udp_params params;
+        fwd_udp_pick_fn pick;
+        void *userdata;
+        struct fwd_udp_stats stats;
+        struct hmap sessions;                   /* client text -> struct fwd_session */
+        struct fwd_session *head, *tail;
+        struct ev_timer *sweep;
+        unsigned char buf[65536];
+};
+
+static void session_unlink(struct fwd_udp *f, struct fwd_session *s) {
+        if (s->prev)
+                s->prev->next = s->next;
+        else
+                f->head = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
+        else
+                f->tail = s->prev;
+        s->prev = s->next = NULL;
+}
+
+static void session_append(struct fwd_udp *f, struct fwd_session *s) {
+        s->prev = f->tail;
+        s->next = NULL;
+        if (f->tail)
+                f->tail->next = s;
+        else
+                f->head = s;
+        f->tail = s;
+}
+
+static void session_touch(struct fwd_session *s) {
+        struct fwd_udp *f = s->f;
+
+        s->last = ev_now_ms(f->loop);
+        if (f->tail != s) {
+                session_unlink(f, s);
+                session_append(f, s);
+        }
+}
+
+static void session_free(struct fwd_session *s) {
+        struct fwd_udp *f = s->f;
+
+        session_unlink(f, s);
+        hmap_remove(&f->sessions, s->key);
+        if (s->fd >= 0) {
+                ev_io_del(f->loop, s->fd);
+                close(s->fd);
+        }
+        f->stats.active--;
+        free(s);
+}
+
+static void fwd_udp_sweep(struct ev_loop *l, void *userdata) {
+        struct fwd_udp *f = userdata;
+        uint64_t now = ev_now_ms(l);
+
+        f->sweep = NULL;
+        while (f->head && now - f->head->last >= f->params.idle_timeout_ms) {
+                f->stats.idle_timeouts++;
+                session_free(f->head);
+        }
+        if (f->head) {
+                uint64_t period = f->params.idle_timeout_ms / 4;
+                f->sweep = ev_timer_add(l, period ? period : 1, fwd_udp_sweep, f);
+        }
+}
+
+/* A reply (or an ICMP error) on a session's socket. */
+static void session_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        struct fwd_session *s = userdata;
+        struct fwd_udp *f = s->f;
+        (void) l;
+        (void) events;
+
+        for (int i = 0; i < FWD_UDP_BATCH; i++) {
+                ssize_t n = recv(fd, f->buf, sizeof f->buf, MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == ECONNREFUSED) {
+                                /* Port unreachable: end the session, so the
+                                 * client's next datagram picks again. */
+                                f->stats.refused++;
+                                session_free(s);
+                        }
+                        return;
+                }
+                /* From the service socket: the reply's source is the
+                 * service address the client wrote to. */
+                if (sendto(f->fd, f->buf, (size_t) n, MSG_DONTWAIT, (struct sockaddr *) &s->client_sa,
+                           s->client_len) < 0) {
+                        f->stats.dropped++;
+                        continue;
+                }
+                f->stats.to_clients++;
+                f->stats.bytes_to_clients += (uint64_t) n;
+                session_touch(s);
+        }
+}
+
+/* A new session for client, connected to the endpoint the callback picks.
+ * Returns NULL when there is none (no endpoint, the limit, no socket). */
+static struct fwd_session *session_new(struct fwd_udp *f, const struct sockaddr_storage *ss, socklen_t len,
+                                       const struct fwd_addr *client, const char *key) {
+        _cleanup_free_ struct fwd_session *s = NULL;
+        struct sockaddr_storage ep;
+        socklen_t eplen;
+        struct fwd_addr endpoint;
+
+        if (f->stats.active >= f->params.max_sessions)
+                return NULL;
+        if (f->pick(f->userdata, client, &endpoint) < 0 || fwd_addr_to_sockaddr(&endpoint, &ep, &eplen) < 0)
+                return NULL;
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return NULL;
+        *s = (struct fwd_session) {.f = f, .client = *client, .endpoint = endpoint, .client_sa = *ss,
+                                   .client_len = len};
+        strcpy(s->key, key);
+        s->fd = socket(ep.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+        if (s->fd < 0)
+                return NULL;
+        if (connect(s->fd, (struct sockaddr *) &ep, eplen) < 0 ||
+            ev_io_add(f->loop, s->fd, EPOLLIN, session_io, s) < 0) {
+                close(s->fd);
+                return NULL;
+        }
+        hmap_put(&f->sessions, s->key, s);
+        session_append(f, s);
+        f->stats.sessions++;
+        f->stats.active++;
+        if (!f->sweep) {
+                uint64_t period = f->params.idle_timeout_ms / 4;
+                f->sweep = ev_timer_add(f->loop, period ? period : 1, fwd_udp_sweep, f);
+        }
+        return TAKE_PTR(s);
+}
+
+/* Datagrams from clients to the service address. */
+static void fwd_udp_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        struct fwd_udp *f = userdata;
+        (void) l;
+        (void) events;
+
+        for (int i = 0; i < FWD_UDP_BATCH; i++) {
+                struct sockaddr_storage ss;
+                socklen_t len = sizeof ss;
+                struct fwd_addr client;
+                struct fwd_session *s;
+                char key[FWD_ADDR_STRLEN];
+                ssize_t n = recvfrom(fd, f->buf, sizeof f->buf, MSG_DONTWAIT, (struct sockaddr *) &ss, &len);
+
+                if (n < 0)
+                        return;
+                if (fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &client) < 0)
+                        continue;
+                fwd_addr_format(&client, key);
+                s = hmap_get(&f->sessions, key);
+                if (!s)
+                        s = session_new(f, &ss, len, &client, key);
+                if (!s) {
+                        f->stats.dropped++;
+                        continue;
+                }
+                if (send(s->fd, f->buf, (size_t) n, MSG_DONTWAIT) < 0) {
+                        f->stats.dropped++;
+                        /* An earlier datagram's port unreachable, reported
+                         * here rather than to session_io(). */
+                        if (errno == ECONNREFUSED) {
+                                f->stats.refused++;
+                                session_free(s);
+                        }
+                        continue;
+                }
+                f->stats.to_endpoints++;
+                f->stats.bytes_to_endpoints += (uint64_t) n;
+                session_touch(s);
+        }
+}
+
+size_t fwd_udp_drop_endpoint(struct fwd_udp *f, const struct fwd_addr *endpoint) {
+        struct fwd_session *s, *next;
+        size_t n = 0;
+
+        for (s = f->head; s; s = next) {
+                next = s->next;
+                if (fwd_addr_equal(&s->endpoint, endpoint)) {
+                        session_free(s);
+                        n++;
+                }
+        }
+        return n;
+}
+
+struct fwd_udp *fwd_udp_free(struct fwd_udp *f) {
+        if (!f)
+                return NULL;
+        while (f->head)
+                session_free(f->head);
+        hmap_done(&f->sessions);
+        f->sweep = ev_timer_cancel(f->loop, f->sweep);
+        if (f->fd >= 0) {
+                ev_io_del(f->loop, f->fd);
+                close(f->fd);
+        }
+        free(f);
+        return NULL;
+}
+
+static void fwd_udp_freep(struct fwd_udp **f) {
+        fwd_udp_free(*f);
+}
+
+static int fwd_udp_bind(const struct fwd_addr *addr, struct fwd_addr *ret_local) {
+        _cleanup_close_ int fd = -1;
+        struct sockaddr_storage ss;
+        socklen_t len;
+        const int one = 1;
+        int r;
+
+        r = fwd_addr_to_sockaddr(addr, &ss, &len);
+        if (r < 0)
+                return r;
+        fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
+                return -errno;
+        if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+                return -errno;
+        if (bind(fd, (struct sockaddr *) &ss, len) < 0)
+                return -errno;
+        len = sizeof ss;
+        if (getsockname(fd, (struct sockaddr *) &ss, &len) < 0)
+                return -errno;
+        r = fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, ret_local);
+        if (r < 0)
+                return r;
+        r = fd;
+        fd = -1;
+        return r;
+}
+
+int fwd_udp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd_udp_params *params,
+                fwd_udp_pick_fn pick, void *userdata, struct fwd_udp **ret) {
+        _cleanup_(fwd_udp_freep) struct fwd_udp *f = NULL;
+        int r;
+
+        if (!l || !addr || !params || !pick || params->idle_timeout_ms == 0)
+                return -EINVAL;
+        f = calloc(1, sizeof *f);
+        if (!f)
+                return -ENOMEM;
+        *f = (struct fwd_udp) {
+                .loop = l,
+                .fd = -1,
+                .params = *params,
+                .pick = pick,
+                .userdata = userdata,
+                .sessions = HMAP_INIT_KEY_ARRAY(struct fwd_session, key),
+        };
+        if (!f->params.max_sessions)
+                f->params.max_sessions = 65536;
+        r = fwd_udp_bind(addr, &f->local);
+        if (r < 0)
+                return r;
+        f->fd = r;
+        r = ev_io_add(l, f->fd, EPOLLIN, fwd_udp_io, f);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+void fwd_udp_local(const struct fwd_udp *f, struct fwd_addr *ret) {
+        *ret = f->local;
+}
+
+void fwd_udp_get_stats(const struct fwd_udp *f, struct fwd_udp_stats *ret) {
+        *ret = f->stats;
+}
