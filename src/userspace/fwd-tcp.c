@@ -7,11 +7,14 @@
  * and any event on either socket of a connection pumps both directions
  * until neither can move (EAGAIN on every side that has work): no
  * epoll_ctl per event, and no state where a wake-up is owed but not armed.
+ * Each socket's readiness is remembered (set by its events, cleared by its
+ * EAGAIN), so the pump makes no call that is known to fail.
  *
  * Bookkeeping is by bytes in each pipe (fill). A pipe can refuse data
  * before fill reaches its size (a socket's small segments each take a
  * pipe slot), which reads as EAGAIN; that is safe because the pump then
- * drains the pipe and, having made progress, reads again.
+ * drains the pipe and, having made progress, reads again. So a read's
+ * EAGAIN clears the socket's readiness only when the pipe was empty.
  *
  * Half-close: when one side's read ends (EOF) and its pipe is empty, the
  * other side gets shutdown(SHUT_WR); the connection ends when both
@@ -61,6 +64,7 @@ struct fwd_conn {
         int cfd, efd;                   /* client, endpoint */
         struct fwd_addr client, endpoint;
         struct fwd_half up, down;       /* client -> endpoint, endpoint -> client */
+        bool c_rd, c_wr, e_rd, e_wr;    /* readable / writable, as far as known */
         uint64_t since;                 /* connect start, or last activity */
         int tries;
         bool established;
@@ -177,13 +181,14 @@ static void conn_touch(struct fwd_conn *c) {
 
 /* Moves what it can of one direction. Returns 1 if anything moved or
  * changed, 0 if nothing could, -errno on a socket error. */
-static int half_pump(struct fwd_conn *c, struct fwd_half *h, int from, int to, uint64_t *bytes) {
+static int half_pump(struct fwd_conn *c, struct fwd_half *h, int from, int to, bool *from_rd, bool *to_wr,
+                     uint64_t *bytes) {
         const unsigned flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
         int moved = 0;
 
         for (;;) {
                 bool progress = false;
-                if (!h->eof && h->fill < c->f->pipe_cap) {
+                if (!h->eof && h->fill < c->f->pipe_cap && *from_rd) {
                         ssize_t n = splice(from, NULL, h->pipe[1], NULL, c->f->pipe_cap - h->fill, flags);
                         if (n > 0) {
                                 h->fill += (size_t) n;
@@ -191,16 +196,21 @@ static int half_pump(struct fwd_conn *c, struct fwd_half *h, int from, int to, u
                         } else if (n == 0) {
                                 h->eof = true;
                                 progress = true;
-                        } else if (errno != EAGAIN && errno != EINTR)
+                        } else if (errno == EAGAIN) {
+                                if (h->fill == 0)
+                                        *from_rd = false;
+                        } else if (errno != EINTR)
                                 return -errno;
                 }
-                if (h->fill > 0) {
+                if (h->fill > 0 && *to_wr) {
                         ssize_t n = splice(h->pipe[0], NULL, to, NULL, h->fill, flags);
                         if (n > 0) {
                                 h->fill -= (size_t) n;
                                 *bytes += (uint64_t) n;
                                 progress = true;
-                        } else if (n < 0 && errno != EAGAIN && errno != EINTR)
+                        } else if (n < 0 && errno == EAGAIN) {
+                                *to_wr = false;
+                        } else if (n < 0 && errno != EINTR)
                                 return -errno;
                 }
                 if (h->eof && h->fill == 0 && !h->shut) {
@@ -223,8 +233,10 @@ static void conn_pump(struct fwd_conn *c) {
         bool any = false;
 
         for (;;) {
-                int a = half_pump(c, &c->up, c->cfd, c->efd, &f->stats.bytes_to_endpoints);
-                int b = a < 0 ? 0 : half_pump(c, &c->down, c->efd, c->cfd, &f->stats.bytes_to_clients);
+                int a = half_pump(c, &c->up, c->cfd, c->efd, &c->c_rd, &c->e_wr, &f->stats.bytes_to_endpoints);
+                int b = a < 0 ? 0
+                              : half_pump(c, &c->down, c->efd, c->cfd, &c->e_rd, &c->c_wr,
+                                          &f->stats.bytes_to_clients);
                 if (a < 0 || b < 0) {
                         f->stats.resets++;
                         conn_free(c, true);
@@ -253,8 +265,17 @@ static int socket_error(int fd) {
 
 static void conn_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
         struct fwd_conn *c = userdata;
+        bool rd = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+        bool wr = events & (EPOLLOUT | EPOLLHUP | EPOLLERR);
         (void) l;
-        (void) fd;
+
+        if (fd == c->cfd) {
+                c->c_rd |= rd;
+                c->c_wr |= wr;
+        } else {
+                c->e_rd |= rd;
+                c->e_wr |= wr;
+        }
 
         /* A reset with nothing left to move in its direction would
          * otherwise wait for the other side or the idle timeout. */
@@ -282,6 +303,7 @@ static void conn_established(struct fwd_conn *c) {
 
         list_remove(&f->connecting, c);
         c->established = true;
+        c->c_rd = c->c_wr = c->e_rd = c->e_wr = true;
         c->since = ev_now_ms(f->loop);
         list_append(&f->established, c);
         r = pipe_make(f, c->up.pipe);
