@@ -10,8 +10,9 @@
  *    end (EOF) arriving after exactly its peer's bytes;
  *  - half-close: a client's FIN reaches the endpoint while the way back
  *    stays open (IPv4 and IPv6);
- *  - a refused endpoint is retried on the next; two refusals, or no
- *    endpoint, reset the client;
+ *  - a refused endpoint is retried on the next, and so is one that does
+ *    not answer within the connect timeout; two refusals, or no endpoint,
+ *    reset the client;
  *  - the idle timeout closes a quiet connection, not a busy one;
  *  - 300 connections at once, each echoed;
  *  - after each test: no connection left open, fds back to where they were.
@@ -427,6 +428,53 @@ static void test_all_refused_resets_client(void) {
         CHECK(count_fds() == before);
 }
 
+/* An endpoint that never answers: a listener with a full accept queue
+ * drops SYNs. The connect times out and the next endpoint is tried. */
+static void test_connect_timeout_retried(void) {
+        int before = count_fds();
+        const struct fwd_tcp_params params = {.idle_timeout_ms = 60000, .connect_timeout_ms = 300};
+        struct rig r = {0};
+        struct fwd_tcp_stats st;
+        struct fwd_addr mute;
+        struct sockaddr_storage ss;
+        socklen_t len;
+        struct pollfd pfd;
+        char buf[16] = {0};
+        pthread_t t;
+        uint64_t start;
+        int full = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), filler, c;
+        int lfd = bound(4, true, &r.eps[1]);
+        struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+
+        CHECK(full >= 0 && bind(full, (struct sockaddr *) &any, sizeof any) == 0 && listen(full, 0) == 0);
+        len = sizeof ss;
+        CHECK(getsockname(full, (struct sockaddr *) &ss, &len) == 0);
+        CHECK(fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &mute) == 0);
+        /* One connection fills a backlog of 0; wait until it is in. */
+        filler = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        CHECK(fwd_addr_to_sockaddr(&mute, &ss, &len) == 0);
+        CHECK(connect(filler, (struct sockaddr *) &ss, len) == 0 || errno == EINPROGRESS);
+        pfd = (struct pollfd) {.fd = filler, .events = POLLOUT};
+        CHECK(poll(&pfd, 1, 5000) == 1);
+        r.eps[0] = mute;
+        r.n_eps = 2;
+        rig_start(&r, 4, &params);
+        CHECK(pthread_create(&t, NULL, hello_server, &lfd) == 0);
+        start = now_ms();
+        c = dial(&r.service);
+        CHECK(read_all(c, buf, sizeof buf - 1) == 5);
+        CHECK_STREQ(buf, "hello");
+        CHECK(now_ms() - start >= 300);
+        CHECK(pthread_join(t, NULL) == 0);
+        close(c);
+        st = rig_stop(&r);
+        CHECK(st.connect_errors == 1 && st.retries == 1 && st.refused == 0 && st.active == 0);
+        close(filler);
+        close(full);
+        close(lfd);
+        CHECK(count_fds() == before);
+}
+
 /* ---- idle timeout ---- */
 
 struct idle_server {
@@ -601,6 +649,7 @@ int main(void) {
         TEST_RUN(test_half_close_ipv6);
         TEST_RUN(test_refused_endpoint_retried);
         TEST_RUN(test_all_refused_resets_client);
+        TEST_RUN(test_connect_timeout_retried);
         TEST_RUN(test_idle_timeout);
         TEST_RUN(test_many_concurrent);
         TEST_RUN(test_bad_params);
