@@ -525,26 +525,21 @@ static int fwd_listen(const struct fwd_addr *addr, int backlog, struct fwd_addr 
         return r;
 }
 
-int fwd_tcp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd_tcp_params *params,
-                fwd_tcp_pick_fn pick, void *userdata, struct fwd_tcp **ret) {
-        _cleanup_(fwd_tcp_freep) struct fwd_tcp *f = NULL;
+/* The forwarder around a listening socket lfd, taken only on success. */
+static int fwd_tcp_make(struct ev_loop *l, int lfd, const struct fwd_addr *local, const struct fwd_tcp_params *params,
+                        fwd_tcp_pick_fn pick, void *userdata, struct fwd_tcp **ret) {
+        _cleanup_(fwd_tcp_freep) struct fwd_tcp *f = calloc(1, sizeof *f);
         int r;
 
-        if (!l || !addr || !params || !pick || params->backlog < 0 || params->pipe_size < 0)
-                return -EINVAL;
-        f = calloc(1, sizeof *f);
         if (!f)
                 return -ENOMEM;
         f->loop = l;
         f->lfd = -1;
+        f->local = *local;
         f->params = *params;
         f->pick = pick;
         f->userdata = userdata;
-        f->pipe_cap = params->pipe_size > 0 ? (size_t) params->pipe_size : 65536;
-        r = fwd_listen(addr, params->backlog ? params->backlog : SOMAXCONN, &f->local);
-        if (r < 0)
-                return r;
-        f->lfd = r;
+        f->pipe_cap = 65536;
         if (params->pipe_size > 0) {
                 /* What the kernel granted (a power of two of pages, at most
                  * /proc/sys/fs/pipe-max-size for an unprivileged process). */
@@ -558,11 +553,65 @@ int fwd_tcp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd
                 if (r > 0)
                         f->pipe_cap = (size_t) r;
         }
-        r = ev_io_add(l, f->lfd, EPOLLIN, fwd_listen_io, f);
+        r = ev_io_add(l, lfd, EPOLLIN, fwd_listen_io, f);
         if (r < 0)
                 return r;
+        f->lfd = lfd;
         *ret = TAKE_PTR(f);
         return 0;
+}
+
+static bool params_valid(struct ev_loop *l, const struct fwd_tcp_params *params, fwd_tcp_pick_fn pick) {
+        return l && params && pick && params->backlog >= 0 && params->pipe_size >= 0;
+}
+
+int fwd_tcp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd_tcp_params *params,
+                fwd_tcp_pick_fn pick, void *userdata, struct fwd_tcp **ret) {
+        struct fwd_addr local;
+        int fd, r;
+
+        if (!addr || !params_valid(l, params, pick))
+                return -EINVAL;
+        fd = fwd_listen(addr, params->backlog ? params->backlog : SOMAXCONN, &local);
+        if (fd < 0)
+                return fd;
+        r = fwd_tcp_make(l, fd, &local, params, pick, userdata, ret);
+        if (r < 0)
+                close(fd);
+        return r;
+}
+
+int fwd_tcp_adopt(struct ev_loop *l, int fd, const struct fwd_tcp_params *params, fwd_tcp_pick_fn pick,
+                  void *userdata, struct fwd_tcp **ret) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        struct fwd_addr local;
+        int listening = 0, flags;
+        socklen_t ilen = sizeof listening;
+
+        if (fd < 0 || !params_valid(l, params, pick))
+                return -EINVAL;
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ilen) < 0 || !listening ||
+            getsockname(fd, (struct sockaddr *) &ss, &len) < 0 ||
+            fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &local) < 0)
+                return -ENOTSOCK;
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                return -errno;
+        return fwd_tcp_make(l, fd, &local, params, pick, userdata, ret);
+}
+
+int fwd_tcp_listener(const struct fwd_tcp *f) {
+        return f->lfd;
+}
+
+void fwd_tcp_stop_accepting(struct fwd_tcp *f) {
+        if (f->lfd < 0)
+                return;
+        ev_io_del(f->loop, f->lfd);
+        close(f->lfd);
+        f->lfd = -1;
+        f->pause = ev_timer_cancel(f->loop, f->pause);
 }
 
 void fwd_tcp_local(const struct fwd_tcp *f, struct fwd_addr *ret) {

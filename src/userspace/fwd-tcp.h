@@ -46,6 +46,11 @@ struct fwd_tcp_stats {
  * this host yet). */
 int fwd_tcp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd_tcp_params *params,
                 fwd_tcp_pick_fn pick, void *userdata, struct fwd_tcp **ret);
+/* The same around a listening socket fd handed over by a predecessor
+ * (userspace/handover.h); takes fd on success only. Returns 0, -EINVAL,
+ * -ENOTSOCK if fd is not a listening TCP socket, or -errno. */
+int fwd_tcp_adopt(struct ev_loop *l, int fd, const struct fwd_tcp_params *params, fwd_tcp_pick_fn pick,
+                  void *userdata, struct fwd_tcp **ret);
 /* Closes the listener and every connection (established ones end with a
  * FIN to both sides). Accepts NULL, returns NULL. */
 struct fwd_tcp *fwd_tcp_free(struct fwd_tcp *f);
@@ -53,3 +58,9 @@ struct fwd_tcp *fwd_tcp_free(struct fwd_tcp *f);
 /* The address the listener is bound to (its port, when addr's was 0). */
 void fwd_tcp_local(const struct fwd_tcp *f, struct fwd_addr *ret);
 void fwd_tcp_get_stats(const struct fwd_tcp *f, struct fwd_tcp_stats *ret);
+
+/* The listening socket (borrowed: to hand over), -1 once stopped. */
+int fwd_tcp_listener(const struct fwd_tcp *f);
+/* Closes this process's copy of the listener: no more accepts here, while
+ * open connections go on (a predecessor draining after a hand-over). */
+void fwd_tcp_stop_accepting(struct fwd_tcp *f);

@@ -63,6 +63,10 @@ wait_for() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 for d in ifaddr-drive fwd-drive bulk; do build_driver "$d" || exit 1; done
+# The packet-path benchmark's closed-loop client and its responder.
+for d in dp_client dp_server; do
+    cc -O2 -o "$tmp/$d" "$netns_dir/../../bench/$d.c" || exit 1
+done
 for n in "$cl" "$nd" "$pd"; do
     ip netns add "$n" || { echo "cannot create namespaces"; exit 1; }
     ip netns exec "$n" ip link set lo up
@@ -91,8 +95,13 @@ disown
 ip netns exec "$nd" "$tmp/fwd-drive" 10.96.0.10 80 192.168.81.2:8080 >"$tmp/fwd.out" 2>&1 &
 fwd=$!
 disown
+ip netns exec "$pd" "$tmp/dp_server" 8090 &
+disown
+ip netns exec "$nd" "$tmp/fwd-drive" 10.96.0.10 90 192.168.81.2:8090 >"$tmp/fwd90.out" 2>&1 &
+disown
 check "sink ready" wait_for "$tmp/sink.out" ready
 check "forwarder ready" wait_for "$tmp/fwd.out" ready
+check "forwarder (connection rate) ready" wait_for "$tmp/fwd90.out" ready
 
 # The endpoint sees the node (192.168.81.1) as the source.
 ip netns exec "$pd" python3 -c '
@@ -129,12 +138,25 @@ table ip kpbench {
     chain pre {
         type nat hook prerouting priority dstnat;
         ip daddr 10.96.0.20 tcp dport 80 dnat to 192.168.81.2:8080
+        ip daddr 10.96.0.20 tcp dport 90 dnat to 192.168.81.2:8090
     }
 }
 EOF2
 run dnat1 10.96.0.20 80 1
 run dnat32 10.96.0.20 80 32
 check "the DNAT path works too: $(cat "$tmp/dnat1")" grep -q verified=1 "$tmp/dnat1"
+
+# New connections per second, closed loop, one client (request, 40-byte
+# answer, client closes first). Short runs: each path leaves a TIME_WAIT
+# per connection on the client, and the forwarder one more toward the
+# endpoint (it passes the client's FIN on first), out of ~28k ports per
+# destination.
+cps_secs=${FWD_CPS_SECONDS:-2}
+cps() { ip netns exec "$cl" "$tmp/dp_client" "$1" "$2" "$cps_secs" | sed -n 's/.*fails=\([0-9]*\) .*cps=\([0-9]*\).*/\2 (\1 failed)/p'; }
+cps_fwd=$(cps 10.96.0.10 90)
+cps_dnat=$(cps 10.96.0.20 90)
+cps_direct=$(cps 192.168.81.2 8090)
+check "connections through the forwarder, none failed: $cps_fwd" bash -c "grep -q '(0 failed)' <<<'$cps_fwd'"
 
 kill -TERM "$fwd"
 for _ in $(seq 200); do grep -q accepted= "$tmp/fwd.out" && break; sleep 0.05; done
@@ -150,6 +172,7 @@ printf "  forwarder (splice)  %6s / %6s\n" "$(gbps fwd1)" "$(gbps fwd32)"
 printf "  nftables DNAT       %6s / %6s\n" "$(gbps dnat1)" "$(gbps dnat32)"
 printf "  routed, no NAT      %6s / %6s\n" "$(gbps direct1)" "$(gbps direct32)"
 echo "  forwarder CPU: $cpu_per_gb s per GB forwarded"
+echo "new connections/s (${cps_secs} s each): forwarder $cps_fwd, nftables DNAT $cps_dnat, routed $cps_direct"
 
 echo "test-fwd: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
