@@ -160,7 +160,10 @@ check "connections through the forwarder, none failed: $cps_fwd" bash -c "grep -
 
 kill -TERM "$fwd"
 for _ in $(seq 200); do grep -q accepted= "$tmp/fwd.out" && break; sleep 0.05; done
+for _ in $(seq 200); do kill -0 "$fwd" 2>/dev/null || break; sleep 0.05; done
 stats=$(grep accepted= "$tmp/fwd.out")
+check "forwarder exited cleanly (no sanitizer report): $(grep -m3 -i 'sanitizer\|runtime error' "$tmp/fwd.out")" \
+    bash -c "! kill -0 $fwd 2>/dev/null && ! grep -qi 'sanitizer\|runtime error' '$tmp/fwd.out'"
 check "forwarder counted 33 connections, none left open, no resets: $stats" \
     bash -c "grep -q 'accepted=33 active=0 ' <<<'$stats' && grep -q 'resets=0' <<<'$stats'"
 
