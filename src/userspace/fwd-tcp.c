@@ -41,6 +41,7 @@
 
 #include "ev/ev.h"
 #include "userspace/fwd-addr.h"
+#include "userspace/fwd-pipes.h"
 #include "util/cleanup.h"
 
 /* Accepts per listener wake-up, so one busy service cannot starve the
@@ -163,10 +164,16 @@ static void conn_free(struct fwd_conn *c, bool reset) {
                 close_fd(&c->cfd);
                 close_fd(&c->efd);
         }
-        close_fd(&c->up.pipe[0]);
-        close_fd(&c->up.pipe[1]);
-        close_fd(&c->down.pipe[0]);
-        close_fd(&c->down.pipe[1]);
+        if (f->params.pipes) {
+                /* After a clean end both pipes are empty: reusable. */
+                fwd_pipes_put(f->params.pipes, c->up.pipe, !reset && c->up.fill == 0);
+                fwd_pipes_put(f->params.pipes, c->down.pipe, !reset && c->down.fill == 0);
+        } else {
+                close_fd(&c->up.pipe[0]);
+                close_fd(&c->up.pipe[1]);
+                close_fd(&c->down.pipe[0]);
+                close_fd(&c->down.pipe[1]);
+        }
         f->stats.active--;
         free(c);
 }
@@ -288,6 +295,8 @@ static void conn_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) 
 }
 
 static int pipe_make(struct fwd_tcp *f, int p[2]) {
+        if (f->params.pipes)
+                return fwd_pipes_get(f->params.pipes, p);
         if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
                 return -errno;
         if (f->params.pipe_size > 0)
@@ -309,8 +318,6 @@ static void conn_established(struct fwd_conn *c) {
         r = pipe_make(f, c->up.pipe);
         if (r >= 0)
                 r = pipe_make(f, c->down.pipe);
-        if (r >= 0)
-                r = ev_io_mod(f->loop, c->efd, FWD_CONN_EVENTS);
         if (r >= 0)
                 r = ev_io_add(f->loop, c->cfd, FWD_CONN_EVENTS, conn_io, c);
         if (r < 0) {
@@ -388,7 +395,10 @@ static void conn_try(struct fwd_conn *c) {
         }
         r = connect(c->efd, (struct sockaddr *) &ss, len) < 0 ? -errno : 0;
         if (r == 0 || r == -EINPROGRESS)
-                r = ev_io_add(f->loop, c->efd, EPOLLOUT | EPOLLET, conn_connect_io, c) < 0 ? -EIO : r;
+                /* Registered for everything at once: the connect's
+                 * completion is the first EPOLLOUT edge, and no
+                 * epoll_ctl is needed when it comes. */
+                r = ev_io_add(f->loop, c->efd, FWD_CONN_EVENTS, conn_connect_io, c) < 0 ? -EIO : r;
         if (r == 0)
                 conn_established(c);
         else if (r != -EINPROGRESS)
@@ -540,7 +550,9 @@ static int fwd_tcp_make(struct ev_loop *l, int lfd, const struct fwd_addr *local
         f->pick = pick;
         f->userdata = userdata;
         f->pipe_cap = 65536;
-        if (params->pipe_size > 0) {
+        if (params->pipes)
+                f->pipe_cap = fwd_pipes_capacity(params->pipes);
+        else if (params->pipe_size > 0) {
                 /* What the kernel granted (a power of two of pages, at most
                  * /proc/sys/fs/pipe-max-size for an unprivileged process). */
                 int p[2];

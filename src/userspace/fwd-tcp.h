@@ -12,6 +12,7 @@
 
 struct ev_loop;
 struct fwd_addr;
+struct fwd_pipes;
 struct fwd_tcp;
 
 /* Picks the endpoint for a client's connection: failed is NULL on the
@@ -25,6 +26,8 @@ struct fwd_tcp_params {
         uint64_t connect_timeout_ms;    /* a connect not answered this long fails; 0: the kernel's */
         int backlog;                    /* listen(); 0: SOMAXCONN */
         int pipe_size;                  /* bytes per direction (F_SETPIPE_SZ); 0: the kernel's 64 KiB */
+        struct fwd_pipes *pipes;        /* borrowed: spare pipes shared by forwarders (its size
+                                         * then wins over pipe_size); NULL: none */
 };
 
 struct fwd_tcp_stats {

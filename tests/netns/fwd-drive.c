@@ -6,8 +6,9 @@
  *
  * listens on IP:PORT, forwards to the endpoints in turn, prints "ready",
  * and on SIGTERM or SIGINT prints its counters (one key=value line) and
- * exits 0. FWD_PIPE_SIZE in the environment sets the pipe size per
- * direction (fwd_tcp_params.pipe_size), for measurements.
+ * exits 0. For measurements, from the environment: FWD_PIPE_SIZE sets the
+ * pipe size per direction (fwd_tcp_params.pipe_size), FWD_POOL=N a pool
+ * of N spare pipes (userspace/fwd-pipes.h).
  */
 #include <errno.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 
 #include "ev/ev.h"
 #include "userspace/fwd-addr.h"
+#include "userspace/fwd-pipes.h"
 #include "userspace/fwd-tcp.h"
 #include "util/inet.h"
 
@@ -84,6 +86,9 @@ int main(int argc, char **argv) {
         }
         if (getenv("FWD_PIPE_SIZE"))
                 params.pipe_size = atoi(getenv("FWD_PIPE_SIZE"));
+        if (getenv("FWD_POOL") && atoi(getenv("FWD_POOL")) > 0 &&
+            fwd_pipes_new((size_t) atoi(getenv("FWD_POOL")), params.pipe_size, &params.pipes) < 0)
+                return 1;
         signal(SIGPIPE, SIG_IGN);
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -111,6 +116,7 @@ int main(int argc, char **argv) {
                (unsigned long long) st.idle_timeouts, (unsigned long long) st.resets);
         fflush(stdout);
         fwd_tcp_free(f);
+        fwd_pipes_free(params.pipes);
         ev_io_del(l, sfd);
         close(sfd);
         ev_loop_free(l);

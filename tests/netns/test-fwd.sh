@@ -17,6 +17,8 @@
 #                   docs/userspace.md used 10)
 #   FWD_PIPE_SIZE=B pipe bytes per direction in the forwarder (default: the
 #                   kernel's 64 KiB)
+#   FWD_POOL=N      a pool of N spare pipes in the forwarder (default none)
+#   FWD_CPS_SECONDS=N  seconds per connection-rate run (default 2)
 #
 # Network safety: everything happens in kp-fwd-<pid>-{c,n,p} (the nftables
 # table too), deleted on exit.

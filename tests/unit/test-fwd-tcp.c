@@ -14,10 +14,11 @@
  *    not answer within the connect timeout; two refusals, or no endpoint,
  *    reset the client;
  *  - the idle timeout closes a quiet connection, not a busy one;
- *  - 300 connections at once, each echoed;
+ *  - 300 connections at once, each echoed, with a pool of spare pipes;
  *  - after each test: no connection left open, fds back to where they were.
  */
 #include "userspace/fwd-addr.h"
+#include "userspace/fwd-pipes.h"
 #include "userspace/fwd-tcp.h"
 
 #include <dirent.h>
@@ -585,16 +586,24 @@ static void *many_server(void *p) {
         return NULL;
 }
 
+/* With a pool of spare pipes, which then holds its maximum: each clean
+ * end gave its pipes back (empty, so the next connections' bytes are
+ * their own; test_half_close after it checks that). */
 static void test_many_concurrent(void) {
         int before = count_fds();
         struct rig r = {0};
         struct fwd_tcp_stats st;
+        struct fwd_tcp_params params = defaults;
+        struct fwd_pipes *pool = NULL;
         static int c[MANY];
         pthread_t t;
-        int lfd = bound(4, true, &r.eps[0]), ok = 0;
+        int lfd = bound(4, true, &r.eps[0]), ok = 0, hfd;
+        char got[64] = {0};
 
+        CHECK(fwd_pipes_new(64, 0, &pool) == 0);
+        params.pipes = pool;
         r.n_eps = 1;
-        rig_start(&r, 4, &defaults);
+        rig_start(&r, 4, &params);
         CHECK(pthread_create(&t, NULL, many_server, &lfd) == 0);
         /* All open before any ends. */
         for (int i = 0; i < MANY; i++) {
@@ -614,10 +623,20 @@ static void test_many_concurrent(void) {
         }
         CHECK(ok == MANY);
         CHECK(pthread_join(t, NULL) == 0);
+        /* Reused pipes carry a new connection's bytes, and only those. */
+        CHECK(pthread_create(&t, NULL, halfclose_server, &lfd) == 0);
+        hfd = dial(&r.service);
+        CHECK(write(hfd, "ping", 4) == 4 && shutdown(hfd, SHUT_WR) == 0);
+        CHECK(read_all(hfd, got, sizeof got - 1) == 8);
+        CHECK_STREQ(got, "got:ping");
+        CHECK(pthread_join(t, NULL) == 0);
+        close(hfd);
         close(lfd);
         st = rig_stop(&r);
-        CHECK(st.accepted == MANY && st.active == 0);
+        CHECK(st.accepted == MANY + 1 && st.active == 0);
         CHECK(st.resets == 0 && st.accept_errors == 0 && st.connect_errors == 0);
+        CHECK(fwd_pipes_spare(pool) == 64);
+        pool = fwd_pipes_free(pool);
         CHECK(count_fds() == before);
 }
 
