@@ -10,6 +10,7 @@
 #include "userspace/fwd-udp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -286,19 +287,18 @@ static int fwd_udp_bind(const struct fwd_addr *addr, struct fwd_addr *ret_local)
         return r;
 }
 
-int fwd_udp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd_udp_params *params,
-                fwd_udp_pick_fn pick, void *userdata, struct fwd_udp **ret) {
-        _cleanup_(fwd_udp_freep) struct fwd_udp *f = NULL;
+/* The forwarder around a bound socket fd, taken only on success. */
+static int fwd_udp_make(struct ev_loop *l, int fd, const struct fwd_addr *local, const struct fwd_udp_params *params,
+                        fwd_udp_pick_fn pick, void *userdata, struct fwd_udp **ret) {
+        _cleanup_(fwd_udp_freep) struct fwd_udp *f = calloc(1, sizeof *f);
         int r;
 
-        if (!l || !addr || !params || !pick || params->idle_timeout_ms == 0)
-                return -EINVAL;
-        f = calloc(1, sizeof *f);
         if (!f)
                 return -ENOMEM;
         *f = (struct fwd_udp) {
                 .loop = l,
                 .fd = -1,
+                .local = *local,
                 .params = *params,
                 .pick = pick,
                 .userdata = userdata,
@@ -306,15 +306,60 @@ int fwd_udp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd
         };
         if (!f->params.max_sessions)
                 f->params.max_sessions = 65536;
-        r = fwd_udp_bind(addr, &f->local);
+        r = ev_io_add(l, fd, EPOLLIN, fwd_udp_io, f);
         if (r < 0)
                 return r;
-        f->fd = r;
-        r = ev_io_add(l, f->fd, EPOLLIN, fwd_udp_io, f);
-        if (r < 0)
-                return r;
+        f->fd = fd;
         *ret = TAKE_PTR(f);
         return 0;
+}
+
+static bool params_valid(struct ev_loop *l, const struct fwd_udp_params *params, fwd_udp_pick_fn pick) {
+        return l && params && pick && params->idle_timeout_ms > 0;
+}
+
+int fwd_udp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd_udp_params *params,
+                fwd_udp_pick_fn pick, void *userdata, struct fwd_udp **ret) {
+        struct fwd_addr local;
+        int fd, r;
+
+        if (!addr || !params_valid(l, params, pick))
+                return -EINVAL;
+        fd = fwd_udp_bind(addr, &local);
+        if (fd < 0)
+                return fd;
+        r = fwd_udp_make(l, fd, &local, params, pick, userdata, ret);
+        if (r < 0)
+                close(fd);
+        return r;
+}
+
+int fwd_udp_adopt(struct ev_loop *l, int fd, const struct fwd_udp_params *params, fwd_udp_pick_fn pick,
+                  void *userdata, struct fwd_udp **ret) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        struct fwd_addr local;
+        int proto = 0, flags;
+        socklen_t ilen = sizeof proto;
+
+        if (fd < 0 || !params_valid(l, params, pick))
+                return -EINVAL;
+        if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &ilen) < 0 || proto != IPPROTO_UDP ||
+            getsockname(fd, (struct sockaddr *) &ss, &len) < 0 ||
+            fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &local) < 0 || local.port == 0)
+                return -ENOTSOCK;
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                return -errno;
+        return fwd_udp_make(l, fd, &local, params, pick, userdata, ret);
+}
+
+int fwd_udp_socket(const struct fwd_udp *f) {
+        return f->fd;
+}
+
+void fwd_udp_stop_reading(struct fwd_udp *f) {
+        ev_io_del(f->loop, f->fd);
 }
 
 void fwd_udp_local(const struct fwd_udp *f, struct fwd_addr *ret) {

@@ -40,6 +40,11 @@ struct fwd_udp_stats {
  * -EINVAL for bad params, or -errno from socket/bind. */
 int fwd_udp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd_udp_params *params,
                 fwd_udp_pick_fn pick, void *userdata, struct fwd_udp **ret);
+/* The same around a bound UDP socket fd handed over by a predecessor
+ * (userspace/handover.h); takes fd on success only. Returns 0, -EINVAL,
+ * -ENOTSOCK if fd is not a bound UDP socket, or -errno. */
+int fwd_udp_adopt(struct ev_loop *l, int fd, const struct fwd_udp_params *params, fwd_udp_pick_fn pick,
+                  void *userdata, struct fwd_udp **ret);
 /* Closes the socket and every session. Accepts NULL, returns NULL. */
 struct fwd_udp *fwd_udp_free(struct fwd_udp *f);
 
@@ -49,3 +54,10 @@ size_t fwd_udp_drop_endpoint(struct fwd_udp *f, const struct fwd_addr *endpoint)
 
 void fwd_udp_local(const struct fwd_udp *f, struct fwd_addr *ret);
 void fwd_udp_get_stats(const struct fwd_udp *f, struct fwd_udp_stats *ret);
+
+/* The service socket (borrowed: to hand over). */
+int fwd_udp_socket(const struct fwd_udp *f);
+/* After a hand-over: this process reads no more datagrams from clients
+ * (the successor does), but keeps the socket to send its sessions'
+ * replies until they end. */
+void fwd_udp_stop_reading(struct fwd_udp *f);

@@ -14,6 +14,8 @@
  *    new endpoint;
  *  - an endpoint that answers port unreachable ends its session, and the
  *    client's next datagram picks again;
+ *  - a restart's two halves: a forwarder adopting the service socket gets
+ *    the new datagrams, the old one still relays its session's replies;
  *  - after each test: fds back to where they were.
  */
 #include "userspace/fwd-addr.h"
@@ -222,6 +224,12 @@ static ssize_t ask(int fd, const struct fwd_addr *service, const char *msg, int 
         return n;
 }
 
+static struct fwd_addr lo_port(unsigned port) {
+        struct fwd_addr a = {.port = (uint16_t) port};
+        CHECK(inet_addr_parse("127.0.0.1", &a.ip) == 0);
+        return a;
+}
+
 /* The source port the endpoint saw, from its answer "NAME PORT". */
 static unsigned seen_port(const char *answer) {
         const char *sp = strchr(answer, ' ');
@@ -366,6 +374,67 @@ static void test_refused_endpoint_picks_again(void) {
         CHECK(count_fds() == before);
 }
 
+/* Both sides of a restart on one loop: the new forwarder adopts a copy of
+ * the service socket (as SCM_RIGHTS gives it), the old one stops reading.
+ * New datagrams reach the new forwarder; the old session still sends its
+ * endpoint's late replies to the client, from the service address. */
+static void test_handover_halves(void) {
+        int before = count_fds();
+        struct rig r = {0}, r2 = {0};
+        struct echo a, b;
+        struct fwd_udp *young = NULL;
+        const struct fwd_udp_params params = {.idle_timeout_ms = 60000};
+        struct fwd_udp_stats st;
+        struct fwd_addr from, a_at, session;
+        struct sockaddr_storage ss;
+        socklen_t len;
+        struct pollfd pfd;
+        char ans[64];
+        int c, copy, n;
+
+        echo_start(&a, "A", &r.eps[0]);
+        a_at = r.eps[0];
+        r.n_eps = 1;
+        rig_start(&r, 60000);
+        c = client_new();
+        CHECK(ask(c, &r.service, "x", 5000, ans, sizeof ans, &from) > 0);
+        CHECK(strncmp(ans, "A ", 2) == 0);
+        session = lo_port(seen_port(ans));
+
+        rig_pause(&r);
+        echo_start(&b, "B", &r2.eps[0]);
+        r2.n_eps = 1;
+        copy = dup(fwd_udp_socket(r.fwd));
+        CHECK(fwd_udp_adopt(r.loop, copy, &params, rig_pick, &r2, &young) == 0);
+        fwd_udp_stop_reading(r.fwd);
+        rig_resume(&r);
+
+        CHECK(ask(c, &r.service, "y", 5000, ans, sizeof ans, &from) > 0);
+        CHECK(strncmp(ans, "B ", 2) == 0 && fwd_addr_equal(&from, &r.service));
+        /* A's late reply to the old session, as A would send it. */
+        CHECK(fwd_addr_to_sockaddr(&session, &ss, &len) == 0);
+        CHECK(sendto(a.fd, "late", 4, 0, (struct sockaddr *) &ss, len) == 4);
+        pfd = (struct pollfd) {.fd = c, .events = POLLIN};
+        CHECK(poll(&pfd, 1, 5000) == 1);
+        len = sizeof ss;
+        n = (int) recvfrom(c, ans, sizeof ans - 1, 0, (struct sockaddr *) &ss, &len);
+        CHECK(n == 4 && memcmp(ans, "late", 4) == 0);
+        CHECK(fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &from) == 0 && fwd_addr_equal(&from, &r.service));
+        close(c);
+
+        rig_pause(&r);
+        fwd_udp_get_stats(young, &st);
+        CHECK(st.sessions == 1 && st.to_endpoints == 1 && st.to_clients == 1);
+        young = fwd_udp_free(young);
+        rig_resume(&r);
+        st = rig_stop(&r);
+        CHECK(st.sessions == 1 && st.to_endpoints == 1 && st.to_clients == 2);
+        CHECK(fwd_udp_adopt(NULL, 0, &params, rig_pick, &r2, &young) == -EINVAL);
+        echo_stop(&a, &a_at);
+        echo_stop(&b, &r2.eps[0]);
+        CHECK(count_fds() == before);
+}
+
 static void test_bad_params(void) {
         struct ev_loop *l = ev_loop_new();
         struct fwd_udp *f = NULL;
@@ -389,6 +458,7 @@ int main(void) {
         TEST_RUN(test_idle_timeout);
         TEST_RUN(test_drop_endpoint_follows_replacement);
         TEST_RUN(test_refused_endpoint_picks_again);
+        TEST_RUN(test_handover_halves);
         TEST_RUN(test_bad_params);
         TEST_DONE();
 }
