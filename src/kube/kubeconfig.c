@@ -465,10 +465,13 @@ static int kc_read(struct kc *k) {
         int r;
 
         r = kube_conn_read_file(k->path, &b);
-        if (r < 0) {
+        if (r == -EFBIG)
+                snprintf(k->err, KUBE_CONN_ERRLEN, "%s: larger than %u MiB (the kubeconfig size cap)", k->path,
+                         MAX_FILE_SIZE >> 20);
+        else if (r < 0)
                 snprintf(k->err, KUBE_CONN_ERRLEN, "%s: cannot read kubeconfig: %s", k->path, strerror(-r));
+        if (r < 0)
                 return r;
-        }
         r = kube_yaml_parse(k->path, b.data, b.len, kc_take_document, &docs, k->err);
         if (r == -E2BIG) {
                 json_decref(docs.root);
