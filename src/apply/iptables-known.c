@@ -249,7 +249,9 @@ size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_
                 k->pending = realloc(k->pending, (k->n_pending + n + 1) * sizeof *k->pending);
                 if (!k->pending)
                         abort();
-                memcpy(k->pending + k->n_pending, v, n * sizeof *v);
+                /* A section without chains has no vector (v NULL). */
+                if (n)
+                        memcpy(k->pending + k->n_pending, v, n * sizeof *v);
                 k->n_pending += n;
                 free(v);
         }
@@ -271,6 +273,21 @@ void iptables_known_commit(struct iptables_known *k) {
                 k->unlearned += !s->left_out;
         }
         qsort(k->e, k->n, sizeof *k->e, cmp_entry);
+        /* A chain seen twice (its table in two sections of the input:
+         * never kproxy's, but any text gets here) is not known: which
+         * section the kernel kept is not recorded, and the file's entries
+         * must be unique. It is written whole next time. */
+        size_t m = 0;
+        for (size_t i = 0, j; i < k->n; i = j) {
+                for (j = i + 1; j < k->n && k->e[j].id == k->e[i].id; j++)
+                        ;
+                if (j == i + 1)
+                        k->e[m++] = k->e[i];
+                else
+                        for (size_t x = i; x < j; x++)
+                                k->unlearned -= !k->e[x].kernel;
+        }
+        k->n = m;
         k->n_pending = 0;
         drop_obs(k);
 }

@@ -190,8 +190,31 @@ static void test_netlink_digests(void) {
         buf_done(&out);
 }
 
+/* A table in two sections of one input (never kproxy's own): its chains
+ * are not known, so they are written whole next time, and the file saved
+ * loads again (found by tests/fuzz/fuzz-iptables.c). */
+static void test_table_twice(void) {
+        char dir[] = "/tmp/test-known-XXXXXX", path[64], twice[2 * sizeof input];
+        struct iptables_known *k = iptables_known_new(false);
+        struct buf out = BUF_INIT;
+        CHECK(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof path, "%s/known", dir);
+        snprintf(twice, sizeof twice, "%s%s", input, input);
+        CHECK(sync_once(k, twice, saved, &out) == 0);
+        CHECK(sync_once(k, twice, saved, &out) == 0);
+        CHECK(iptables_known_save(k, path) == 0);
+        CHECK(iptables_known_load(k, path) == 0);
+        CHECK(sync_once(k, input, saved, &out) == 0);
+        CHECK(sync_once(k, input, saved, &out) == 3);
+        iptables_known_free(k);
+        unlink(path);
+        rmdir(dir);
+        buf_done(&out);
+}
+
 int main(void) {
         TEST_RUN(test_left_out);
+        TEST_RUN(test_table_twice);
         TEST_RUN(test_netlink_digests);
         TEST_RUN(test_saved_across_restart);
         TEST_DONE();
