@@ -90,8 +90,10 @@ int nftables_talk(struct nftables *n, struct nlmsghdr *nlh, mnl_cb_t cb, void *d
                 if (len < 0)
                         return (int) len;
                 r = mnl_cb_run(rbuf, (size_t) len, seq, n->portid, cb, data);
+                /* errno is the negated error of the reply: INT_MIN
+                 * stays negative (and is not an errno). */
                 if (r < 0)
-                        return -errno;
+                        return errno > 0 ? -errno : -EPROTO;
                 if (r == MNL_CB_STOP)
                         return 0;
         }
