@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,30 @@
 #include "kube/decode.h"
 #include "model/model.h"
 
+/* The message quotes values of the object: a control character in one is
+ * written as Go's %q would (\n, \t, \r, \xNN), so the message stays one
+ * line wherever it goes, not only in the log (which escapes it too). */
 int kube_field_fail(char *err, const char *fmt, ...) {
+        char raw[KUBE_ERRLEN];
+        size_t n = 0;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err, KUBE_ERRLEN, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        for (const unsigned char *p = (const unsigned char *) raw; *p; p++) {
+                bool plain = *p >= 0x20 && *p != 0x7f, named = *p == '\n' || *p == '\t' || *p == '\r';
+                size_t w = plain ? 1 : named ? 2 : 4;
+                if (n + w >= KUBE_ERRLEN)
+                        break;
+                if (plain)
+                        err[n] = (char) *p;
+                else if (named)
+                        snprintf(err + n, 3, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+                else
+                        snprintf(err + n, 5, "\\x%02x", *p);
+                n += w;
+        }
+        err[n] = '\0';
         return -EINVAL;
 }
 
