@@ -10,6 +10,9 @@
 # BUILD_DIR/NAME.log.
 #
 #   Usage: tests/fuzz/run.sh BUILD_DIR SECONDS NAME...
+#
+# With FUZZ_RUNS=N in the environment, a harness also stops after N
+# executions (whichever comes first).
 set -u
 
 if [ $# -lt 3 ]; then
@@ -42,7 +45,7 @@ for name in "$@"; do
     # stdout and stderr of the code under test are closed (it logs a lot);
     # libFuzzer and the sanitizers report on a copy of stderr, into the log.
     "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 -max_len="$(max_len "$name")" \
-        -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$build/artifacts/$name/" \
+        -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$build/artifacts/$name/" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
         "$corpus" "$here/corpus/$name" </dev/null >"$log" 2>&1
     r=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
