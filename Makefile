@@ -7,6 +7,7 @@
 #   make bench      optimised build and benchmarks (bench/RESULTS.md, bench/plots/)
 #   make profile    build-prof/kproxy with frame pointers for perf (PG=1: gprof's -pg)
 #   make bench-compare BASE=rev   the daemon benchmark of rev and of the tree, alternated
+#   make soak       churn soak: 10 min of API writes per mode at 10k services, kernel checked after
 #
 # Out-of-tree builds: BUILD=dir. SANITIZE=1 builds with ASan and UBSan.
 
@@ -167,6 +168,15 @@ bench-compare: deps bench-deps
 	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<revision> [BENCH_COMPARE_SIZES=...]"; exit 2; }
 	bench/compare.sh $(BASE) $(BENCH_COMPARE_SIZES)
 
+# The churn soak (bench/soak.py; not in make check): SOAK_MINUTES of API
+# writes per mode against SOAK_SERVICES services, then the kernel against a
+# fresh render of the final state, RSS and fds flat.
+SOAK_MINUTES ?= 10
+SOAK_SERVICES ?= 10000
+soak: deps bench-deps
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all bench-tools
+	bench/soak.py --minutes $(SOAK_MINUTES) --services $(SOAK_SERVICES) --json bench/soak.json build-bench
+
 BENCH_SIZES ?= 1000 10000 50000
 # The daemon benchmark's sizes: BENCH_PROG_SIZES, else BENCH_SIZES if given, else these.
 BENCH_PROG_SIZES ?= $(if $(filter command line environment,$(origin BENCH_SIZES)),$(BENCH_SIZES),1000 10000 20000 50000)
@@ -224,7 +234,7 @@ uninstall:
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof
 
-.PHONY: all unit deps check demo bench bench-compare bench-deps bench-programming bench-tools clean fuzz fuzz-build \
+.PHONY: all unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools clean fuzz fuzz-build \
         fuzz-long fuzz-seeds profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \
          $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d $(FUZZ_OBJ:.o=.d) $(FUZZ_HELPER_OBJ:.o=.d) \

@@ -204,31 +204,37 @@ static size_t section_chains(const char *body, const char *end, const struct ipt
         return n;
 }
 
-size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_t len, struct buf *out) {
-        const char *p = input, *end = input + len;
+/* Marks which of a section's chains the kernel holds as rendered; returns
+ * how many. */
+static size_t mark_left_out(struct iptables_known *k, struct seen *v, size_t n) {
         size_t left = 0;
-        struct iptables_line l;
+        for (size_t i = 0; i < n; i++) {
+                const struct entry *e = find_entry(k, v[i].id);
+                const struct seen *o = find_seen(k->obs, k->n_obs, v[i].id);
+                v[i].kernel = o ? o->digest : 0;
+                v[i].left_out = !v[i].deleted && e && e->kernel && e->rendered == v[i].digest && o &&
+                                o->digest == e->kernel;
+                left += v[i].left_out;
+        }
+        return left;
+}
 
-        k->n_pending = 0;
-        obs_fold(k);
+/* Appends input to out without the chains marked left out in pending
+ * (sections in input order, each's chains sorted, as recorded). */
+static void write_without(struct iptables_known *k, const char *input, size_t len, const size_t *first,
+                          const size_t *count, struct buf *out) {
+        const char *p = input, *end = input + len;
+        struct iptables_line l;
+        size_t sec = 0;
+
         while (iptables_line_next(&p, end, &l)) {
                 buf_put(out, l.p, l.len);
                 buf_putc(out, '\n');
                 if (!(l.len > 0 && l.p[0] == '*'))
                         continue;
                 struct iptables_line head = l;
-                const char *body = p;
-                struct seen *v = NULL;
-                size_t n = section_chains(body, end, &head, &v);
-                for (size_t i = 0; i < n; i++) {
-                        const struct entry *e = find_entry(k, v[i].id);
-                        const struct seen *o = find_seen(k->obs, k->n_obs, v[i].id);
-                        v[i].kernel = o ? o->digest : 0;
-                        v[i].left_out = !v[i].deleted && e && e->kernel && e->rendered == v[i].digest && o &&
-                                        o->digest == e->kernel;
-                        left += v[i].left_out;
-                }
-                /* The section without the chains left out. */
+                struct seen *v = k->pending + first[sec];
+                size_t n = count[sec++];
                 while (iptables_line_next(&p, end, &l)) {
                         const char *name;
                         size_t nl = 0;
@@ -246,15 +252,42 @@ size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_
                         if (iptables_line_is_commit(&l))
                                 break;
                 }
+        }
+}
+
+/* First which chains of each section the kernel holds as rendered (and
+ * what the commit will remember), then, only if there are any, the input
+ * without them: a cold start's input, tens of megabytes, is not copied. */
+size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_t len, struct buf *out) {
+        const char *p = input, *end = input + len;
+        size_t left = 0, n_sec = 0, *first = NULL, *count = NULL;
+        struct iptables_line l;
+
+        k->n_pending = 0;
+        obs_fold(k);
+        while (iptables_line_next(&p, end, &l)) {
+                if (!(l.len > 0 && l.p[0] == '*'))
+                        continue;
+                struct seen *v = NULL;
+                size_t n = section_chains(p, end, &l, &v);
+                left += mark_left_out(k, v, n);
+                first = realloc(first, (n_sec + 1) * sizeof *first);
+                count = realloc(count, (n_sec + 1) * sizeof *count);
                 k->pending = realloc(k->pending, (k->n_pending + n + 1) * sizeof *k->pending);
-                if (!k->pending)
+                if (!first || !count || !k->pending)
                         abort();
+                first[n_sec] = k->n_pending;
+                count[n_sec++] = n;
                 /* A section without chains has no vector (v NULL). */
                 if (n)
                         memcpy(k->pending + k->n_pending, v, n * sizeof *v);
                 k->n_pending += n;
                 free(v);
         }
+        if (left > 0)
+                write_without(k, input, len, first, count, out);
+        free(first);
+        free(count);
         return left;
 }
 

@@ -7,74 +7,124 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apply/iptables-lines.h"
 #include "util/buf.h"
-#include "util/hmap.h"
+#include "util/fnv.h"
 
 /* Deeper jump nesting than this is not kproxy's (five levels at most);
  * such chains are simply written in input order. */
 #define MAX_LEVEL 64
+#define NONE UINT32_MAX
 
+/* A cold start's input is 33 MB, 445k lines and 120k chains at 10k
+ * services x 10 endpoints: the bookkeeping below is kept to 4 bytes per
+ * line and 28 per chain, names read in place, so that it costs a third
+ * of the input rather than as much again. */
 struct chain {
-        char *name;
-        size_t decl;            /* line index of ":NAME ...", or SIZE_MAX */
-        size_t first_rule;      /* into split.rule_of_chain, after counting */
-        size_t n_rules;
-        int level;              /* -1: not computed yet */
+        const char *name;       /* in the input, name_len bytes */
+        uint32_t decl;          /* line index of ":NAME ...", or NONE */
+        uint32_t first_rule;    /* into split.rules, after counting */
+        uint32_t n_rules;
+        uint8_t name_len;
+        int8_t level;           /* -1: not computed yet */
         bool deleted;           /* the section has "-X NAME" */
         bool visiting;
 };
 
 struct split {
-        char **line;            /* NUL-terminated lines of the copy */
+        const char *input;
+        uint32_t *line;         /* where each line starts; line[n_lines] is one past the end */
         size_t n_lines;
         struct chain *chains;
         size_t n_chains, cap_chains;
-        struct hmap by_name;    /* name -> index + 1 */
-        size_t *rule_chain;     /* per line: chain index of an -A line, else SIZE_MAX */
-        size_t *rules;          /* rule line indices grouped by chain */
+        uint32_t *slots;        /* open addressing by name: chain index + 1, 0 free */
+        size_t n_slots;         /* a power of two, over twice n_chains */
+        uint32_t *rule_chain;   /* per line: chain index of an -A line, else NONE */
+        uint32_t *rules;        /* rule line indices grouped by chain */
 };
 
+/* Line i, without its newline. */
+static struct iptables_line line_at(const struct split *s, size_t i) {
+        size_t len = s->line[i + 1] - s->line[i];
+        const char *p = s->input + s->line[i];
+        if (len > 0 && p[len - 1] == '\n')
+                len--;
+        return (struct iptables_line) {p, len};
+}
+
+static uint32_t *slot_of(struct split *s, const char *name, size_t n) {
+        size_t mask = s->n_slots - 1;
+        for (size_t i = (size_t) fnv64(FNV64_INIT, name, n) & mask;; i = (i + 1) & mask) {
+                uint32_t v = s->slots[i];
+                if (!v || (s->chains[v - 1].name_len == n && memcmp(s->chains[v - 1].name, name, n) == 0))
+                        return &s->slots[i];
+        }
+}
+
+static void grow_slots(struct split *s) {
+        uint32_t *old = s->slots;
+        size_t n_old = s->n_slots;
+        s->n_slots = n_old ? n_old * 2 : 1024;
+        s->slots = calloc(s->n_slots, sizeof *s->slots);
+        if (!s->slots)
+                abort();
+        for (size_t i = 0; i < n_old; i++)
+                if (old[i])
+                        *slot_of(s, s->chains[old[i] - 1].name, s->chains[old[i] - 1].name_len) = old[i];
+        free(old);
+}
+
+/* The chain named by the n bytes at name, or NONE. */
+static uint32_t chain_find(struct split *s, const char *name, size_t n) {
+        if (!s->n_slots)
+                return NONE;
+        uint32_t v = *slot_of(s, name, n);
+        return v ? v - 1 : NONE;
+}
+
 /* The chain a line names after its two-character command (":NAME ...",
- * "-A NAME ...", "-X NAME"), created on first sight. */
-static size_t chain_of(struct split *s, const char *p) {
-        size_t n = strcspn(p, " \t");
-        char name[64];
-        if (n == 0 || n >= sizeof name)
-                return SIZE_MAX;
-        memcpy(name, p, n);
-        name[n] = '\0';
-        void *v = hmap_get(&s->by_name, name);
-        if (v)
-                return (size_t) (uintptr_t) v - 1;
+ * "-A NAME ...", "-X NAME"; skip is 1 or 3), created on first sight; NONE
+ * for a name kproxy would never write (empty, 64 bytes or more). */
+static uint32_t chain_of(struct split *s, const struct iptables_line *l, size_t skip) {
+        size_t n = 0;
+        while (skip + n < l->len && l->p[skip + n] != ' ' && l->p[skip + n] != '\t')
+                n++;
+        if (n == 0 || n >= 64)
+                return NONE;
+        const char *name = l->p + skip;
+        uint32_t ci = chain_find(s, name, n);
+        if (ci != NONE)
+                return ci;
         if (s->n_chains == s->cap_chains) {
-                s->cap_chains = s->cap_chains ? s->cap_chains * 2 : 256;
+                s->cap_chains = s->cap_chains ? s->cap_chains + s->cap_chains / 2 : 256;
                 s->chains = realloc(s->chains, s->cap_chains * sizeof *s->chains);
                 if (!s->chains)
                         abort();
         }
-        struct chain *c = &s->chains[s->n_chains];
-        *c = (struct chain) {.name = strdup(name), .decl = SIZE_MAX, .level = -1};
-        if (!c->name)
-                abort();
-        hmap_put(&s->by_name, c->name, (void *) (uintptr_t) (s->n_chains + 1));
-        return s->n_chains++;
+        if (2 * (s->n_chains + 1) > s->n_slots)
+                grow_slots(s);
+        s->chains[s->n_chains] = (struct chain) {.name = name, .name_len = (uint8_t) n, .decl = NONE,
+                                                 .level = -1};
+        *slot_of(s, name, n) = (uint32_t) (s->n_chains + 1);
+        return (uint32_t) s->n_chains++;
 }
 
 /* The target of a rule's -j or -g, skipping quoted arguments. */
-static const char *jump_target(const char *rule, size_t *ret_len) {
-        const char *target = NULL;
+static const char *jump_target(const struct iptables_line *rule, size_t *ret_len) {
+        const char *target = NULL, *p = rule->p, *end = rule->p + rule->len;
         bool next_is_target = false;
-        for (const char *p = rule; *p;) {
-                while (*p == ' ')
+        while (p < end) {
+                while (p < end && *p == ' ')
                         p++;
-                if (!*p)
+                if (p == end)
                         break;
                 const char *tok = p;
                 if (*p == '"') {
-                        p = strchr(p + 1, '"');
-                        p = p ? p + 1 : tok + strlen(tok);
+                        p = memchr(p + 1, '"', (size_t) (end - p - 1));
+                        p = p ? p + 1 : end;
                 } else {
-                        p += strcspn(p, " ");
+                        while (p < end && *p != ' ')
+                                p++;
                 }
                 size_t n = (size_t) (p - tok);
                 if (next_is_target) {
@@ -98,17 +148,10 @@ static int chain_level(struct split *s, size_t ci, int depth) {
         int level = 0;
         for (size_t k = 0; k < c->n_rules; k++) {
                 size_t n = 0;
-                const char *t = jump_target(s->line[s->rules[c->first_rule + k]], &n);
-                char name[64];
-                if (!t || n >= sizeof name)
-                        continue;
-                memcpy(name, t, n);
-                name[n] = '\0';
-                void *v = hmap_get(&s->by_name, name);
-                if (!v)
-                        continue;
-                size_t ti = (size_t) (uintptr_t) v - 1;
-                if (s->chains[ti].decl == SIZE_MAX || s->chains[ti].deleted)
+                struct iptables_line rule = line_at(s, s->rules[c->first_rule + k]);
+                const char *t = jump_target(&rule, &n);
+                uint32_t ti = t && n < 64 ? chain_find(s, t, n) : NONE;
+                if (ti == NONE || s->chains[ti].decl == NONE || s->chains[ti].deleted)
                         continue;
                 int l = chain_level(s, ti, depth + 1) + 1;
                 if (l > level)
@@ -116,21 +159,24 @@ static int chain_level(struct split *s, size_t ci, int depth) {
         }
         c = &s->chains[ci];
         c->visiting = false;
-        c->level = level > MAX_LEVEL ? MAX_LEVEL : level;
+        c->level = (int8_t) (level > MAX_LEVEL ? MAX_LEVEL : level);
         return c->level;
 }
 
 static void split_reset(struct split *s) {
-        for (size_t i = 0; i < s->n_chains; i++)
-                free(s->chains[i].name);
         s->n_chains = 0;
-        hmap_done(&s->by_name);
-        s->by_name = (struct hmap) HMAP_INIT;
+        if (s->slots)
+                memset(s->slots, 0, s->n_slots * sizeof *s->slots);
 }
 
-static void put_line(struct buf *b, const char *l) {
-        buf_puts(b, l);
+static void put_line(struct buf *b, const struct split *s, size_t i) {
+        struct iptables_line l = line_at(s, i);
+        buf_put(b, l.p, l.len);
         buf_putc(b, '\n');
+}
+
+static bool line_is(const struct iptables_line *l, char c) {
+        return l->len > 0 && l->p[0] == c;
 }
 
 /* Indexes the chains of the section (head, end): declarations, rules,
@@ -138,25 +184,25 @@ static void put_line(struct buf *b, const char *l) {
  * does not understand, a chain declared twice, too many chains). */
 static bool index_section(struct split *s, size_t head, size_t end) {
         for (size_t i = head + 1; i < end; i++) {
-                const char *l = s->line[i];
-                size_t ci;
-                s->rule_chain[i] = SIZE_MAX;
-                if (l[0] == '\0' || l[0] == '#')
+                struct iptables_line l = line_at(s, i);
+                uint32_t ci;
+                s->rule_chain[i] = NONE;
+                if (l.len == 0 || line_is(&l, '#'))
                         continue;
-                if (l[0] == ':') {
-                        ci = chain_of(s, l + 1);
-                        if (ci == SIZE_MAX || s->chains[ci].decl != SIZE_MAX)
+                if (line_is(&l, ':')) {
+                        ci = chain_of(s, &l, 1);
+                        if (ci == NONE || s->chains[ci].decl != NONE)
                                 return false;
-                        s->chains[ci].decl = i;
-                } else if (strncmp(l, "-A ", 3) == 0) {
-                        ci = chain_of(s, l + 3);
-                        if (ci == SIZE_MAX)
+                        s->chains[ci].decl = (uint32_t) i;
+                } else if (iptables_line_starts(&l, "-A ")) {
+                        ci = chain_of(s, &l, 3);
+                        if (ci == NONE)
                                 return false;
                         s->rule_chain[i] = ci;
                         s->chains[ci].n_rules++;
-                } else if (strncmp(l, "-X ", 3) == 0) {
-                        ci = chain_of(s, l + 3);
-                        if (ci == SIZE_MAX)
+                } else if (iptables_line_starts(&l, "-X ")) {
+                        ci = chain_of(s, &l, 3);
+                        if (ci == NONE)
                                 return false;
                         s->chains[ci].deleted = true;
                 } else {
@@ -168,16 +214,16 @@ static bool index_section(struct split *s, size_t head, size_t end) {
 
 /* Rules grouped by chain, each group in input order. */
 static void group_rules(struct split *s, size_t head, size_t end) {
-        size_t at = 0;
+        uint32_t at = 0;
         for (size_t c = 0; c < s->n_chains; c++) {
                 s->chains[c].first_rule = at;
                 at += s->chains[c].n_rules;
                 s->chains[c].n_rules = 0;
         }
         for (size_t i = head + 1; i < end; i++)
-                if (s->rule_chain[i] != SIZE_MAX) {
+                if (s->rule_chain[i] != NONE) {
                         struct chain *c = &s->chains[s->rule_chain[i]];
-                        s->rules[c->first_rule + c->n_rules++] = i;
+                        s->rules[c->first_rule + c->n_rules++] = (uint32_t) i;
                 }
 }
 
@@ -188,7 +234,7 @@ static size_t *order_chains(struct split *s, size_t *ret_n, bool *ret_last) {
         size_t count[MAX_LEVEL + 2] = {0}, n_order = 0;
         *ret_last = false;
         for (size_t c = 0; c < s->n_chains; c++) {
-                if (s->chains[c].decl == SIZE_MAX || s->chains[c].deleted) {
+                if (s->chains[c].decl == NONE || s->chains[c].deleted) {
                         *ret_last = true;
                         continue;
                 }
@@ -201,7 +247,7 @@ static size_t *order_chains(struct split *s, size_t *ret_n, bool *ret_last) {
         if (!order)
                 abort();
         for (size_t c = 0; c < s->n_chains; c++)
-                if (s->chains[c].decl != SIZE_MAX && !s->chains[c].deleted)
+                if (s->chains[c].decl != NONE && !s->chains[c].deleted)
                         order[count[s->chains[c].level]++] = c;
         *ret_n = n_order;
         return order;
@@ -221,15 +267,15 @@ static int emit_pieces(struct split *s, size_t head, size_t end, const size_t *o
                         k++;
                 }
                 buf_clear(&piece);
-                put_line(&piece, s->line[head]);
+                put_line(&piece, s, head);
                 for (size_t j = from; j < k; j++)
-                        put_line(&piece, s->line[s->chains[order[j]].decl]);
+                        put_line(&piece, s, s->chains[order[j]].decl);
                 for (size_t j = from; j < k; j++) {
                         const struct chain *c = &s->chains[order[j]];
                         for (size_t q = 0; q < c->n_rules; q++)
-                                put_line(&piece, s->line[s->rules[c->first_rule + q]]);
+                                put_line(&piece, s, s->rules[c->first_rule + q]);
                 }
-                put_line(&piece, s->line[end]);
+                put_line(&piece, s, end);
                 r = fn(piece.data, piece.len, userdata);
         }
         buf_done(&piece);
@@ -241,23 +287,24 @@ static int emit_pieces(struct split *s, size_t head, size_t end, const size_t *o
 static int emit_last_piece(struct split *s, size_t head, size_t end, iptables_split_fn fn, void *userdata) {
         struct buf piece = BUF_INIT;
 
-        put_line(&piece, s->line[head]);
+        put_line(&piece, s, head);
+        for (size_t i = head + 1; i < end; i++) {
+                struct iptables_line l = line_at(s, i);
+                if (line_is(&l, ':') && s->chains[chain_of(s, &l, 1)].deleted)
+                        put_line(&piece, s, i);
+        }
         for (size_t i = head + 1; i < end; i++)
-                if (s->line[i][0] == ':') {
-                        const struct chain *c = &s->chains[chain_of(s, s->line[i] + 1)];
-                        if (c->deleted)
-                                put_line(&piece, s->line[i]);
-                }
-        for (size_t i = head + 1; i < end; i++)
-                if (s->rule_chain[i] != SIZE_MAX) {
+                if (s->rule_chain[i] != NONE) {
                         const struct chain *c = &s->chains[s->rule_chain[i]];
-                        if (c->decl == SIZE_MAX || c->deleted)
-                                put_line(&piece, s->line[i]);
+                        if (c->decl == NONE || c->deleted)
+                                put_line(&piece, s, i);
                 }
-        for (size_t i = head + 1; i < end; i++)
-                if (strncmp(s->line[i], "-X ", 3) == 0)
-                        put_line(&piece, s->line[i]);
-        put_line(&piece, s->line[end]);
+        for (size_t i = head + 1; i < end; i++) {
+                struct iptables_line l = line_at(s, i);
+                if (iptables_line_starts(&l, "-X "))
+                        put_line(&piece, s, i);
+        }
+        put_line(&piece, s, end);
         int r = fn(piece.data, piece.len, userdata);
         buf_done(&piece);
         return r;
@@ -270,7 +317,7 @@ static int split_section(struct split *s, size_t head, size_t end, size_t max_li
         if (!index_section(s, head, end)) {
                 struct buf piece = BUF_INIT;
                 for (size_t i = head; i <= end; i++)
-                        put_line(&piece, s->line[i]);
+                        put_line(&piece, s, i);
                 int r = fn(piece.data, piece.len, userdata);
                 buf_done(&piece);
                 return r;
@@ -287,43 +334,38 @@ static int split_section(struct split *s, size_t head, size_t end, size_t max_li
 }
 
 int iptables_split(const char *input, size_t len, size_t max_lines, iptables_split_fn fn, void *userdata) {
-        struct split s = {.by_name = HMAP_INIT};
-        char *text = malloc(len + 1);
+        struct split s = {.input = input};
         int r = 0;
 
-        if (!text)
-                abort();
-        memcpy(text, input, len);
-        text[len] = '\0';
+        if (len >= NONE)
+                return -E2BIG;
         for (size_t i = 0; i < len; i++)
-                if (text[i] == '\n')
+                if (input[i] == '\n')
                         s.n_lines++;
-        s.line = malloc((s.n_lines + 1) * sizeof *s.line);
+        s.line = malloc((s.n_lines + 2) * sizeof *s.line);
         s.rule_chain = malloc((s.n_lines + 1) * sizeof *s.rule_chain);
         s.rules = malloc((s.n_lines + 1) * sizeof *s.rules);
         if (!s.line || !s.rule_chain || !s.rules)
                 abort();
         s.n_lines = 0;
-        for (char *p = text; *p;) {
-                char *nl = strchr(p, '\n');
-                s.line[s.n_lines++] = p;
-                if (!nl)
-                        break;
-                *nl = '\0';
-                p = nl + 1;
+        for (size_t at = 0; at < len;) {
+                const char *nl = memchr(input + at, '\n', len - at);
+                s.line[s.n_lines++] = (uint32_t) at;
+                at = nl ? (size_t) (nl - input) + 1 : len;
         }
+        s.line[s.n_lines] = (uint32_t) len;
 
         /* Check the whole shape before passing anything on. */
         for (size_t i = 0, head = SIZE_MAX; i < s.n_lines; i++) {
-                const char *l = s.line[i];
+                struct iptables_line li = line_at(&s, i);
                 if (head == SIZE_MAX) {
-                        if (l[0] == '*')
+                        if (line_is(&li, '*'))
                                 head = i;
-                        else if (l[0] != '\0' && l[0] != '#')
+                        else if (li.len > 0 && !line_is(&li, '#'))
                                 r = -EINVAL;
-                } else if (strcmp(l, "COMMIT") == 0) {
+                } else if (iptables_line_is_commit(&li)) {
                         head = SIZE_MAX;
-                } else if (l[0] == '*') {
+                } else if (line_is(&li, '*')) {
                         r = -EINVAL;
                 }
                 if (r < 0 || (i + 1 == s.n_lines && head != SIZE_MAX)) {
@@ -332,19 +374,19 @@ int iptables_split(const char *input, size_t len, size_t max_lines, iptables_spl
                 }
         }
         for (size_t i = 0, head = SIZE_MAX; i < s.n_lines && r >= 0; i++) {
-                if (head == SIZE_MAX && s.line[i][0] == '*')
+                struct iptables_line li = line_at(&s, i);
+                if (head == SIZE_MAX && line_is(&li, '*'))
                         head = i;
-                else if (head != SIZE_MAX && strcmp(s.line[i], "COMMIT") == 0) {
+                else if (head != SIZE_MAX && iptables_line_is_commit(&li)) {
                         r = split_section(&s, head, i, max_lines ? max_lines : 1, fn, userdata);
                         head = SIZE_MAX;
                 }
         }
 out:
-        split_reset(&s);
         free(s.chains);
+        free(s.slots);
         free(s.line);
         free(s.rule_chain);
         free(s.rules);
-        free(text);
         return r;
 }

@@ -115,8 +115,11 @@ static void observe(struct iptables_known *k, const struct rm_state *s, const st
 static int full_sync(struct iptables_known *k, struct rm_state *s, const struct text *input) {
         struct buf out = BUF_INIT;
         observe(k, s, input);
-        iptables_known_rewrite(k, input->p, input->len, &out);
-        int r = rm_apply(s, out.data ? out.data : "", out.len);
+        size_t left = iptables_known_rewrite(k, input->p, input->len, &out);
+        /* Nothing left out: out is empty, the input goes as it is. */
+        assert(left > 0 || out.len == 0);
+        const struct text sent = left > 0 ? (struct text) {out.data, out.len} : *input;
+        int r = rm_apply(s, sent.p ? sent.p : "", sent.len);
         if (r == 0) {
                 iptables_known_commit(k);
                 observe(k, s, input);

@@ -27,11 +27,12 @@ static int full_sync(struct nftables *nl, uint8_t family, struct iptables_known 
         if (r < 0)
                 return r;
         *ret_left = iptables_known_rewrite(k, in->data, in->len, &out);
-        r = iptables_restore(&tools, family, out.data, out.len, true);
+        const struct buf *sent = *ret_left > 0 ? &out : in;    /* nothing left out: the input as it is */
+        r = iptables_restore(&tools, family, sent->data, sent->len, true);
         if (r == 0) {
                 iptables_known_commit(k);
                 *ret_written = iptables_known_unlearned(k);
-                r = iptables_observe(&tools, nl, family, out.data, out.len, k);
+                r = iptables_observe(&tools, nl, family, sent->data, sent->len, k);
                 if (r == 0)
                         iptables_known_learn(k);
         }

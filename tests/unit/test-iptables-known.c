@@ -41,7 +41,7 @@ static void test_left_out(void) {
         struct iptables_known *k = iptables_known_new(false);
         struct buf out = BUF_INIT;
         CHECK(sync_once(k, input, saved, &out) == 0);           /* nothing known yet */
-        CHECK_STREQ(out.data, input);
+        CHECK(out.len == 0);                                    /* the input goes as it is */
         CHECK(iptables_known_unlearned(k) == 0);
         CHECK(sync_once(k, input, saved, &out) == 3);           /* all three, not the deleted one */
         CHECK_STREQ(out.data, "*nat\n:KUBE-SEP-OLD - [0:0]\n-X KUBE-SEP-OLD\nCOMMIT\n");
