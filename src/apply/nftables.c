@@ -103,5 +103,7 @@ int nftables_reply_error(const struct nlmsghdr *nlh) {
         const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
         if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof *e))
                 return -EBADMSG;
-        return e->error;
+        /* A negated errno, or 0 for an acknowledgement; anything else
+         * (INT_MIN cannot even be negated) is not the kernel's. */
+        return e->error <= 0 && e->error >= -4095 ? e->error : -EPROTO;
 }
