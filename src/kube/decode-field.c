@@ -17,30 +17,35 @@
 #include "kube/decode.h"
 #include "model/model.h"
 
-/* The message quotes values of the object: a control character in one is
- * written as Go's %q would (\n, \t, \r, \xNN), so the message stays one
- * line wherever it goes, not only in the log (which escapes it too). */
+void kube_field_escape(char *dst, size_t size, const char *src) {
+        size_t n = 0;
+
+        for (const unsigned char *p = (const unsigned char *) src; *p; p++) {
+                bool plain = *p >= 0x20 && *p != 0x7f, named = *p == '\n' || *p == '\t' || *p == '\r';
+                size_t w = plain ? 1 : named ? 2 : 4;
+                if (n + w >= size)
+                        break;
+                if (plain)
+                        dst[n] = (char) *p;
+                else if (named)
+                        snprintf(dst + n, 3, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+                else
+                        snprintf(dst + n, 5, "\\x%02x", *p);
+                n += w;
+        }
+        dst[n] = '\0';
+}
+
+/* The message quotes values of the object: escaped (kube_field_escape()),
+ * so it stays one line wherever it goes, not only in the log (which
+ * escapes it too). */
 int kube_field_fail(char *err, const char *fmt, ...) {
         char raw[KUBE_ERRLEN];
-        size_t n = 0;
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
-        for (const unsigned char *p = (const unsigned char *) raw; *p; p++) {
-                bool plain = *p >= 0x20 && *p != 0x7f, named = *p == '\n' || *p == '\t' || *p == '\r';
-                size_t w = plain ? 1 : named ? 2 : 4;
-                if (n + w >= KUBE_ERRLEN)
-                        break;
-                if (plain)
-                        err[n] = (char) *p;
-                else if (named)
-                        snprintf(err + n, 3, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
-                else
-                        snprintf(err + n, 5, "\\x%02x", *p);
-                n += w;
-        }
-        err[n] = '\0';
+        kube_field_escape(err, KUBE_ERRLEN, raw);
         return -EINVAL;
 }
 

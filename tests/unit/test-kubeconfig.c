@@ -720,6 +720,22 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
         return remove(path);
 }
 
+/* A name quoted in an error keeps it one line: YAML folds a quoted name's
+ * escaped newline into one, written back as \n (found by
+ * tests/fuzz/fuzz-kubeconfig.c). */
+static void test_error_one_line(void) {
+        char err[KUBE_CONN_ERRLEN], expect[KUBE_CONN_ERRLEN];
+        struct kube_conn c = {0};
+        const char *path = write_tmp("newline.conf",
+                                     "current-context: a\n"
+                                     "contexts: [{name: a, context: {cluster: \"x\\nE0101 forged\", user: u}}]\n");
+
+        CHECK(kube_conn_resolve(path, NULL, &c, err) == -EINVAL);
+        snprintf(expect, sizeof expect,
+                 "%s: contexts[0].context.cluster: cluster \"x\\nE0101 forged\" not found in clusters", path);
+        CHECK_STREQ(err, expect);
+}
+
 int main(void) {
         if (!mkdtemp(tmpdir)) {
                 perror("mkdtemp");
@@ -733,6 +749,7 @@ int main(void) {
         TEST_RUN(test_current_context);
         TEST_RUN(test_master_override);
         TEST_RUN(test_missing_references);
+        TEST_RUN(test_error_one_line);
         TEST_RUN(test_bad_values);
         TEST_RUN(test_unsupported_auth);
         TEST_RUN(test_unreadable);
