@@ -313,6 +313,62 @@ static int apply_line(struct rm_state *s, struct rm_table *t, const char *p, siz
         }
 }
 
+/* The next -j/-g target of a rule from *at on (NULL: none left). */
+static const char *next_target(const char **at, size_t *ret_n) {
+        bool next_is_target = false;
+        for (const char *p = *at; *p;) {
+                while (*p == ' ')
+                        p++;
+                if (!*p)
+                        break;
+                const char *tok = p;
+                if (*p == '"') {
+                        const char *q = strchr(p + 1, '"');
+                        p = q ? q + 1 : p + strlen(p);
+                } else {
+                        p += strcspn(p, " ");
+                }
+                size_t n = (size_t) (p - tok);
+                if (next_is_target) {
+                        *at = p;
+                        *ret_n = n;
+                        return tok;
+                }
+                next_is_target = n == 2 && tok[0] == '-' && (tok[1] == 'j' || tok[1] == 'g');
+        }
+        return NULL;
+}
+
+/* Whether chain c of t reaches itself through jumps (color: 0 unseen,
+ * 1 on the path, 2 done). */
+static bool loops_from(const struct rm_table *t, size_t c, unsigned char *color) {
+        color[c] = 1;
+        for (size_t r = 0; r < t->chains[c].n; r++) {
+                const char *at = t->chains[c].rules[r], *tok;
+                size_t n;
+                while ((tok = next_target(&at, &n))) {
+                        const struct rm_chain *d = find_chain(t, tok, n);
+                        size_t di = d ? (size_t) (d - t->chains) : 0;
+                        if (d && (color[di] == 1 || (color[di] == 0 && loops_from(t, di, color))))
+                                return true;
+                }
+        }
+        color[c] = 2;
+        return false;
+}
+
+/* The kernel refuses a table whose jumps loop (ELOOP), whole. */
+static bool table_has_loop(const struct rm_table *t) {
+        unsigned char *color = calloc(t->n + 1, 1);
+        bool loop = false;
+        if (!color)
+                abort();
+        for (size_t c = 0; c < t->n && !loop; c++)
+                loop = color[c] == 0 && loops_from(t, c, color);
+        free(color);
+        return loop;
+}
+
 int rm_apply(struct rm_state *s, const char *text, size_t len) {
         const char *at = text, *end = text + len, *p;
         struct rm_state *work = NULL;
@@ -334,7 +390,7 @@ int rm_apply(struct rm_state *s, const char *text, size_t len) {
                                 *t = (struct rm_table) {.name = dupn(p + 1, n - 1)};
                         }
                 } else if (n == 6 && memcmp(p, "COMMIT", 6) == 0) {
-                        if (!table_refs_ok(work, t, NULL, 0)) {
+                        if (!table_refs_ok(work, t, NULL, 0) || table_has_loop(t)) {
                                 r = -1;
                                 break;
                         }

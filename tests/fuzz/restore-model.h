@@ -9,7 +9,7 @@
  * "-D NAME rule", "-X NAME" as the tool's (-X: only an empty chain no rule
  * jumps to). At COMMIT every rule's -j/-g target that names a chain
  * (rm_chain_name() said so) must exist, as iptables-restore refuses a rule
- * jumping to a missing chain. Its iptables-save prints rules verbatim.
+ * jumping to a missing chain, and no jumps may loop (the kernel's ELOOP). Its iptables-save prints rules verbatim.
  */
 #include <stdbool.h>
 #include <stddef.h>
