@@ -175,14 +175,36 @@ static const struct config_extra_flag render_flags[] = {
 
 /* Decodes one object from a state file into the model. A bad object is
  * skipped with a warning naming it; the rest of the state still renders. */
-static int add_object(void *userdata, const json_t *obj) {
+/* A manifest's namespaced object without a namespace is created in
+ * "default" by kubectl (with no other context): render reads it there, as
+ * the API server would hold it. Returns a new reference to obj, or to a
+ * shallow copy with metadata.namespace set. */
+static json_t *as_created(const json_t *obj) {
+        const json_t *md = json_object_get(obj, "metadata");
+        const char *ns = json_string_value(json_object_get(md, "namespace"));
+        json_t *copy, *mdcopy;
+
+        if (!json_is_object(md) || (ns && *ns))
+                return json_incref((json_t *) obj);
+        copy = json_copy((json_t *) obj);
+        mdcopy = json_copy((json_t *) md);
+        if (!copy || !mdcopy || json_object_set_new(mdcopy, "namespace", json_string("default")) < 0 ||
+            json_object_set_new(copy, "metadata", mdcopy) < 0)
+                abort();
+        return copy;
+}
+
+static int add_object(void *userdata, const json_t *in) {
         struct render_opts *o = userdata;
-        const char *kind = json_string_value(json_object_get(obj, "kind"));
+        const char *kind = json_string_value(json_object_get(in, "kind"));
+        enum kube_kind k = kube_kind_from_string(kind);
+        json_auto_t *obj = NULL;
         char err[KUBE_ERRLEN], ref[512];
         int r;
 
+        obj = k == KUBE_KIND_SERVICE || k == KUBE_KIND_ENDPOINT_SLICE ? as_created(in) : json_incref((json_t *) in);
         kube_object_ref(obj, ref, sizeof ref);
-        switch (kube_kind_from_string(kind)) {
+        switch (k) {
         case KUBE_KIND_SERVICE: {
                 struct svc *s;
                 r = kube_decode_service(obj, &s, err);

@@ -49,15 +49,20 @@ run netns-restore "$here/netns/test-restore.sh" "$build"
 run netns-restore-split "$here/netns/test-restore-split.sh" "$build"
 run netns-restore-delta "$here/netns/test-restore-delta.sh" "$build"
 run netns-restore-known "$here/netns/test-restore-known.sh" "$build"
+run netns-cold-parts "$here/netns/test-cold-parts.sh" "$build"
 run netns-conntrack "$here/netns/test-conntrack.sh" "$build"
 run netns-setup "$here/netns/test-setup.sh" "$build"
 run netns-nftmsg "$here/netns/test-nftmsg.sh" "$build"
 run netns-nftsync "$here/netns/test-nftsync.sh" "$build"
 run netns-iptables-backend python3 "$here/netns/test-iptables-backend.py" "$build"
+run netns-http-load python3 "$here/netns/test-http-load.py" "$build"
 run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
 run docs-flags env KPROXY_BUILD="$build" python3 "$here/docs/test_flags_doc.py"
 run deploy env KPROXY_BUILD="$build" python3 "$here/deploy/test_deploy.py"
 run e2e env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2EIptables
+# The API client's recovery under randomized fault sequences (about 45 s;
+# FAULT_SEQUENCES=30, the file's default, for the figures in docs/daemon.md).
+run e2e-api-faults env KPROXY_BUILD="$build" FAULT_SEQUENCES=15 python3 "$here/e2e/test_api_faults.py"
 run e2e-nft env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2ENftables
 
 host_unchanged() {

@@ -258,12 +258,13 @@ static void write_without(struct iptables_known *k, const char *input, size_t le
 /* First which chains of each section the kernel holds as rendered (and
  * what the commit will remember), then, only if there are any, the input
  * without them: a cold start's input, tens of megabytes, is not copied. */
-size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_t len, struct buf *out) {
+static size_t rewrite(struct iptables_known *k, const char *input, size_t len, struct buf *out, bool more) {
         const char *p = input, *end = input + len;
         size_t left = 0, n_sec = 0, *first = NULL, *count = NULL;
         struct iptables_line l;
 
-        k->n_pending = 0;
+        if (!more)
+                k->n_pending = 0;
         obs_fold(k);
         while (iptables_line_next(&p, end, &l)) {
                 if (!(l.len > 0 && l.p[0] == '*'))
@@ -291,6 +292,14 @@ size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_
         return left;
 }
 
+size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_t len, struct buf *out) {
+        return rewrite(k, input, len, out, false);
+}
+
+size_t iptables_known_rewrite_more(struct iptables_known *k, const char *input, size_t len, struct buf *out) {
+        return rewrite(k, input, len, out, true);
+}
+
 void iptables_known_commit(struct iptables_known *k) {
         free(k->e);
         k->e = malloc((k->n_pending + 1) * sizeof *k->e);
@@ -306,21 +315,23 @@ void iptables_known_commit(struct iptables_known *k) {
                 k->unlearned += !s->left_out;
         }
         qsort(k->e, k->n, sizeof *k->e, cmp_entry);
-        /* A chain seen twice (its table in two sections of the input:
-         * never kproxy's, but any text gets here) is not known: which
-         * section the kernel kept is not recorded, and the file's entries
-         * must be unique. It is written whole next time. */
-        size_t m = 0;
-        for (size_t i = 0, j; i < k->n; i = j) {
-                for (j = i + 1; j < k->n && k->e[j].id == k->e[i].id; j++)
-                        ;
-                if (j == i + 1)
-                        k->e[m++] = k->e[i];
-                else
-                        for (size_t x = i; x < j; x++)
-                                k->unlearned -= !k->e[x].kernel;
+        /* A sync in parts declares some chains in more than one part (the
+         * fixed ones its service chains jump to): one entry each, none for
+         * a chain whose parts disagree. */
+        size_t w = 0;
+        for (size_t i = 0; i < k->n;) {
+                size_t j = i + 1;
+                bool same = true;
+                for (; j < k->n && k->e[j].id == k->e[i].id; j++)
+                        same = same && k->e[j].rendered == k->e[i].rendered && k->e[j].kernel == k->e[i].kernel;
+                if (same)
+                        k->e[w++] = k->e[i];
+                i = j;
         }
-        k->n = m;
+        k->n = w;
+        k->unlearned = 0;
+        for (size_t i = 0; i < k->n; i++)
+                k->unlearned += !k->e[i].kernel;
         k->n_pending = 0;
         drop_obs(k);
 }

@@ -42,6 +42,11 @@ void iptables_known_observe_digest(struct iptables_known *k, const char *table, 
  * goes as it is (a cold start's, tens of megabytes, is not copied). */
 size_t iptables_known_rewrite(struct iptables_known *k, const char *input, size_t len, struct buf *out);
 
+/* The same for one more part of a sync sent in parts (each part's chains
+ * declared in that part only): what earlier parts marked since the last
+ * commit is kept, and the commit covers them all. */
+size_t iptables_known_rewrite_more(struct iptables_known *k, const char *input, size_t len, struct buf *out);
+
 /* The last rewrite's output was restored: remember the rendered digest of
  * every chain its input declared. Those left out keep the kernel digest
  * observed; those written are unknown until learned. Drops the

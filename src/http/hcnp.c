@@ -45,9 +45,15 @@
 #include "util/inet.h"
 #include "util/log.h"
 
-/* Probes are one small request at a time, and there is a listener per port
- * and address, so each gets fewer connections than the other servers. */
-#define HCNP_CONNECTION_LIMIT 64u
+/* Probes are one small request at a time, from a load balancer's few
+ * health checkers, and there is a listener per port and address, so each
+ * holds fewer connections than the other servers; a new probe always gets
+ * in (http/mhd.h). */
+static const struct mhd_limits hcnp_limits = {
+        .connections = 32,
+        .per_client = 8,
+        .wait_ms = 10000,
+};
 
 struct hcnp {
         struct ev_loop *loop;
@@ -144,7 +150,7 @@ static int hcnp_listener_start(struct hcnp_listener *li) {
         assert(!li->server);
         snprintf(name, sizeof name, "healthcheck port %u", p->port);
         /* The port outlives its listeners: it is the handler's userdata. */
-        return mhd_server_new(p->hcnp->loop, name, &li->addr, p->port, HCNP_CONNECTION_LIMIT, 0, hcnp_handle,
+        return mhd_server_new(p->hcnp->loop, name, &li->addr, p->port, &hcnp_limits, 0, hcnp_handle,
                               li->owner, &li->server);
 }
 

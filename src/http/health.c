@@ -25,9 +25,15 @@
 #include "util/inet.h"
 #include "util/log.h"
 
-/* Probes send one small request at a time; this only bounds what a
- * misbehaving client can hold. */
-#define HEALTH_CONNECTION_LIMIT 256u
+/* Probes (kubelet's, and load balancers' for externalTrafficPolicy
+ * Cluster) send one small request at a time, all of it at once; these only
+ * bound what misbehaving clients can hold, and a new probe always gets in
+ * (http/mhd.h). */
+static const struct mhd_limits health_limits = {
+        .connections = 128,
+        .per_client = 16,
+        .wait_ms = 10000,
+};
 
 enum health_family {
         HEALTH_FAMILY_IPV4,
@@ -277,7 +283,7 @@ int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, 
 
         /* 0.0.0.0, the default, is one dual-stack socket on [::] (IPv4 only
          * on a kernel without IPv6), as Go's net.Listen makes it. */
-        r = mhd_server_new(l, "healthz server", &a, port, HEALTH_CONNECTION_LIMIT, retry_ms, health_handle, h,
+        r = mhd_server_new(l, "healthz server", &a, port, &health_limits, retry_ms, health_handle, h,
                            &h->server);
         if (r < 0)
                 return log_error_errno(r, "Failed to start proxy healthz on %s", bind);

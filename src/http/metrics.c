@@ -44,9 +44,14 @@
 #include "util/inet.h"
 #include "util/log.h"
 
-/* Scrapers send one small request at a time; this only bounds what a
- * misbehaving client can hold. */
-#define METRICS_CONNECTION_LIMIT 256u
+/* Scrapers send one small request at a time; these only bound what
+ * misbehaving clients can hold, and a new scrape always gets in
+ * (http/mhd.h). */
+static const struct mhd_limits metrics_limits = {
+        .connections = 64,
+        .per_client = 8,
+        .wait_ms = 10000,
+};
 
 /* Upstream's ip_family values; index 0 is IPv4, 1 IPv6. */
 #define METRICS_IP_FAMILIES 2
@@ -708,7 +713,7 @@ int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config 
                         m->acct = TAKE_PTR(acct);
         }
 
-        r = mhd_server_new(l, "metrics server", &a, port, METRICS_CONNECTION_LIMIT,
+        r = mhd_server_new(l, "metrics server", &a, port, &metrics_limits,
                            c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, metrics_http_handle, m, &m->server);
         if (r < 0)
                 /* Upstream: "starting metrics server failed: listen tcp ...". */

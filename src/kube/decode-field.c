@@ -159,23 +159,20 @@ int kube_field_meta(const json_t *obj, bool namespaced, char **ret_key, const js
                 return kube_field_fail(err, "metadata.name: missing");
         if (kube_valid_dns_subdomain(name) < 0)
                 return kube_field_fail(err, "metadata.name: \"%.64s\" is not a valid name", name);
+        /* A namespaced object without a namespace keeps none: its key is
+         * then its name, the one the watch reports its deletion by (a
+         * manifest gets kubectl's "default" before it comes here). */
         if (namespaced) {
                 if ((r = kube_field_str(md, "namespace", &ns, err, "metadata.")) < 0)
                         return r;
-                if (!ns || !*ns)
-                        ns = "default";     /* what kubectl applies to a manifest */
-                if (kube_valid_dns_label(ns) < 0)
+                if (ns && *ns && kube_valid_dns_label(ns) < 0)
                         return kube_field_fail(err, "metadata.namespace: \"%.64s\" is not a valid namespace", ns);
         }
         if ((r = kube_field_object(md, "labels", ret_labels, err, "metadata.")) < 0)
                 return r;
-        if (ns) {
-                size_t len = strlen(ns) + strlen(name) + 2;
-                *ret_key = kube_field_calloc(len, 1);
-                snprintf(*ret_key, len, "%s/%s", ns, name);
-        } else {
-                *ret_key = kube_field_strdup(name);
-        }
+        *ret_key = kube_key_make(ns, name);
+        if (!*ret_key)
+                abort();
         return 0;
 }
 

@@ -37,9 +37,9 @@ int kube_field_array(const json_t *o, const char *key, const json_t **ret, char 
 int kube_field_object(const json_t *o, const char *key, const json_t **ret, char *err, const char *path);
 
 /* metadata.name (a DNS subdomain) and, when namespaced, metadata.namespace
- * (a DNS label; missing or "" is "default", as kubectl applies a
- * manifest): "namespace/name" or "name" in *ret_key (owned), and the labels
- * object (borrowed, NULL when none) in *ret_labels. */
+ * (a DNS label, or missing or ""): the object's key (kube_object_key()'s
+ * rule: "namespace/name", "name" without a namespace) in *ret_key (owned),
+ * and the labels object (borrowed, NULL when none) in *ret_labels. */
 int kube_field_meta(const json_t *obj, bool namespaced, char **ret_key, const json_t **ret_labels, char *err);
 /* The label's value, or NULL when absent or not a string. */
 const char *kube_field_label(const json_t *labels, const char *key);

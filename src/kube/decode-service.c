@@ -224,7 +224,8 @@ int kube_decode_service(const json_t *obj, struct svc **ret, char err[KUBE_ERRLE
         err[0] = '\0';
         if ((r = kube_field_meta(obj, true, &s->key, &labels, err)) < 0)
                 return r;
-        s->name = strchr(s->key, '/') + 1;
+        const char *slash = strchr(s->key, '/');
+        s->name = slash ? slash + 1 : s->key;
 
         if (kube_field_label(labels, KUBE_LABEL_PROXY_NAME))
                 return kube_field_fail(err, "labelled " KUBE_LABEL_PROXY_NAME " (served by another proxy)"),

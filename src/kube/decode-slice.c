@@ -180,10 +180,13 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
         s->trigger_time = parse_trigger_time(json_string_value(json_object_get(
                 json_object_get(json_object_get(obj, "metadata"), "annotations"),
                 "endpoints.kubernetes.io/last-change-trigger-time")));
-        size_t nslen = (size_t) (strchr(s->key, '/') - s->key);
+        /* The service's key by the same rule as the slice's own: in its
+         * namespace, or bare when the slice has none. */
+        const char *slash = strchr(s->key, '/');
+        size_t nslen = slash ? (size_t) (slash - s->key) : 0;
         size_t len = nslen + strlen(svc) + 2;
         s->service_key = kube_field_calloc(len, 1);
-        snprintf(s->service_key, len, "%.*s/%s", (int) nslen, s->key, svc);
+        snprintf(s->service_key, len, "%.*s%s%s", (int) nslen, s->key, slash ? "/" : "", svc);
 
         if ((r = kube_field_str(obj, "addressType", &at, err, "")) < 0)
                 return r;

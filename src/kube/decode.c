@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const kube_kind_table[_KUBE_KIND_MAX] = {
@@ -88,11 +89,26 @@ int kube_valid_label_value(const char *s) {
         return 0;
 }
 
+char *kube_key_make(const char *ns, const char *name) {
+        char *k;
+
+        if (!ns || !*ns)
+                return strdup(name);
+        return asprintf(&k, "%s/%s", ns, name) < 0 ? NULL : k;
+}
+
+char *kube_object_key(const json_t *obj) {
+        const json_t *md = json_object_get(obj, "metadata");
+        const char *name = json_string_value(json_object_get(md, "name"));
+
+        return name ? kube_key_make(json_string_value(json_object_get(md, "namespace")), name) : NULL;
+}
+
 const char *kube_object_ref(const json_t *obj, char *out, size_t outlen) {
         const json_t *md = json_object_get(obj, "metadata");
         const char *ns = json_string_value(json_object_get(md, "namespace"));
         const char *name = json_string_value(json_object_get(md, "name"));
-        if (ns)
+        if (ns && *ns)
                 snprintf(out, outlen, "%.253s/%.253s", ns, name ? name : "<unnamed>");
         else
                 snprintf(out, outlen, "%.253s", name ? name : "<unnamed>");

@@ -43,6 +43,16 @@ struct inet_cidr;
 int kube_decode_service_cidr(const json_t *obj, char **ret_name, struct inet_cidr **ret_cidrs, size_t *ret_n,
                              char err[KUBE_ERRLEN]);
 
+/* The key an object is known by, from add to delete, in the client and
+ * the model alike: client-go's MetaNamespaceKeyFunc, "namespace/name", or
+ * "name" when metadata.namespace is missing or "" (cluster-scoped kinds,
+ * and a namespaced object sent without one). Owned; NULL when there is no
+ * metadata.name string (or no memory). */
+char *kube_object_key(const json_t *obj);
+/* The same of a namespace (NULL or "": none) and a name. Owned; NULL when
+ * out of memory. */
+char *kube_key_make(const char *ns, const char *name);
+
 /* "namespace/name" of an object, for messages, from whatever metadata it has
  * ("<unnamed>" parts where missing). out holds at least 512 bytes. */
 const char *kube_object_ref(const json_t *obj, char *out, size_t outlen);

@@ -8,11 +8,14 @@
  */
 #include "kube/transport.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
+#include <time.h>
 
 #include "ev/ev.h"
 #include "kube/kubeconfig.h"
@@ -32,6 +35,7 @@ struct kube_request {
         struct curl_slist *headers;
         const struct kube_request_ops *ops;
         void *userdata;
+        char retry_after[64];   /* the response's Retry-After value, "" without one */
 };
 
 /* --- libcurl multi-socket glue --- */
@@ -120,13 +124,41 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *userdata) {
         return r->ops->data(r->userdata, data, n) ? n : 0;
 }
 
+/* Keeps the value of a Retry-After header, trimmed; a status line (a new
+ * response) forgets it. */
+static void note_header(struct kube_request *r, const char *data, size_t n) {
+        static const char name[] = "retry-after:";
+        size_t k = sizeof name - 1;
+
+        if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+                r->retry_after[0] = '\0';
+                return;
+        }
+        if (n <= k || strncasecmp(data, name, k) != 0)
+                return;
+        data += k;
+        n -= k;
+        while (n > 0 && isspace((unsigned char) *data))
+                data++, n--;
+        while (n > 0 && isspace((unsigned char) data[n - 1]))
+                n--;
+        if (n < sizeof r->retry_after) {
+                memcpy(r->retry_after, data, n);
+                r->retry_after[n] = '\0';
+        }
+}
+
 /* The headers end with an empty line. */
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata) {
         struct kube_request *r = userdata;
         size_t n = size * nmemb;
 
-        if ((n == 2 && data[0] == '\r' && data[1] == '\n') || (n == 1 && data[0] == '\n'))
-                r->ops->headers_done(r->userdata);
+        if ((n == 2 && data[0] == '\r' && data[1] == '\n') || (n == 1 && data[0] == '\n')) {
+                if (r->ops->headers_done)
+                        r->ops->headers_done(r->userdata);
+        } else {
+                note_header(r, data, n);
+        }
         return n;
 }
 
@@ -180,10 +212,8 @@ int kube_request_start(struct kube_transport *t, const char *url, long timeout_s
         set_tls(e, conn);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-        if (ops->headers_done) {
-                curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-                curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-        }
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
         if (timeout_s > 0)
                 curl_easy_setopt(e, CURLOPT_TIMEOUT, timeout_s);
         if (curl_multi_add_handle(t->multi, e) != CURLM_OK) {
@@ -199,6 +229,30 @@ long kube_request_status(const struct kube_request *r) {
 
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
         return code;
+}
+
+int64_t kube_retry_after_ms(const char *value, int64_t now_ms) {
+        size_t n = value ? strlen(value) : 0;
+
+        if (n == 0)
+                return -1;
+        if (strspn(value, "0123456789") == n) {
+                /* Delay-seconds. More digits than fit are a long wait. */
+                if (n > 9)
+                        return INT64_MAX / 2;
+                return (int64_t) strtol(value, NULL, 10) * 1000;
+        }
+        time_t at = curl_getdate(value, NULL);
+        if (at == (time_t) -1)
+                return -1;
+        return (int64_t) at * 1000 <= now_ms ? 0 : (int64_t) at * 1000 - now_ms;
+}
+
+int64_t kube_request_retry_after(const struct kube_request *r) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return kube_retry_after_ms(r->retry_after, (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 struct kube_request *kube_request_free(struct kube_request *r) {

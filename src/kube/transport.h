@@ -8,6 +8,8 @@
  */
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 
 struct buf;
 struct ev_loop;
@@ -60,6 +62,15 @@ int kube_request_start(struct kube_transport *t, const char *url, long timeout_s
 /* The HTTP status so far, as libcurl reports it; 0 before (or without) a
  * response. */
 long kube_request_status(const struct kube_request *r);
+/* The response's Retry-After (RFC 9110 10.2.3), in milliseconds from now;
+ * -1 when it sent none, or one that is neither delay-seconds nor an HTTP
+ * date. */
+int64_t kube_request_retry_after(const struct kube_request *r);
+/* A Retry-After value read at wall-clock time now_ms (milliseconds since
+ * the epoch: a date is a whole second, and the wait until it is not):
+ * delay-seconds, or an HTTP date (0 when it is past). Returns
+ * milliseconds, or -1 when value is NULL, empty or neither form. Pure. */
+int64_t kube_retry_after_ms(const char *value, int64_t now_ms);
 /* Stops the transfer if it runs and frees the request; no callback is
  * called after. Accepts NULL; returns NULL. */
 struct kube_request *kube_request_free(struct kube_request *r);

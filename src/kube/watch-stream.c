@@ -3,33 +3,147 @@
  * The API server writes a JSON watch as one event per line; a chunk of the
  * body can end anywhere, within a line or a UTF-8 sequence, so only
  * complete lines are parsed and the rest waits for the next chunk.
+ *
+ * Principle of the framer: cost in proportion to the bytes that arrive.
+ * Only the new chunk is searched for a newline; a line that ends in the
+ * chunk it began in is passed on in place; and a line longer than the cap
+ * is counted, not kept, so one huge event costs a scan of its bytes rather
+ * than a copy, a parse and a stalled loop.
  */
 #include "kube/watch-stream.h"
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "util/buf.h"
+/* A resourceVersion longer than this is no version a server made (etcd's
+ * are at most 20 digits); kept, it would go into every later URL. */
+#define RV_MAX 1024
+
+static void head_keep(struct kube_watch_stream *s, const char *data, size_t n) {
+        size_t room = sizeof s->head - s->head_len;
+        if (n > room)
+                n = room;
+        memcpy(s->head + s->head_len, data, n);
+        s->head_len += n;
+}
+
+/* The line so far plus n more bytes is over the cap: from now on it is only
+ * counted, until its newline. */
+static void start_dropping(struct kube_watch_stream *s, const char *data, size_t n) {
+        s->head_len = 0;
+        head_keep(s, s->line.data ? s->line.data : "", s->line.len);
+        head_keep(s, data, n);
+        s->dropping = s->line.len + n;
+        buf_done(&s->line);
+}
+
+bool kube_watch_stream_feed(struct kube_watch_stream *s, const char *data, size_t n,
+                            const struct kube_watch_stream_ops *ops, void *userdata) {
+        size_t max = s->max ? s->max : KUBE_WATCH_MAX_EVENT;
+
+        while (n > 0) {
+                const char *nl = memchr(data, '\n', n);
+                size_t k = nl ? (size_t) (nl - data) : n;
+
+                if (s->dropping) {
+                        head_keep(s, data, k);
+                        s->dropping += k;
+                } else if (s->line.len + k > max) {
+                        start_dropping(s, data, k);
+                } else if (nl && s->line.len == 0) {
+                        /* A whole line within the chunk: no copy. */
+                        if (k > 0 && !ops->line(userdata, data, k))
+                                return false;
+                } else {
+                        buf_put(&s->line, data, k);
+                        if (nl) {
+                                bool go_on = ops->line(userdata, s->line.data, s->line.len);
+                                buf_clear(&s->line);
+                                if (!go_on)
+                                        return false;
+                        }
+                }
+                if (!nl)
+                        return true;
+                if (s->dropping) {
+                        ops->oversize(userdata, s->dropping, s->head, s->head_len);
+                        s->dropping = 0;
+                        s->head_len = 0;
+                }
+                data += k + 1;
+                n -= k + 1;
+        }
+        return true;
+}
+
+void kube_watch_stream_reset(struct kube_watch_stream *s) {
+        buf_done(&s->line);
+        s->dropping = 0;
+        s->head_len = 0;
+}
 
 bool kube_watch_stream_lines(struct buf *b, bool (*fn)(void *userdata, const char *line, size_t len),
                              void *userdata) {
         size_t start = 0;
         bool go_on = true;
 
-        for (size_t i = 0; i < b->len && go_on; i++) {
-                if (b->data[i] != '\n')
-                        continue;
-                if (i > start)
-                        go_on = fn(userdata, b->data + start, i - start);
-                start = i + 1;
+        while (go_on && start < b->len) {
+                const char *nl = memchr(b->data + start, '\n', b->len - start);
+                if (!nl)
+                        break;
+                size_t end = (size_t) (nl - b->data);
+                if (end > start)
+                        go_on = fn(userdata, b->data + start, end - start);
+                start = end + 1;
         }
         if (start > 0) {
                 memmove(b->data, b->data + start, b->len - start);
                 buf_truncate(b, b->len - start);
         }
         return go_on;
+}
+
+/* The string value of the first "key":"..." in text, if it is made of name
+ * characters (a-z, 0-9, '-', '.', and for kinds A-Z); "" otherwise. */
+static void scan_string(const char *text, size_t len, const char *key, char *out, size_t outlen) {
+        char pat[32];
+        int plen = snprintf(pat, sizeof pat, "\"%s\":\"", key);
+        const char *p = memmem(text, len, pat, (size_t) plen);
+        size_t i = 0;
+
+        out[0] = '\0';
+        if (!p)
+                return;
+        p += plen;
+        for (const char *end = text + len; p < end && *p != '"' && i + 1 < outlen; p++, i++) {
+                char c = *p;
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                      c == '.')) {
+                        out[0] = '\0';
+                        return;
+                }
+                out[i] = c;
+        }
+        out[i] = '\0';
+}
+
+const char *kube_watch_event_describe(const char *head, size_t len, char *out, size_t outlen) {
+        char kind[64], ns[64], name[254];
+        const char *md = memmem(head, len, "\"metadata\":{", 12);
+
+        scan_string(head, len, "kind", kind, sizeof kind);
+        ns[0] = name[0] = '\0';
+        /* The API server writes metadata's name and namespace first. */
+        if (md) {
+                size_t off = (size_t) (md - head);
+                scan_string(md, len - off, "name", name, sizeof name);
+                scan_string(md, len - off, "namespace", ns, sizeof ns);
+        }
+        snprintf(out, outlen, "%s%s%s%s%s", kind, *kind && (*ns || *name) ? " " : "", ns, *ns ? "/" : "", name);
+        return out;
 }
 
 static const char *const type_names[] = {
@@ -54,7 +168,12 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
         e.object = json_object_get(e.root, "object");
         if (!json_is_object(e.object))
                 e.object = NULL;
-        e.rv = json_string_value(json_object_get(json_object_get(e.object, "metadata"), "resourceVersion"));
+        /* Opaque text: whatever the server sent, unless it is no usable
+         * version at all (empty, not a string, absurdly long). jansson
+         * refuses a NUL in a string, so the length is the text's. */
+        const json_t *rv = json_object_get(json_object_get(e.object, "metadata"), "resourceVersion");
+        if (json_string_length(rv) > 0 && json_string_length(rv) <= RV_MAX)
+                e.rv = json_string_value(rv);
         if (!e.type_name || !e.object)
                 e.type = KUBE_WATCH_INCOMPLETE;
         else
@@ -64,6 +183,7 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
         if (e.type == KUBE_WATCH_ERROR) {
                 e.code = json_integer_value(json_object_get(e.object, "code"));
                 e.message = json_string_value(json_object_get(e.object, "message"));
+                e.reason = json_string_value(json_object_get(e.object, "reason"));
         }
         *ret = e;
         return 0;

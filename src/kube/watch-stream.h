@@ -9,15 +9,55 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "util/buf.h"
+
 typedef struct json_t json_t;
-struct buf;
+
+/* The longest event line read: the API server stores no object over 1.5 MiB
+ * by default (etcd's request limit; its own is 3 MB), so a longer line is
+ * not an object kproxy can use, and parsing it would hold up the loop
+ * (jansson takes about 20 ms a megabyte). */
+#define KUBE_WATCH_MAX_EVENT ((size_t) 8 << 20)
+/* How much of an over-long line is kept to say what it was. */
+#define KUBE_WATCH_HEAD 512
+
+/* A watch body being cut into lines. Each byte is looked at once, however
+ * the chunks fall (a 16 MB line in 16 KB chunks is not rescanned a
+ * thousand times), and a line is copied only when it spans chunks. */
+struct kube_watch_stream {
+        struct buf line;                /* the incomplete line so far */
+        size_t max;                     /* longest line passed on; 0: KUBE_WATCH_MAX_EVENT */
+        size_t dropping;                /* length so far of an over-long line being skipped; 0: none */
+        char head[KUBE_WATCH_HEAD];     /* ... its first bytes */
+        size_t head_len;
+};
+
+struct kube_watch_stream_ops {
+        /* A complete, non-empty line, without its newline. false stops the
+         * stream: the rest of the chunk is not read. */
+        bool (*line)(void *userdata, const char *line, size_t len);
+        /* A line longer than max ended: len bytes, the first head_len of
+         * them in head. It was not kept. */
+        void (*oversize)(void *userdata, size_t len, const char *head, size_t head_len);
+};
+
+/* Reads one chunk. Returns false when ops->line stopped the stream. */
+bool kube_watch_stream_feed(struct kube_watch_stream *s, const char *data, size_t n,
+                            const struct kube_watch_stream_ops *ops, void *userdata);
+/* Forgets any partial line (a new watch), and frees its room. */
+void kube_watch_stream_reset(struct kube_watch_stream *s);
 
 /* Calls fn with each complete, non-empty line of b (without its newline),
- * in order, and keeps the incomplete last line in b for the next chunk.
- * Stops at the first line fn returns false for, and returns false; that
- * line is consumed too. */
+ * in order, and keeps the incomplete last line in b. Stops at the first
+ * line fn returns false for, and returns false; that line is consumed too.
+ * For a buffer read whole; a stream read in chunks is kube_watch_stream_feed()'s. */
 bool kube_watch_stream_lines(struct buf *b, bool (*fn)(void *userdata, const char *line, size_t len),
                              void *userdata);
+
+/* What the first bytes of an event say it is about, for a message: "Service
+ * ns/name" or as much of it as they hold; "" when nothing. Only name
+ * characters are copied (the bytes are untrusted). Returns out. */
+const char *kube_watch_event_describe(const char *head, size_t len, char *out, size_t outlen);
 
 enum kube_watch_event_type {
         KUBE_WATCH_ADDED,
@@ -35,9 +75,11 @@ struct kube_watch_event {
         enum kube_watch_event_type type;
         const char *type_name;          /* as sent; NULL when missing */
         const json_t *object;           /* NULL unless an object was sent */
-        const char *rv;                 /* object.metadata.resourceVersion, or NULL */
+        const char *rv;                 /* object.metadata.resourceVersion when it is a non-empty
+                                         * string (opaque: never parsed), else NULL */
         long long code;                 /* ERROR: the Status's code (0 when missing) */
         const char *message;            /* ERROR: the Status's message, or NULL */
+        const char *reason;             /* ERROR: the Status's reason, or NULL */
 };
 
 /* Parses line[0..len). Returns 0, or -EINVAL when the line is not a JSON

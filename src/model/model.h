@@ -53,8 +53,8 @@ struct svc_port {
 
 /* Fields ordered so that a service is 120 bytes, not 144 (50k of them). */
 struct svc {
-        char *key;              /* "namespace/name" */
-        const char *name;       /* points into key, past the slash */
+        char *key;              /* "namespace/name" ("name" when sent without a namespace) */
+        const char *name;       /* points into key, past the slash (all of it without one) */
         struct svc_port *ports;
         struct inet_addr *external_ips;
         struct inet_addr *lb_ips;               /* VIP-mode ingress IPs only */
@@ -94,8 +94,8 @@ struct slice_endpoint {
 };
 
 struct slice {
-        char *key;              /* "namespace/name" */
-        char *service_key;      /* "namespace/service-name" */
+        char *key;              /* "namespace/name" ("name" when sent without a namespace) */
+        char *service_key;      /* "namespace/service-name" (likewise) */
         struct slice_port *ports;
         struct slice_endpoint *endpoints;
         uint8_t *addrs;         /* the endpoints' addresses[0], slice_addr_len() bytes each */

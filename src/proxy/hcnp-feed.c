@@ -53,7 +53,8 @@ void hcnp_feed(struct hcnp *h, const struct model *m, const struct render_params
                 return;
         svcs = model_services_sorted(m, &n_svcs);
         struct hcnp_service *hs = calloc(n_svcs + 1, sizeof *hs);
-        /* Namespaces: each key up to its slash, copied (the key is "ns/name"). */
+        /* Namespaces: each key up to its slash, copied (the key is "ns/name",
+         * or the bare name of a service sent without a namespace). */
         char **ns = calloc(n_svcs + 1, sizeof *ns);
         if (!hs || !ns)
                 abort();
@@ -61,7 +62,7 @@ void hcnp_feed(struct hcnp *h, const struct model *m, const struct render_params
                 const struct svc *s = svcs[i];
                 if (!s->health_check_node_port)
                         continue;
-                ns[n] = strndup(s->key, (size_t) (strchr(s->key, '/') - s->key));
+                ns[n] = strndup(s->key, s->name == s->key ? 0 : (size_t) (s->name - s->key) - 1);
                 if (!ns[n])
                         abort();
                 hs[n] = (struct hcnp_service) {

@@ -32,7 +32,9 @@ struct nftables;
 struct render_params;
 struct iptsync;
 
-/* The kernel as iptsync uses it (apply/iptables.h has the contracts). */
+/* The kernel as iptsync uses it (apply/iptables.h has the contracts;
+ * observe gets only the table, chain declaration and COMMIT lines of what
+ * was restored). */
 struct iptsync_kernel {
         int (*scan)(void *userdata, uint8_t family, struct hmap *existing, char **ret_names, bool *ret_jumps_ok,
                     struct iptables_known *known);
@@ -61,6 +63,11 @@ struct iptsync_stats {
  * -ENOMEM. */
 int iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *state_dir, struct iptsync **ret);
 struct iptsync *iptsync_free(struct iptsync *s);
+
+/* A full sync of more services than this writes their own chains this
+ * many services at a time, then the top-level chains (default 1000; 0:
+ * all in one input). */
+void iptsync_set_part_services(struct iptsync *s, size_t services);
 
 /* The real kernel: the tools and, with iptables-nft, netlink (nl NULL:
  * iptables-save). r (and what it points at) must outlive the syncs. */

@@ -72,7 +72,10 @@ struct render_ipt_sync {
         const struct hmap *changed;
         /* In, a full sync: nat chains with kube-proxy's owned prefixes that
          * exist in the kernel now; those no longer used are flushed and
-         * deleted (-X). NULL: none known. A partial sync does not read it. */
+         * deleted (-X). NULL: none known. A partial sync does not read it,
+         * except the last part of a full sync in parts, a render of no
+         * service (changed empty): then the chains of the owned list count
+         * as used. */
         const struct hmap *existing;
         /* In: the chains each service owned after the last sync (NULL:
          * none known). A partial sync deletes the chains a changed service

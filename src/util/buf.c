@@ -30,6 +30,17 @@ void buf_put(struct buf *b, const char *s, size_t n) {
         b->data[b->len] = '\0';
 }
 
+void buf_insert(struct buf *b, size_t at, const char *s, size_t n) {
+        assert(at <= b->len);
+        if (n == 0)
+                return;
+        buf_reserve(b, n);
+        memmove(b->data + at + n, b->data + at, b->len - at);
+        memcpy(b->data + at, s, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+}
+
 void buf_puts(struct buf *b, const char *s) {
         buf_put(b, s, strlen(s));
 }

@@ -30,6 +30,8 @@ void buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((form
  * are a programmer error (asserted), because no validated Kubernetes name or
  * kproxy-made comment contains them. */
 void buf_arg(struct buf *b, const char *s);
+/* Inserts n bytes of s at offset at (<= len), moving what follows. */
+void buf_insert(struct buf *b, size_t at, const char *s, size_t n);
 void buf_truncate(struct buf *b, size_t len);
 void buf_clear(struct buf *b);
 /* Returns the contents (owned by the caller) and resets the buffer. */

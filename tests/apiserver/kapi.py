@@ -64,6 +64,7 @@ class App:
         self.gzip = not args.no_gzip
         self.watch_timeout = args.watch_timeout
         self.bookmark_interval = args.bookmark_interval
+        self.watch_cache = not args.no_watch_cache
         self.server_address = ""
 
     @staticmethod
@@ -155,6 +156,8 @@ def main(argv=None):
     ap.add_argument("--raw", action="store_true",
                     help="store objects as given: no Service or EndpointSlice defaulting")
     ap.add_argument("--no-gzip", action="store_true", help="never gzip large responses")
+    ap.add_argument("--no-watch-cache", action="store_true",
+                    help="serve resourceVersion=0 lists in pages, as a server without a watch cache")
     ap.add_argument("--exit-with-parent", action="store_true",
                     help="exit when the parent process dies (PR_SET_PDEATHSIG)")
     ap.add_argument("--verbose", "-v", action="store_true", help="log every request to stderr")

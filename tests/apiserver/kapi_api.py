@@ -246,11 +246,12 @@ class ApiHandler(BaseHTTPRequestHandler):
             if token is not None and not hmac.compare_digest(auth.encode(),
                                                              ("Bearer " + token).encode()):
                 raise ApiError(401, "Unauthorized")
-            fault = app.faults.take_error(self.path)
+            fault = app.faults.take_error(self.path, self.headers.get("User-Agent", ""))
             if fault:
                 code, retry = fault
+                app.reqlog.set(self._entry, fault=True, retryAfter=retry)
                 raise ApiError(code, "injected fault (kapi /fault/error)",
-                               headers={"Retry-After": str(retry)} if retry is not None else None)
+                               headers={"Retry-After": retry} if retry is not None else None)
             self._route(u.path, q, body)
         except ApiError as e:
             if not self._sent:
@@ -385,6 +386,11 @@ class ApiHandler(BaseHTTPRequestHandler):
                 raise ApiError(422, "resourceVersionMatch: Forbidden: resourceVersionMatch "
                                     "\"exact\" is forbidden for resourceVersion \"0\"")
             snap_rv = None
+            # "0" is served from the watch cache, which ignores limit: the
+            # whole list in one answer (client-go's reflector counts on it).
+            # A server without a watch cache reads etcd, in pages.
+            if rv_s == "0" and self.server.app.watch_cache:
+                limit = 0
         with store.cond:
             if snap_rv is None:
                 snap_rv = store.rv
@@ -482,7 +488,17 @@ class ApiHandler(BaseHTTPRequestHandler):
         if initial_events and q.get("resourceVersionMatch") != "NotOlderThan":
             raise ApiError(422, "sendInitialEvents: Forbidden: sendInitialEvents is forbidden "
                                 "unless resourceVersionMatch=NotOlderThan")
-        want = _parse_rv(rv_s) if rv_s not in ("", "0") else None
+        try:
+            want = _parse_rv(rv_s) if rv_s not in ("", "0") else None
+        except ApiError:
+            # What kube-apiserver's watch answers a version it cannot parse
+            # (storage's InvalidError through InterpretWatchError).
+            raise ApiError(422, '%s "" is invalid: resourceVersion: Invalid value: "%s": '
+                                'strconv.ParseUint: parsing "%s": invalid syntax' %
+                           (kind.kind, rv_s, rv_s), "Invalid",
+                           details={"kind": kind.name, "causes": [{
+                               "reason": "FieldValueInvalid", "field": "resourceVersion",
+                               "message": "Invalid value: \"%s\"" % rv_s}]})
         if want is not None and want > store.rv:
             store.wait_for_rv(want)
         out, evs, failed, initial = [], [], None, None
@@ -499,6 +515,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                     failed, cursor = e, want
             wid = app.watches.add(kind.name, self.path, self.connection)
             gen = faults.drop_gen
+            injected = faults.inject_gen
         end = "client-gone"
         try:
             if initial is not None:   # encoded outside the lock; stored objects never change
@@ -534,6 +551,11 @@ class ApiHandler(BaseHTTPRequestHandler):
                         if faults.drop_gen != gen:
                             end = "dropped"
                             return self._abort(faults.drop_mode)
+                        if faults.inject_gen != injected:
+                            out.extend(faults.injections_after(injected, kind.name))
+                            injected = faults.inject_gen
+                            if out:
+                                break
                         stall = faults.stalled_for()
                         if stall > 0:
                             store.cond.wait(stall)

@@ -8,6 +8,7 @@ under the store's one Condition, so a fault wakes every watch at once and
 takes effect on its next step, never halfway through writing an event.
 """
 import collections
+import email.utils
 import json
 import socket
 import struct
@@ -21,22 +22,45 @@ class Faults:
         self.cond = cond
         self.token = token
         self.error_count = 0
+        self.error_until = 0.0          # time.monotonic() an error window ends
         self.error_code = 500
         self.error_match = None
-        self.error_retry_after = None
+        self.error_agent = None
+        self.error_retry_after = None   # an int (seconds), a str (sent as is), or None
+        self.error_retry_date_in = None  # seconds: an HTTP date that far ahead of the answer
+        self.errors_served = 0
+        self.last_error_at = None       # time.time() of the last injected error
         self.stall_until = 0.0
         self.drop_gen = 0
         self.drop_mode = "close"
+        self.inject_gen = 0
+        self.injected = collections.deque(maxlen=16)   # (gen, resource or None, line bytes)
 
-    def take_error(self, path):
-        """Returns (code, retry_after) if this request is to fail, else None."""
+    def take_error(self, path, agent=""):
+        """Returns (code, retry_after header value or None) if this request
+        is to fail, else None."""
         with self.cond:
-            if self.error_count <= 0:
+            window = self.error_until > time.monotonic()
+            if self.error_count <= 0 and not window:
                 return None
             if self.error_match and self.error_match not in path:
                 return None
-            self.error_count -= 1
-            return self.error_code, self.error_retry_after
+            if self.error_agent and self.error_agent not in (agent or ""):
+                return None
+            if not window:
+                self.error_count -= 1
+            self.errors_served += 1
+            self.last_error_at = time.time()
+            self.cond.notify_all()
+            ra = self.error_retry_after
+            if self.error_retry_date_in is not None:
+                ra = email.utils.formatdate(time.time() + self.error_retry_date_in, usegmt=True)
+            return self.error_code, None if ra is None else str(ra)
+
+    def injections_after(self, gen, resource):
+        """Lines injected after generation gen for this resource; caller
+        holds the lock."""
+        return [line for g, res, line in self.injected if g > gen and res in (None, resource)]
 
     def stalled_for(self):
         """Seconds left of a stall; caller holds the lock."""
@@ -162,6 +186,10 @@ def _state(app, body, q):
                      "watchesByResource": {k: app.watches.count(k) for k in s.objs},
                      "faults": {"errorCount": app.faults.error_count,
                                 "errorCode": app.faults.error_code,
+                                "errorWindowRemaining": round(max(0.0, app.faults.error_until -
+                                                                  time.monotonic()), 3),
+                                "errorsServed": app.faults.errors_served,
+                                "lastErrorAt": app.faults.last_error_at,
                                 "stallRemaining": round(app.faults.stalled_for(), 3)},
                      "requests": app.reqlog.seq}
 
@@ -238,13 +266,41 @@ def _error(app, body, q):
     code = int(body.get("code", 500))
     if not 400 <= code <= 599:
         raise ValueError("code must be 4xx or 5xx")
+    ra = body.get("retryAfter", 1 if code == 429 else None)
+    if ra is not None and not isinstance(ra, (int, str)):
+        raise ValueError("retryAfter must be seconds or a string")
+    date_in = body.get("retryAfterDateIn")
     with app.store.cond:
-        app.faults.error_count = int(body.get("count", 1))
+        seconds = float(body.get("seconds", 0))
+        app.faults.error_until = time.monotonic() + seconds if seconds > 0 else 0.0
+        app.faults.error_count = 0 if seconds > 0 else int(body.get("count", 1))
         app.faults.error_code = code
         app.faults.error_match = body.get("match")
-        ra = body.get("retryAfter", 1 if code == 429 else None)
-        app.faults.error_retry_after = None if ra is None else int(ra)
-    return 200, {"count": app.faults.error_count, "code": code}
+        app.faults.error_agent = body.get("agent")
+        app.faults.error_retry_after = ra
+        app.faults.error_retry_date_in = None if date_in is None else float(date_in)
+    return 200, {"count": app.faults.error_count, "seconds": seconds, "code": code}
+
+
+def _inject(app, body, q):
+    """Sends one line to every open watch (of body's resource, or all): an
+    event as given, e.g. a BOOKMARK with a resourceVersion no server would
+    send. padTo: an annotation makes the line that many bytes long, its
+    newline included."""
+    event = body["event"]
+    res = body.get("resource")
+    line = json.dumps(event, separators=(",", ":")).encode()
+    pad = int(body.get("padTo", 0)) - 1 - len(line) - len(',"annotations":{"kapi.pad":""}')
+    if pad > 0:
+        md = event.setdefault("object", {}).setdefault("metadata", {})
+        md.setdefault("annotations", {})["kapi.pad"] = "x" * pad
+        line = json.dumps(event, separators=(",", ":")).encode()
+    with app.store.cond:
+        app.faults.inject_gen += 1
+        app.faults.injected.append((app.faults.inject_gen, res, line + b"\n"))
+        n = app.watches.count(res)
+        app.store.cond.notify_all()
+    return 200, {"watches": n, "bytes": len(line) + 1}
 
 
 def _stall(app, body, q):
@@ -270,6 +326,7 @@ def _token(app, body, q):
 def _clear(app, body, q):
     with app.store.cond:
         app.faults.error_count = 0
+        app.faults.error_until = 0.0
         app.faults.error_match = None
         app.faults.stall_until = 0.0
         app.store.cond.notify_all()
@@ -284,6 +341,7 @@ ROUTES = {
     ("GET", "/wait"): _wait,
     ("POST", "/fault/drop-watches"): _drop,
     ("POST", "/fault/error"): _error,
+    ("POST", "/fault/inject"): _inject,
     ("POST", "/fault/stall"): _stall,
     ("POST", "/fault/compact"): _compact,
     ("POST", "/fault/token"): _token,

@@ -9,6 +9,7 @@ and for stream data with deadlines, never for fixed sleeps.  Servers are
 stopped in class cleanups, and started with --exit-with-parent, so none
 outlives the test run.
 """
+import email.utils
 import gzip
 import http.client
 import json
@@ -451,6 +452,50 @@ class ApiTest(KapiCase):
                         self.k.rv())
         self.assertIsNone(w2.next(3))
 
+    def test_rv0_list_is_whole(self):
+        # resourceVersion=0 is the watch cache's: it ignores limit (the
+        # reflector's first list). Other lists honour it.
+        for i in range(4):
+            self.create("zero", "z-%d" % i)
+        doc = self.k.ok("GET", "/api/v1/namespaces/zero/services?resourceVersion=0&limit=2")
+        self.assertEqual(len(doc["items"]), 4)
+        self.assertNotIn("continue", doc["metadata"])
+        doc = self.k.ok("GET", "/api/v1/namespaces/zero/services?limit=2")
+        self.assertEqual(len(doc["items"]), 2)
+        self.assertIn("continue", doc["metadata"])
+
+    def test_watch_unreadable_rv_is_invalid(self):
+        # A version the server cannot parse: 422 Invalid, as kube-apiserver
+        # answers a watch (its storage's InvalidError); a list says 400.
+        status, _, doc = self.k.request("GET", "/api/v1/services?watch=1&resourceVersion=abc")
+        self.assertEqual((status, doc["reason"], doc["code"]), (422, "Invalid", 422))
+        self.assertIn('resourceVersion: Invalid value: "abc"', doc["message"])
+        status, _, doc = self.k.request("GET", "/api/v1/services?resourceVersion=abc")
+        self.assertEqual(status, 400)
+
+    def test_fault_inject(self):
+        # Any line to the open watches of a resource: a bookmark whose
+        # resourceVersion no server would send, an event of a given size.
+        w = self.watch("/api/v1/services?watch=1&resourceVersion=%d" % self.k.rv())
+        wn = self.watch("/api/v1/nodes?watch=1&resourceVersion=%d" % self.k.rv())
+        self.assertTrue(self.k.control("/wait?watches=2&timeout=5")["ok"])
+        bm = {"type": "BOOKMARK", "object": {"kind": "Service", "apiVersion": "v1",
+                                             "metadata": {"resourceVersion": "not-a-number"}}}
+        r = self.k.control("/fault/inject", {"resource": "services", "event": bm})
+        self.assertEqual(r["watches"], 1)
+        self.assertEqual(w.next(), bm)
+        big = {"type": "MODIFIED", "object": {"kind": "Service", "metadata": {"name": "big"}}}
+        r = self.k.control("/fault/inject", {"event": big, "padTo": 200000})
+        self.assertEqual(r["bytes"], 200000)
+        for stream in (w, wn):
+            ev = stream.next()
+            self.assertEqual(ev["object"]["metadata"]["name"], "big")
+            self.assertEqual(len(json.dumps(ev, separators=(",", ":"))) + 1, 200000)
+        # A watch opened later does not get what was sent before.
+        w2 = self.watch("/api/v1/services?watch=1&resourceVersion=%d&timeoutSeconds=1" %
+                        self.k.rv())
+        self.assertIsNone(w2.next(3))
+
     def test_future_rv(self):
         status, _, doc = self.k.request("GET", "/api/v1/services?resourceVersion=%d" %
                                         (self.k.rv() + 1000))
@@ -550,6 +595,36 @@ class ApiTest(KapiCase):
         self.k.control("/fault/error", {"count": 1, "code": 429})
         status, resp, _ = self.k.request("GET", "/api/v1/services")
         self.assertEqual((status, resp.getheader("Retry-After")), (429, "1"))
+        # Retry-After as an HTTP date, on a 503.
+        self.k.control("/fault/error", {"count": 1, "code": 503, "retryAfterDateIn": 3})
+        t = time.time()
+        status, resp, _ = self.k.request("GET", "/api/v1/services")
+        self.assertEqual(status, 503)
+        at = email.utils.parsedate_to_datetime(resp.getheader("Retry-After")).timestamp()
+        self.assertTrue(t + 1 <= at <= t + 4, (t, at))
+        # The request log marks an injected error, with the Retry-After sent.
+        last = self.k.control("/requests")["requests"][-1]
+        self.assertEqual((last["status"], last.get("fault"), last.get("retryAfter")),
+                         (503, True, resp.getheader("Retry-After")))
+        # Only requests of a user agent; the state says when the last came.
+        self.k.control("/fault/error", {"count": 1, "code": 500, "agent": "kproxy/"})
+        self.assertEqual(self.k.request("GET", "/api/v1/services")[0], 200)
+        before = self.k.control("/state")["faults"]["errorsServed"]
+        status, _, _ = self.k.request("GET", "/api/v1/services", headers={"User-Agent": "kproxy/1"})
+        self.assertEqual(status, 500)
+        st = self.k.control("/state")["faults"]
+        self.assertEqual(st["errorsServed"], before + 1)
+        self.assertLessEqual(abs(st["lastErrorAt"] - time.time()), 5)
+        # A window: every matching request fails until it ends.
+        self.k.control("/fault/error", {"seconds": 0.6, "code": 500, "match": "/nodes"})
+        t0 = time.monotonic()
+        self.assertEqual(self.k.request("GET", "/api/v1/services")[0], 200)
+        while time.monotonic() - t0 < 0.4:
+            self.assertEqual(self.k.request("GET", "/api/v1/nodes")[0], 500)
+        deadline = time.monotonic() + 5
+        while self.k.request("GET", "/api/v1/nodes")[0] == 500:
+            self.assertLess(time.monotonic(), deadline, "the window never ended")
+        self.assertGreaterEqual(time.monotonic() - t0, 0.6)
 
     def test_fault_stall(self):
         w = self.watch("/api/v1/namespaces/stall/services?watch=1&allowWatchBookmarks=true&"
@@ -608,6 +683,19 @@ class ServiceCIDRTest(KapiCase):
         self.assertEqual(old.request("GET", "/apis/networking.k8s.io/v1/servicecidrs")[0], 404)
         self.assertNotIn("networking.k8s.io", [g["name"] for g in old.ok("GET", "/apis")["groups"]])
         self.assertEqual(old.request("GET", "/api/v1/services")[0], 200)
+
+
+class NoWatchCacheTest(KapiCase):
+    """A server without a watch cache reads resourceVersion=0 lists from
+    etcd, in pages (what makes client-go's reflector keep paging)."""
+    extra_args = ("--no-watch-cache",)
+
+    def test_rv0_list_in_pages(self):
+        for i in range(3):
+            self.create("nocache", "n-%d" % i)
+        doc = self.k.ok("GET", "/api/v1/namespaces/nocache/services?resourceVersion=0&limit=2")
+        self.assertEqual(len(doc["items"]), 2)
+        self.assertIn("continue", doc["metadata"])
 
 
 class RestartTest(unittest.TestCase):

@@ -75,11 +75,12 @@ static void test_meta(void) {
         char *key = NULL;
         json_t *o;
 
-        /* A manifest without a namespace lands in "default", as kubectl
-         * applies it; the labels are handed back. */
+        /* An object without a namespace is keyed by its name, as
+         * client-go's MetaNamespaceKeyFunc keys it (and so the watch
+         * reports its deletion); the labels are handed back. */
         o = parse("{\"metadata\":{\"name\":\"web\",\"labels\":{\"app\":\"w\"}}}");
         CHECK(kube_field_meta(o, true, &key, &labels, err) == 0);
-        CHECK_STREQ(key, "default/web");
+        CHECK_STREQ(key, "web");
         CHECK_STREQ(kube_field_label(labels, "app"), "w");
         CHECK(kube_field_label(labels, "other") == NULL);
         free(key);
@@ -95,6 +96,13 @@ static void test_meta(void) {
         CHECK(kube_field_meta(o, true, &key, &labels, err) == 0);
         CHECK_STREQ(key, "shop/node-1.example");
         CHECK(kube_field_label(labels, "n") == NULL);   /* not a string */
+        free(key);
+        key = NULL;
+        json_decref(o);
+        /* An empty namespace is none. */
+        o = parse("{\"metadata\":{\"name\":\"web\",\"namespace\":\"\"}}");
+        CHECK(kube_field_meta(o, true, &key, &labels, err) == 0);
+        CHECK_STREQ(key, "web");
         free(key);
         key = NULL;
         json_decref(o);

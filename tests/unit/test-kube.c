@@ -6,6 +6,7 @@
 
 #include "kube/client.h"
 #include "kube/decode.h"
+#include "kube/intake.h"
 #include "kube/load.h"
 #include "kube/rate.h"
 #include "model/model.h"
@@ -348,6 +349,86 @@ static void test_rate(void) {
         CHECK(kube_rate_take(&r, 0) == 2000);
 }
 
+/* One key rule everywhere (client-go's MetaNamespaceKeyFunc): the
+ * reflector's key for an event and the decoded object's key are the same
+ * whatever the object omits, so a Service sent without metadata.namespace,
+ * ADDED then DELETED, is deleted (it used to be stored as default/NAME and
+ * the delete, keyed NAME, missed it until a relist). */
+static void test_keys(void) {
+        static const char *const svc_text =
+                "{\"kind\":\"Service\",\"metadata\":{\"name\":\"nons\"},"
+                "\"spec\":{\"clusterIP\":\"10.96.0.9\",\"ports\":[{\"port\":80}]}}";
+        static const char *const slice_text =
+                "{\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"nons-1\",\"namespace\":\"\","
+                "\"labels\":{\"kubernetes.io/service-name\":\"nons\"}},\"addressType\":\"IPv4\","
+                "\"endpoints\":[{\"addresses\":[\"10.1.0.1\"]}],\"ports\":[{\"port\":80}]}";
+        char err[KUBE_ERRLEN];
+        struct intake *in = NULL;
+        json_t *svc = obj(svc_text), *sl = obj(slice_text);
+        char *key = kube_object_key(svc), *slkey = kube_object_key(sl);
+        struct svc *s = NULL;
+        struct slice *d = NULL;
+
+        CHECK_STREQ(key, "nons");
+        CHECK_STREQ(slkey, "nons-1");
+        CHECK(kube_decode_service(svc, &s, err) == 0 && s);
+        if (s) {
+                CHECK_STREQ(s->key, key);
+                CHECK_STREQ(s->name, "nons");
+        }
+        svc_free(s);
+        CHECK(kube_decode_slice(sl, &d, err) == 0 && d);
+        if (d) {
+                CHECK_STREQ(d->key, slkey);
+                CHECK_STREQ(d->service_key, key);       /* the slice finds its service */
+        }
+        slice_free(d);
+
+        CHECK(intake_new("node-1", NULL, &in) == 0);
+        CHECK(intake_object(in, INTAKE_SERVICES, key, svc) != 0);
+        CHECK(intake_object(in, INTAKE_SLICES, slkey, sl) != 0);
+        CHECK(model_n_services(intake_model(in)) == 1 && model_n_slices(intake_model(in)) == 1);
+        CHECK(model_service_get(intake_model(in), key) != NULL);
+        intake_object(in, INTAKE_SLICES, slkey, NULL);
+        intake_object(in, INTAKE_SERVICES, key, NULL);
+        CHECK(model_n_services(intake_model(in)) == 0 && model_n_slices(intake_model(in)) == 0);
+        intake_free(in);
+
+        /* With a namespace: "ns/name"; cluster-scoped: the name; no name: none. */
+        json_t *j = obj("{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"}}");
+        char *k = kube_object_key(j);
+        CHECK_STREQ(k, "b/a");
+        free(k);
+        json_decref(j);
+        j = obj("{\"metadata\":{\"namespace\":\"b\"}}");
+        CHECK(kube_object_key(j) == NULL);
+        json_decref(j);
+        char ref[512];
+        j = obj("{\"metadata\":{\"name\":\"a\",\"namespace\":\"\"}}");
+        CHECK_STREQ(kube_object_ref(j, ref, sizeof ref), "a");
+        json_decref(j);
+
+        free(key);
+        free(slkey);
+        json_decref(svc);
+        json_decref(sl);
+}
+
+/* client-go's shape of backoff: doubling from 0.5 s to the 30 s cap, each
+ * wait drawn from [d/2, d). */
+static void test_backoff(void) {
+        unsigned seed = 7;
+        for (unsigned f = 0; f < 40; f++) {
+                uint64_t d = f <= 1 ? 500 : f >= 8 ? 30000 : 500u << (f - 1);
+                if (d > 30000)
+                        d = 30000;
+                for (int i = 0; i < 50; i++) {
+                        uint64_t ms = kube_backoff_ms(f, &seed);
+                        CHECK(ms >= d / 2 && ms < d);
+                }
+        }
+}
+
 static void test_names(void) {
         CHECK(kube_valid_dns_label("kube-system") == 0);
         CHECK(kube_valid_dns_label("-a") < 0);
@@ -370,6 +451,8 @@ int main(void) {
         TEST_RUN(test_decode_slice);
         TEST_RUN(test_decode_service_cidr);
         TEST_RUN(test_rate);
+        TEST_RUN(test_keys);
+        TEST_RUN(test_backoff);
         TEST_RUN(test_names);
         TEST_DONE();
 }

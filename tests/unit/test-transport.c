@@ -3,12 +3,14 @@
  * (http/mhd on the same loop, 127.0.0.1, no root): the body and status as
  * served, the end of the headers, a transfer the data callback stops, a
  * connection refused, a request freed before it ends; URL parameters
- * escaped so that the server reads them back as sent; the host label. */
+ * escaped so that the server reads them back as sent; the host label; a
+ * Retry-After header, as seconds or as an HTTP date. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ev/ev.h"
@@ -37,8 +39,8 @@ static void record_arg(void *userdata, const char *key, const char *value) {
         s->n_args++;
 }
 
-/* /status/N answers N with a short body; /big a body of 256 KiB; anything
- * else 404. */
+/* /status/N answers N with a short body; /retry/VALUE 429 with
+ * Retry-After: VALUE; /big a body of 256 KiB; anything else 404. */
 static void handle(void *userdata, const struct mhd_request *req, struct mhd_reply *reply) {
         struct served *s = userdata;
         const char *path = mhd_request_path(req);
@@ -49,6 +51,9 @@ static void handle(void *userdata, const struct mhd_request *req, struct mhd_rep
         if (strncmp(path, "/status/", 8) == 0) {
                 reply->status = (unsigned) atoi(path + 8);
                 buf_printf(&reply->body, "{\"code\":%u}\n", reply->status);
+        } else if (strncmp(path, "/retry/", 7) == 0) {
+                reply->status = 429;
+                mhd_reply_add_header(reply, "Retry-After", path + 7);
         } else if (strcmp(path, "/big") == 0) {
                 for (int i = 0; i < 256 * 1024 / 64; i++)
                         buf_printf(&reply->body, "%063d\n", i);
@@ -66,6 +71,7 @@ struct got {
         enum kube_request_end end;
         char error[256];
         long status_at_done;
+        int64_t retry_after;
         struct kube_request *req;
         bool stop_data;                 /* the data callback stops the transfer */
 };
@@ -90,6 +96,7 @@ static void on_done(void *userdata, enum kube_request_end end, const char *error
         g->end = end;
         snprintf(g->error, sizeof g->error, "%s", error ? error : "");
         g->status_at_done = kube_request_status(g->req);
+        g->retry_after = kube_request_retry_after(g->req);
         g->req = kube_request_free(g->req);
         ev_stop(g->loop);
 }
@@ -121,12 +128,13 @@ struct fixture {
 };
 
 static bool setup(struct fixture *f) {
+        static const struct mhd_limits limits = {.connections = 8, .per_client = 8, .wait_ms = 10000};
         struct inet_addr a;
 
         memset(f, 0, sizeof *f);
         f->loop = ev_loop_new();
         if (!f->loop || inet_addr_parse("127.0.0.1", &a) < 0 ||
-            mhd_server_new(f->loop, "test", &a, 0, 8, 0, handle, &f->served, &f->server) < 0)
+            mhd_server_new(f->loop, "test", &a, 0, &limits, 0, handle, &f->served, &f->server) < 0)
                 return false;
         snprintf(f->base, sizeof f->base, "http://127.0.0.1:%u", mhd_server_port(f->server));
         f->conn.server = f->base;
@@ -269,6 +277,46 @@ static void test_url_params(void) {
         teardown(&f);
 }
 
+/* Retry-After as the server sent it: seconds, an HTTP date, none; and the
+ * values themselves. */
+static void test_retry_after(void) {
+        struct fixture f;
+        struct got g = {.body = BUF_INIT};
+        char path[128], date[64];
+        time_t now = time(NULL);
+        struct tm tm;
+
+        CHECK(setup(&f));
+        get(&f, &g, "/retry/3", &ops);
+        CHECK(g.done == 1 && g.status_at_done == 429 && g.retry_after == 3000);
+        gmtime_r(&(time_t) {now + 5}, &tm);
+        strftime(date, sizeof date, "%a,%%20%d%%20%b%%20%Y%%20%H:%M:%S%%20GMT", &tm);   /* spaces escaped */
+        snprintf(path, sizeof path, "/retry/%s", date);
+        g.done = 0;
+        get(&f, &g, path, &ops);
+        /* The date is read against the clock when the answer is read. */
+        CHECK(g.done == 1 && g.retry_after >= 3000 && g.retry_after <= 5000);
+        g.done = 0;
+        get(&f, &g, "/status/503", &ops);
+        CHECK(g.done == 1 && g.retry_after == -1);
+        buf_done(&g.body);
+        teardown(&f);
+
+        CHECK(kube_retry_after_ms("0", now * 1000) == 0);
+        CHECK(kube_retry_after_ms("120", now * 1000) == 120000);
+        CHECK(kube_retry_after_ms("99999999999999", now * 1000) > 1000000000);
+        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", now * 1000) == 0);         /* past */
+        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", 1445412470000) == 10000);
+        /* To the millisecond: a date in this very second is still ahead. */
+        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", 1445412479400) == 600);
+        CHECK(kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", 1445412480000) == 0);
+        CHECK(kube_retry_after_ms("-1", now * 1000) == -1);
+        CHECK(kube_retry_after_ms("1.5", now * 1000) == -1);
+        CHECK(kube_retry_after_ms("soon", now * 1000) == -1);
+        CHECK(kube_retry_after_ms("", now * 1000) == -1);
+        CHECK(kube_retry_after_ms(NULL, now) == -1);
+}
+
 static void test_host_of(void) {
         static const struct {
                 const char *server, *host;
@@ -299,6 +347,7 @@ int main(void) {
         TEST_RUN(test_refused);
         TEST_RUN(test_freed_before_done);
         TEST_RUN(test_url_params);
+        TEST_RUN(test_retry_after);
         TEST_RUN(test_host_of);
         TEST_DONE();
 }
