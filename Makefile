@@ -81,24 +81,56 @@ check: deps
 	tests/run-all.sh $(BUILD)
 	$(MAKE) BUILD=build-asan SANITIZE=1 OPT="-O1 -g" all unit
 	tests/run-all.sh build-asan
-	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+	$(MAKE) fuzz
 
-# libFuzzer over the whole render path (clang), for FUZZ_SECONDS, starting
-# from the checked-in corpus; any crash fails the build.
-FUZZ_SECONDS ?= 30
-FUZZ_SRC := $(filter-out src/main.c,$(CORE_SRC))
-build-fuzz/fuzz-state: tests/fuzz/fuzz-state.c $(FUZZ_SRC)
-	@mkdir -p build-fuzz
-	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -DKPROXY_VERSION='"fuzz"' -Isrc \
-	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	    -o $@ $^ $(LDLIBS)
-fuzz: build-fuzz/fuzz-state
-	@mkdir -p build-fuzz/corpus
-	@build-fuzz/fuzz-state -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
-	    -rss_limit_mb=1024 -print_final_stats=1 -artifact_prefix=build-fuzz/ \
-	    build-fuzz/corpus tests/fuzz/corpus >build-fuzz/fuzz.log 2>&1; r=$$?; \
-	    tail -15 build-fuzz/fuzz.log; \
-	    if [ $$r -eq 0 ]; then echo "fuzz: 1 passed, 0 failed"; else echo "fuzz: 0 passed, 1 failed"; exit 1; fi
+# libFuzzer harnesses, one per parser (tests/fuzz/README.md): clang, the
+# core built once for them with the fuzzer's coverage, ASan and UBSan.
+# `make fuzz` runs each for FUZZ_SECONDS from its corpus (a short run, in
+# make check); `make fuzz-long FUZZ_SECONDS=N` runs each for N seconds
+# (default an hour), one after the other, niced. Any crash, leak, timeout
+# or sanitizer report fails the run and leaves its input in build-fuzz/.
+FUZZ_SECONDS ?= 6
+fuzz-long: FUZZ_SECONDS = 3600
+FUZZ_CFLAGS := -std=gnu11 -g -O1 $(WARN) -D_GNU_SOURCE -DKPROXY_VERSION='"fuzz"' -Isrc \
+               $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -fno-omit-frame-pointer \
+               -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_OBJ := $(CORE_SRC:%.c=build-fuzz/obj/%.o)
+FUZZ_HELPER_SRC := $(filter-out tests/fuzz/fuzz-%.c,$(wildcard tests/fuzz/*.c))
+FUZZ_HELPER_OBJ := $(FUZZ_HELPER_SRC:%.c=build-fuzz/obj/%.o)
+FUZZ_NAMES := $(sort $(patsubst tests/fuzz/fuzz-%.c,%,$(wildcard tests/fuzz/fuzz-*.c)))
+FUZZ_BIN := $(FUZZ_NAMES:%=build-fuzz/fuzz-%)
+
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+build-fuzz/libkproxy-fuzz.a: $(FUZZ_OBJ) $(FUZZ_HELPER_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# A harness that includes a file for its static readers defines that
+# file's symbols itself, so the archive's copy is never pulled in.
+build-fuzz/fuzz-%: tests/fuzz/fuzz-%.c build-fuzz/libkproxy-fuzz.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< build-fuzz/libkproxy-fuzz.a $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+fuzz-long: fuzz-build
+	nice tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+# Rewrites the seeds (tests/fuzz/corpus/*/seed-*) from the goldens and,
+# for nf_tables, from what the unit tests' in-memory kernel answers.
+$(BUILD)/tests/seeds-nft: tests/fuzz/seeds/seeds-nft.c tests/fuzz/nft-readers.c $(BUILD)/libkproxy-test.a \
+                          $(BUILD)/libkproxy-core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/fuzz $(LDFLAGS) -o $@ $^ $(LDLIBS)
+fuzz-seeds: $(BUILD)/tests/seeds-nft
+	rm -f tests/fuzz/corpus/nft-dump/seed-* tests/fuzz/corpus/nft-digest/seed-*
+	$(BUILD)/tests/seeds-nft tests/fuzz/corpus
+	tests/fuzz/seeds.py
 
 demo: deps
 	$(MAKE) all
@@ -203,6 +235,8 @@ uninstall:
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof
 
-.PHONY: all unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools clean fuzz profile install uninstall
+.PHONY: all unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools clean fuzz fuzz-build \
+        fuzz-long fuzz-seeds profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \
-         $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d
+         $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d $(FUZZ_OBJ:.o=.d) $(FUZZ_HELPER_OBJ:.o=.d) \
+         $(FUZZ_BIN:%=%.d)

@@ -279,7 +279,9 @@ static size_t rewrite(struct iptables_known *k, const char *input, size_t len, s
                         abort();
                 first[n_sec] = k->n_pending;
                 count[n_sec++] = n;
-                memcpy(k->pending + k->n_pending, v, n * sizeof *v);
+                /* A section without chains has no vector (v NULL). */
+                if (n)
+                        memcpy(k->pending + k->n_pending, v, n * sizeof *v);
                 k->n_pending += n;
                 free(v);
         }

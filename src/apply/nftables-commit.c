@@ -123,9 +123,9 @@ int nftables_commit(struct nftables *n, const struct nftmsg *m, char *err, size_
                         if (nlh->nlmsg_type != NLMSG_ERROR || nlh->nlmsg_seq < first_seq ||
                             nlh->nlmsg_seq > last_seq)
                                 continue;       /* not about this batch */
-                        const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
-                        if (e->error != 0 && r == 0) {
-                                r = e->error;
+                        int e = nftables_reply_error(nlh);      /* the length checked */
+                        if (e != 0 && r == 0) {
+                                r = e;
                                 describe(m, nlh, r, first_seq, err, errlen);
                         }
                         if (nlh->nlmsg_seq == last_seq)

@@ -90,8 +90,10 @@ int nftables_talk(struct nftables *n, struct nlmsghdr *nlh, mnl_cb_t cb, void *d
                 if (len < 0)
                         return (int) len;
                 r = mnl_cb_run(rbuf, (size_t) len, seq, n->portid, cb, data);
+                /* errno is the negated error of the reply: INT_MIN
+                 * stays negative (and is not an errno). */
                 if (r < 0)
-                        return -errno;
+                        return errno > 0 ? -errno : -EPROTO;
                 if (r == MNL_CB_STOP)
                         return 0;
         }
@@ -101,5 +103,7 @@ int nftables_reply_error(const struct nlmsghdr *nlh) {
         const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
         if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof *e))
                 return -EBADMSG;
-        return e->error;
+        /* A negated errno, or 0 for an acknowledgement; anything else
+         * (INT_MIN cannot even be negated) is not the kernel's. */
+        return e->error <= 0 && e->error >= -4095 ? e->error : -EPROTO;
 }

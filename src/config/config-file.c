@@ -27,6 +27,7 @@
 #include "config/config-value.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/yamlcap.h"
 
 #define MAX_FILE_SIZE (4u << 20)        /* a KubeProxyConfiguration is ~2 KiB */
 
@@ -244,6 +245,43 @@ static int file_adopt(struct kproxy_config *c, struct kproxy_config *file) {
         return 0;
 }
 
+/* util/yamlcap.h's caps over the events of the first document, before
+ * libyaml's loader builds it: the loader has no bound on depth (and slows
+ * down with it: a 100k-deep flow sequence took 27 s), and although it
+ * shares an anchor's node among its aliases, the decoder copies a string
+ * for every alias of it in a list. A syntax error ends the check quietly:
+ * the loader reports it as before. */
+static int file_check_caps(const char *path, const char *data, size_t len) {
+        _cleanup_(yamlcap_freep) struct yamlcap *cap = yamlcap_new();
+        yaml_parser_t parser;
+        int r = 0;
+
+        if (!cap || !yaml_parser_initialize(&parser))
+                return -ENOMEM;
+        yaml_parser_set_input_string(&parser, (const unsigned char *) data, len);
+        for (;;) {
+                yaml_event_t ev;
+                yaml_event_type_t type;
+                unsigned long line;
+
+                if (!yaml_parser_parse(&parser, &ev))
+                        break;
+                type = ev.type;
+                line = (unsigned long) ev.start_mark.line + 1;
+                r = yamlcap_event(cap, &ev);
+                yaml_event_delete(&ev);
+                if (r < 0) {
+                        if (r != -ENOMEM)
+                                r = config_error("%s: line %lu: %s", path, line, yamlcap_problem(cap));
+                        break;
+                }
+                if (type == YAML_DOCUMENT_END_EVENT || type == YAML_STREAM_END_EVENT)
+                        break;
+        }
+        yaml_parser_delete(&parser);
+        return r;
+}
+
 int config_file_load(struct kproxy_config *c) {
         struct kproxy_config file = {};
         struct config_file_extra x = {};
@@ -254,10 +292,16 @@ int config_file_load(struct kproxy_config *c) {
         int r;
 
         r = read_file(c->config_file, &data, &len);
+        if (r == -EFBIG)
+                return config_error("%s: larger than %u MiB (the --config file size cap)", c->config_file,
+                                    MAX_FILE_SIZE >> 20);
         if (r < 0) {
                 config_print("%s: %s", c->config_file, strerror(-r));
                 return r;
         }
+        r = file_check_caps(c->config_file, data, len);
+        if (r < 0)
+                return r;
         if (!yaml_parser_initialize(&parser))
                 return -ENOMEM;
         yaml_parser_set_input_string(&parser, (const unsigned char *) data, len);

@@ -42,6 +42,7 @@
 #include "ev/ev.h"
 #include "kube/client-internal.h"
 #include "kube/decode.h"
+#include "kube/list-scan.h"
 #include "util/log.h"
 
 #define DEFAULT_PAGE 500
@@ -356,34 +357,74 @@ static void watch_begin_list(struct kube_watch *w) {
         buf_done(&url);
 }
 
+/* A list page's metadata and items, an item at a time where the body
+ * scans (kube/list-scan.h), else parsed whole. Reports the items; the
+ * metadata object into *ret_md (the caller's reference). Returns 0, or -1
+ * with the reason in why. */
+static int report_page(struct kube_watch *w, json_t **ret_md, char why[160]) {
+        const char *body = w->body.data ? w->body.data : "";
+        struct kube_list_scan sc;
+        json_error_t e;
+
+        if (kube_list_scan(body, w->body.len, &sc) < 0 || !sc.has_items || !sc.metadata.len) {
+                json_t *list = json_loadb(body, w->body.len, 0, &e);
+                const json_t *items = json_object_get(list, "items"), *item;
+                size_t i;
+                if (!list || !json_is_array(items)) {
+                        snprintf(why, 160, "%.150s", list ? "malformed list: no items" : e.text);
+                        json_decref(list);
+                        return -1;
+                }
+                *ret_md = json_incref(json_object_get(list, "metadata"));
+                json_array_foreach(items, i, item)
+                        client_report_upsert(w, item, true);
+                json_decref(list);
+                return 0;
+        }
+        *ret_md = json_loadb(body + sc.metadata.off, sc.metadata.len, 0, &e);
+        for (size_t i = 0; i < sc.n_items && *ret_md; i++) {
+                json_t *item = json_loadb(body + sc.items[i].off, sc.items[i].len, JSON_DECODE_ANY, &e);
+                if (!item) {
+                        snprintf(why, 160, "malformed list item %zu: %.100s", i, e.text);
+                        json_decref(*ret_md);
+                        *ret_md = NULL;
+                        break;
+                }
+                client_report_upsert(w, item, true);
+                json_decref(item);
+        }
+        if (!*ret_md && !why[0])
+                snprintf(why, 160, "malformed list metadata: %.100s", e.text);
+        kube_list_scan_done(&sc);
+        return *ret_md ? 0 : -1;
+}
+
 /* A complete list page: report its items, then the next page or the watch. */
 static void finish_list_page(struct kube_watch *w) {
-        json_error_t e;
-        json_t *list = json_loadb(w->body.data ? w->body.data : "", w->body.len, 0, &e);
-        const json_t *items = json_object_get(list, "items");
-        const json_t *md = json_object_get(list, "metadata");
+        char why[160] = "";
+        json_t *md = NULL;
+
+        if (report_page(w, &md, why) < 0) {
+                client_failed(w, why, -1);
+                return;
+        }
         const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
         const char *cont = json_string_value(json_object_get(md, "continue"));
-        size_t i;
-        const json_t *item;
-
-        if (!list || !json_is_array(items) || !rv || !*rv) {
-                client_failed(w, list ? "malformed list: no items or resourceVersion" : e.text, -1);
-                json_decref(list);
+        if (!rv || !*rv) {
+                client_failed(w, "malformed list: no resourceVersion", -1);
+                json_decref(md);
                 return;
         }
         client_stop_transfer(w);
         w->pages++;
-        json_array_foreach(items, i, item)
-                client_report_upsert(w, item, true);
         client_set_str(&w->rv, rv);
         if (cont && *cont) {
                 client_set_str(&w->cont, cont);
-                json_decref(list);
+                json_decref(md);
                 watch_begin_list(w);
                 return;
         }
-        json_decref(list);
+        json_decref(md);
         client_set_str(&w->cont, NULL);
         buf_done(&w->body);     /* a page's room (about 1 MB); watch events need little */
 

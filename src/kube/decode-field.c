@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,35 @@
 #include "kube/decode.h"
 #include "model/model.h"
 
+void kube_field_escape(char *dst, size_t size, const char *src) {
+        size_t n = 0;
+
+        for (const unsigned char *p = (const unsigned char *) src; *p; p++) {
+                bool plain = *p >= 0x20 && *p != 0x7f, named = *p == '\n' || *p == '\t' || *p == '\r';
+                size_t w = plain ? 1 : named ? 2 : 4;
+                if (n + w >= size)
+                        break;
+                if (plain)
+                        dst[n] = (char) *p;
+                else if (named)
+                        snprintf(dst + n, 3, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+                else
+                        snprintf(dst + n, 5, "\\x%02x", *p);
+                n += w;
+        }
+        dst[n] = '\0';
+}
+
+/* The message quotes values of the object: escaped (kube_field_escape()),
+ * so it stays one line wherever it goes, not only in the log (which
+ * escapes it too). */
 int kube_field_fail(char *err, const char *fmt, ...) {
+        char raw[KUBE_ERRLEN];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err, KUBE_ERRLEN, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        kube_field_escape(err, KUBE_ERRLEN, raw);
         return -EINVAL;
 }
 

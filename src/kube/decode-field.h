@@ -21,6 +21,9 @@ enum l4_proto;
 #define KUBE_LABEL_ZONE "topology.kubernetes.io/zone"
 
 /* Formats the problem into err and returns -EINVAL. */
+/* src into dst (size bytes, NUL included), control characters written as
+ * Go's %q would (\\n, \\t, \\r, \\xNN): one line, cut at a whole escape. */
+void kube_field_escape(char *dst, size_t size, const char *src);
 int kube_field_fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Optional fields of o: absent and null both leave *ret NULL (the bool's

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kube/decode-field.h"
 #include "kube/load.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -48,20 +49,24 @@ struct kc {
 static int kc_fail(const struct kc *k, int r, const char *at, const char *key, const char *fmt, ...)
         __attribute__((format(printf, 5, 6)));
 static int kc_fail(const struct kc *k, int r, const char *at, const char *key, const char *fmt, ...) {
+        char raw[KUBE_CONN_ERRLEN];
         va_list ap;
         int n;
 
         if (!at && !key)
-                n = snprintf(k->err, KUBE_CONN_ERRLEN, "%s: ", k->path);
+                n = snprintf(raw, sizeof raw, "%s: ", k->path);
         else
-                n = snprintf(k->err, KUBE_CONN_ERRLEN, "%s: %s%s%s: ", k->path, at ? at : "", at && key ? "." : "",
+                n = snprintf(raw, sizeof raw, "%s: %s%s%s: ", k->path, at ? at : "", at && key ? "." : "",
                              key ? key : "");
         /* A long path may truncate the line; it stays one line. */
         if (n >= 0 && n < KUBE_CONN_ERRLEN) {
                 va_start(ap, fmt);
-                vsnprintf(k->err + n, (size_t) (KUBE_CONN_ERRLEN - n), fmt, ap);
+                vsnprintf(raw + n, (size_t) (KUBE_CONN_ERRLEN - n), fmt, ap);
                 va_end(ap);
         }
+        /* Names from the file are quoted in it: a newline in one (YAML
+         * folds a CR into one) is escaped, not a line break. */
+        kube_field_escape(k->err, KUBE_CONN_ERRLEN, raw);
         return r;
 }
 
@@ -465,10 +470,13 @@ static int kc_read(struct kc *k) {
         int r;
 
         r = kube_conn_read_file(k->path, &b);
-        if (r < 0) {
+        if (r == -EFBIG)
+                snprintf(k->err, KUBE_CONN_ERRLEN, "%s: larger than %u MiB (the kubeconfig size cap)", k->path,
+                         MAX_FILE_SIZE >> 20);
+        else if (r < 0)
                 snprintf(k->err, KUBE_CONN_ERRLEN, "%s: cannot read kubeconfig: %s", k->path, strerror(-r));
+        if (r < 0)
                 return r;
-        }
         r = kube_yaml_parse(k->path, b.data, b.len, kc_take_document, &docs, k->err);
         if (r == -E2BIG) {
                 json_decref(docs.root);

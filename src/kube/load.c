@@ -12,8 +12,8 @@
 
 #include "util/buf.h"
 #include "util/cleanup.h"
-
-#define MAX_DEPTH 64
+#include "util/hmap.h"
+#include "util/yamlcap.h"
 
 /* --- YAML scalars, resolved as sigs.k8s.io/yaml (YAML 1.1 core) does --- */
 
@@ -88,19 +88,31 @@ struct frame {
 };
 
 struct anchor {
-        char *name;
         json_t *value;
+        char name[];
 };
 
+/* Depth and alias expansion are capped (util/yamlcap.h) before an event
+ * gets here, so the stack never overflows and an alias is copied only
+ * when the copy is within the cap. */
 struct yaml_builder {
-        struct frame stack[MAX_DEPTH];
+        struct frame stack[YAMLCAP_MAX_DEPTH];
         size_t depth;
         json_t *root;
-        struct anchor *anchors;
-        size_t n_anchors;
+        struct hmap anchors;    /* name -> struct anchor, the latest of that name */
 };
 
+static void anchor_free(struct anchor *a) {
+        if (a) {
+                json_decref(a->value);
+                free(a);
+        }
+}
+
 static void builder_reset(struct yaml_builder *b) {
+        const char *k;
+        void *v;
+
         for (size_t i = 0; i < b->depth; i++) {
                 json_decref(b->stack[i].node);
                 free(b->stack[i].key);
@@ -108,24 +120,22 @@ static void builder_reset(struct yaml_builder *b) {
         b->depth = 0;
         json_decref(b->root);
         b->root = NULL;
-        for (size_t i = 0; i < b->n_anchors; i++) {
-                free(b->anchors[i].name);
-                json_decref(b->anchors[i].value);
-        }
-        free(b->anchors);
-        b->anchors = NULL;
-        b->n_anchors = 0;
+        for (size_t i = 0; hmap_next(&b->anchors, &i, &k, &v);)
+                anchor_free(v);
+        hmap_done(&b->anchors);
 }
 
+/* By name, in a map: a document may hold many anchors and aliases, and a
+ * scan of every anchor per alias would be quadratic. */
 static int remember_anchor(struct yaml_builder *b, const char *name, json_t *v) {
-        struct anchor *a = realloc(b->anchors, (b->n_anchors + 1) * sizeof *a);
+        size_t len = strlen(name);
+        struct anchor *a = malloc(sizeof *a + len + 1);
+
         if (!a)
                 return -ENOMEM;
-        b->anchors = a;
-        a[b->n_anchors].name = strdup(name);
-        if (!a[b->n_anchors].name)
-                return -ENOMEM;
-        a[b->n_anchors++].value = json_incref(v);
+        memcpy(a->name, name, len + 1);
+        a->value = json_incref(v);
+        anchor_free(hmap_put(&b->anchors, a->name, a));
         return 0;
 }
 
@@ -179,7 +189,7 @@ static int builder_add(struct yaml_builder *b, json_t *v, const char **problem) 
 static int builder_push(struct yaml_builder *b, json_t *container, const char *anchor, const char **problem) {
         if (!container)
                 return -ENOMEM;
-        if (b->depth == MAX_DEPTH) {
+        if (b->depth == YAMLCAP_MAX_DEPTH) {   /* yamlcap stopped it already */
                 json_decref(container);
                 *problem = "nesting too deep";
                 return -EINVAL;
@@ -229,12 +239,13 @@ static int handle_event(struct yaml_builder *b, const yaml_event_t *ev, const ch
                 }
                 return builder_add(b, j, problem);
         }
-        case YAML_ALIAS_EVENT:
-                for (size_t i = b->n_anchors; i-- > 0;)
-                        if (strcmp(b->anchors[i].name, (const char *) ev->data.alias.anchor) == 0)
-                                return builder_add(b, json_deep_copy(b->anchors[i].value), problem);
+        case YAML_ALIAS_EVENT: {
+                const struct anchor *a = hmap_get(&b->anchors, (const char *) ev->data.alias.anchor);
+                if (a)
+                        return builder_add(b, json_deep_copy(a->value), problem);
                 *problem = "unknown alias";
                 return -EINVAL;
+        }
         default:
                 return 0;
         }
@@ -242,10 +253,13 @@ static int handle_event(struct yaml_builder *b, const yaml_event_t *ev, const ch
 
 int kube_yaml_parse(const char *name, const char *data, size_t len, kube_object_fn fn, void *userdata,
                     char err[KUBE_LOAD_ERRLEN]) {
+        _cleanup_(yamlcap_freep) struct yamlcap *cap = yamlcap_new();
         yaml_parser_t parser;
-        struct yaml_builder b = {0};
+        struct yaml_builder b = {.anchors = HMAP_INIT_KEY_ARRAY(struct anchor, name)};
         int r = 0;
 
+        if (!cap)
+                return -ENOMEM;
         if (!yaml_parser_initialize(&parser))
                 return -ENOMEM;
         yaml_parser_set_input_string(&parser, (const unsigned char *) data, len);
@@ -261,7 +275,11 @@ int kube_yaml_parse(const char *name, const char *data, size_t len, kube_object_
                 }
                 size_t line = ev.start_mark.line + 1, col = ev.start_mark.column + 1;
                 yaml_event_type_t type = ev.type;
-                if (type == YAML_DOCUMENT_START_EVENT) {
+                r = yamlcap_event(cap, &ev);
+                if (r < 0) {
+                        snprintf(err, KUBE_LOAD_ERRLEN, "%s:%zu:%zu: %s", name, line, col, yamlcap_problem(cap));
+                        r = r == -ENOMEM ? r : -EINVAL;
+                } else if (type == YAML_DOCUMENT_START_EVENT) {
                         builder_reset(&b);
                 } else if (type == YAML_DOCUMENT_END_EVENT) {
                         if (b.root)
@@ -320,12 +338,26 @@ static int dispatch_root(void *userdata, const json_t *root) {
         return d->fn(d->userdata, root);
 }
 
+/* Neither JSON nor YAML text holds a NUL byte: a file that does is not
+ * one (a binary, /dev/zero), and saying so at once spares parsing it. */
+static int check_text(const char *name, const char *data, size_t len, size_t offset, char err[KUBE_LOAD_ERRLEN]) {
+        const char *nul = memchr(data, '\0', len);
+
+        if (!nul)
+                return 0;
+        snprintf(err, KUBE_LOAD_ERRLEN, "%s: a NUL byte at offset %zu: not JSON or YAML text", name,
+                 offset + (size_t) (nul - data));
+        return -EINVAL;
+}
+
 int kube_load_buffer(const char *name, const char *data, size_t len, kube_object_fn fn, void *userdata,
                      char err[KUBE_LOAD_ERRLEN]) {
         struct dispatch d = {fn, userdata, name, err};
         size_t i = 0;
 
         err[0] = '\0';
+        if (check_text(name, data, len, 0, err) < 0)
+                return -EINVAL;
         while (i < len && isspace((unsigned char) data[i]))
                 i++;
         if (i < len && (data[i] == '{' || data[i] == '[')) {
@@ -353,18 +385,26 @@ int kube_load_file(const char *path, kube_object_fn fn, void *userdata, char err
                 snprintf(err, KUBE_LOAD_ERRLEN, "%s: %s", path, strerror(errno));
                 return r;
         }
-        for (;;) {
+        /* Checked as it is read: an endless or binary input fails at
+         * once, not after filling memory. */
+        for (r = 0; r == 0;) {
                 buf_reserve(&b, 65536);
                 size_t n = fread(b.data + b.len, 1, b.cap - b.len - 1, f);
+                r = check_text(name, b.data + b.len, n, b.len, err);
                 b.len += n;
                 b.data[b.len] = '\0';
                 if (n == 0)
                         break;
+                if (r == 0 && b.len > KUBE_LOAD_MAX_BYTES) {
+                        snprintf(err, KUBE_LOAD_ERRLEN, "%s: larger than %u MiB (the state file size cap)", name,
+                                 KUBE_LOAD_MAX_BYTES >> 20);
+                        r = -EFBIG;
+                }
         }
-        if (ferror(f)) {
+        if (r == 0 && ferror(f)) {
                 r = -EIO;
                 snprintf(err, KUBE_LOAD_ERRLEN, "%s: read error", name);
-        } else {
+        } else if (r == 0) {
                 r = kube_load_buffer(name, b.data, b.len, fn, userdata, err);
         }
         if (f != stdin)

@@ -2,8 +2,11 @@
 /*
  * Principle of the log: one line per message, written with one call, in
  * klog's text or component-base's JSON. Untrusted text (API objects' names
- * end up in messages) is escaped in structured values and in every JSON
- * string, so a value can never start a line of its own there.
+ * end up in messages) is escaped everywhere it lands: in structured values
+ * and every JSON string, and in the text format's free-text messages too
+ * (where klog writes them as they are), so that nothing a message holds
+ * can start a line of its own. A message meant to span lines reads with
+ * its newlines as \n.
  */
 #include "util/log.h"
 
@@ -128,44 +131,78 @@ static void putf(struct line *l, const char *fmt, ...) {
                 l->len += (size_t) n < room ? (size_t) n : room;
 }
 
-/* The length of the valid UTF-8 sequence at s (1-4), or 0 if invalid. */
+/* The length of the valid UTF-8 sequence at s (1-4), or 0 if invalid:
+ * overlong forms, surrogates and code points past U+10FFFF are invalid, as
+ * Go's decoder has them. */
 static size_t utf8_len(const unsigned char *s) {
+        unsigned char lo = 0x80, hi = 0xbf;
+        size_t n;
+
         if (s[0] < 0x80)
                 return 1;
-        size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
-        for (size_t i = 1; i < n; i++)
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                n = 2;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                n = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                n = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
+        else
+                return 0;
+        if (s[1] < lo || s[1] > hi)
+                return 0;
+        for (size_t i = 2; i < n; i++)
                 if ((s[i] & 0xc0) != 0x80)
                         return 0;
         return n;
 }
 
-/* A quoted string: JSON's escapes (also right for klog's text values),
- * control bytes as \u00XX, invalid UTF-8 as U+FFFD, as Go's encoders do. */
-static void put_quoted(struct line *l, const char *s) {
-        put(l, "\"", 1);
+/* Whether the sequence of n bytes at s is a character that can end or
+ * hide a line: a C0 or C1 control, DEL, or U+2028/U+2029 (line and
+ * paragraph separators, which some viewers break lines at). */
+static bool breaks_line(const unsigned char *s, size_t n) {
+        if (n == 1)
+                return s[0] < 0x20 || s[0] == 0x7f;
+        if (n == 2)
+                return s[0] == 0xc2 && s[1] < 0xa0;
+        return n == 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9);
+}
+
+/* Untrusted text (API objects' names end up in messages) kept on its line:
+ * a character that could break it escaped (\n, \t, \r, else \uXXXX),
+ * invalid UTF-8 as \ufffd, as Go's encoders write them; within quotes
+ * also the quote and the backslash. So a name cannot forge a line. */
+static void put_escaped(struct line *l, const char *s, bool quoted) {
         for (const unsigned char *p = (const unsigned char *) s; *p;) {
                 size_t n = utf8_len(p);
-                if (n > 1 || (n == 1 && *p >= 0x20 && *p != 0x7f && *p != '"' && *p != '\\')) {
+                if (n > 0 && !breaks_line(p, n) && !(quoted && (*p == '"' || *p == '\\'))) {
                         put(l, (const char *) p, n);
                         p += n;
                         continue;
                 }
-                if (*p == '"' || *p == '\\') {
-                        char e[2] = {'\\', (char) *p};
-                        put(l, e, 2);
-                } else if (*p == '\n') {
-                        puts_(l, "\\n");
-                } else if (*p == '\t') {
-                        puts_(l, "\\t");
-                } else if (*p == '\r') {
-                        puts_(l, "\\r");
-                } else if (n == 0) {
+                if (n == 0)
                         puts_(l, "\\ufffd");
-                } else {
+                else if (*p == '"' || *p == '\\')
+                        put(l, (const char[]) {'\\', (char) *p}, 2);
+                else if (*p == '\n')
+                        puts_(l, "\\n");
+                else if (*p == '\t')
+                        puts_(l, "\\t");
+                else if (*p == '\r')
+                        puts_(l, "\\r");
+                else if (n == 1)
                         putf(l, "\\u%04x", *p);
-                }
-                p++;
+                else if (n == 2)
+                        putf(l, "\\u%04x", p[1]);    /* C1: U+0080..U+009F */
+                else
+                        putf(l, "\\u%04x", 0x2000 + (p[2] & 0x3f));
+                p += n ? n : 1;
         }
+}
+
+/* A quoted string: JSON's escapes (also right for klog's text values). */
+static void put_quoted(struct line *l, const char *s) {
+        put(l, "\"", 1);
+        put_escaped(l, s, true);
         put(l, "\"", 1);
 }
 
@@ -279,8 +316,13 @@ static void log_vwrite(enum log_severity sev, int v, int err, const char *file, 
                 }
                 put_header(&l, sev, v, sev >= LOG_SEV_ERROR ? err : 0, file, line, msg);
         } else {
+                /* As klog, a newline that ends the message is the line's
+                 * own; any other is escaped with the rest. */
+                size_t n = strlen(msg);
+                while (n > 0 && msg[n - 1] == '\n')
+                        msg[--n] = '\0';
                 put_header(&l, sev, v, err, file, line, NULL);
-                puts_(&l, msg);
+                put_escaped(&l, msg, false);
                 if (err) {
                         puts_(&l, ": ");
                         puts_(&l, strerror(err));

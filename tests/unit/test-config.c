@@ -15,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "config/config.h"
 #include "test.h"
+#include "util/buf.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -1304,6 +1306,79 @@ static void test_example_file(void) {
         config_done(&c);
 }
 
+static double now_s(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* Loads text as the --config file: the result, stderr into *ret_err and the
+ * time it took into *ret_s. */
+static int load_timed(const char *text, char **ret_err, double *ret_s) {
+        struct kproxy_config c;
+        char *path = write_temp("caps.yaml", text);
+        double t0 = now_s();
+        int r = setup(&c, ret_err, "--config", path, NULL);
+
+        *ret_s = now_s() - t0;
+        config_done(&c);
+        free(path);
+        return r;
+}
+
+/* The input caps: pathological files fail at once with the cap named, or
+ * (many fields) load in linear time. */
+static void test_file_caps(void) {
+        static const char head[] = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n";
+        struct buf b = BUF_INIT;
+        char *err = NULL;
+        double s;
+
+        /* Deep nesting in a field kproxy does not know: took 27 s. */
+        buf_printf(&b, "%sbogus: ", head);
+        for (int i = 0; i < 100000; i++)
+                buf_putc(&b, '[');
+        for (int i = 0; i < 100000; i++)
+                buf_putc(&b, ']');
+        CHECK(load_timed(b.data, &err, &s) == -EINVAL);
+        CHECK_CONTAINS(err, "caps.yaml: line 3: collections nest deeper than 64 levels (the YAML depth cap)\n");
+        CHECK(s < 5.0);
+        free(err);
+
+        /* A list of aliases of a long string: each a copy. */
+        buf_clear(&b);
+        buf_printf(&b, "%sx: &a ", head);
+        for (int i = 0; i < (1 << 20); i++)
+                buf_putc(&b, 'x');
+        buf_puts(&b, "\nnodePortAddresses: [*a, *a, *a, *a, *a]\n");
+        CHECK(load_timed(b.data, &err, &s) == -EINVAL);
+        CHECK_CONTAINS(err, "line 4: aliases expand to more than 4 MiB of text (the YAML alias expansion cap)\n");
+        free(err);
+
+        buf_clear(&b);
+        buf_puts(&b, head);
+        while (b.len <= (4u << 20))
+                buf_puts(&b, "# a comment that goes on and on and on\n");
+        CHECK(load_timed(b.data, &err, &s) == -EINVAL);
+        CHECK_CONTAINS(err, "caps.yaml: larger than 4 MiB (the --config file size cap)\n");
+        free(err);
+
+        /* Many fields, one of them twice: each compared with all before
+         * it, 400k fields took minutes. */
+        buf_clear(&b);
+        buf_puts(&b, head);
+        for (int i = 0; i < 50000; i++)
+                buf_printf(&b, "k%d: 1\n", i);
+        buf_puts(&b, "k7: 2\n");
+        CHECK(load_timed(b.data, &err, &s) == 0);
+        CHECK_CONTAINS(err, "line 50003: duplicate field \"k7\", the last one wins\n");
+        CHECK_CONTAINS(err, "line 50002: unknown field \"k49999\", ignoring\n");
+        CHECK(s < 5.0);
+        free(err);
+        buf_done(&b);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
         (void) st, (void) flag, (void) ftw;
         return remove(path);
@@ -1329,6 +1404,7 @@ int main(void) {
         TEST_RUN(test_file_lenient);
         TEST_RUN(test_file_errors);
         TEST_RUN(test_file_unreadable);
+        TEST_RUN(test_file_caps);
         TEST_RUN(test_json_file);
         TEST_RUN(test_log_options);
         TEST_RUN(test_round_trip);

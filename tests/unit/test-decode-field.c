@@ -160,11 +160,26 @@ static void test_fail_is_bounded(void) {
         CHECK(strlen(err) == KUBE_ERRLEN - 1);
 }
 
+/* A value quoted in the message keeps it one line: control characters
+ * as Go's %q writes them, still bounded (found by tests/fuzz/fuzz-decode.c). */
+static void test_fail_escapes_controls(void) {
+        char err[KUBE_ERRLEN];
+        char many[KUBE_ERRLEN];
+
+        CHECK(kube_field_fail(err, "name: \"%s\" is not valid", "a\nE0101 b\t\r\x01\x7f") == -EINVAL);
+        CHECK_STREQ(err, "name: \"a\\nE0101 b\\t\\r\\x01\\x7f\" is not valid");
+        memset(many, '\n', sizeof many - 1);
+        many[sizeof many - 1] = '\0';
+        kube_field_fail(err, "%s", many);
+        CHECK(strlen(err) == KUBE_ERRLEN - 2 && !strchr(err, '\n'));
+}
+
 int main(void) {
         TEST_RUN(test_absent_null_and_types);
         TEST_RUN(test_integers);
         TEST_RUN(test_meta);
         TEST_RUN(test_protocol_and_port_names);
         TEST_RUN(test_fail_is_bounded);
+        TEST_RUN(test_fail_escapes_controls);
         TEST_DONE();
 }

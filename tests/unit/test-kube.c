@@ -10,6 +10,7 @@
 #include "kube/load.h"
 #include "kube/rate.h"
 #include "model/model.h"
+#include "util/buf.h"
 #include "util/inet.h"
 #include "test.h"
 
@@ -80,6 +81,63 @@ static void test_syntax_errors(void) {
         o = load("- 1\n- 2\n", &r, err);
         CHECK(r == -EINVAL && strstr(err, "not an object"));
         json_decref(o);
+}
+
+/* The caps of util/yamlcap.h as the state loader reports them, and text
+ * that is not text. */
+static void test_input_caps(void) {
+        char err[KUBE_LOAD_ERRLEN];
+        struct buf b = BUF_INIT;
+        int r;
+
+        buf_puts(&b, "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for (int i = 1; i < 10; i++)
+                buf_printf(&b, "l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i,
+                           i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+        json_t *o = load(b.data, &r, err);
+        CHECK(r == -EINVAL && json_array_size(o) == 0);
+        CHECK_STREQ(err, "t:5:45: aliases expand to more than 100000 nodes (the YAML alias expansion cap)");
+        json_decref(o);
+
+        buf_clear(&b);
+        buf_puts(&b, "kind: Service\nspec: ");
+        for (int i = 0; i < 100000; i++)
+                buf_putc(&b, '[');
+        o = load(b.data, &r, err);
+        CHECK(r == -EINVAL && json_array_size(o) == 0);
+        CHECK_STREQ(err, "t:2:70: collections nest deeper than 64 levels (the YAML depth cap)");
+        json_decref(o);
+
+        o = load("a: &a [1, *a]\n", &r, err);
+        CHECK(r == -EINVAL && strstr(err, "alias *a is inside the value of its own anchor"));
+        json_decref(o);
+
+        /* Many anchors and aliases: found by name, each alias a copy of
+         * the latest anchor of its name. */
+        buf_clear(&b);
+        buf_puts(&b, "a:\n");
+        for (int i = 0; i < 20000; i++)
+                buf_printf(&b, "- &a%d {v: %d}\n", i, i);
+        buf_puts(&b, "- &a7 {v: -7}\nb:\n");
+        for (int i = 0; i < 20000; i++)
+                buf_printf(&b, "- *a%d\n", i);
+        o = load(b.data, &r, err);
+        CHECK(r == 0 && json_array_size(o) == 1);
+        const json_t *copies = json_object_get(json_array_get(o, 0), "b");
+        CHECK(json_array_size(copies) == 20000);
+        CHECK(json_integer_value(json_object_get(json_array_get(copies, 19999), "v")) == 19999);
+        CHECK(json_integer_value(json_object_get(json_array_get(copies, 7), "v")) == -7);
+        json_decref(o);
+        buf_done(&b);
+
+        /* A NUL byte: neither JSON nor YAML. */
+        struct collect c = {json_array()};
+        CHECK(kube_load_buffer("t", "kind:\0x", 8, collect_fn, &c, err) == -EINVAL);
+        CHECK_STREQ(err, "t: a NUL byte at offset 5: not JSON or YAML text");
+        CHECK(kube_load_file("/dev/zero", collect_fn, &c, err) == -EINVAL);
+        CHECK_STREQ(err, "/dev/zero: a NUL byte at offset 0: not JSON or YAML text");
+        CHECK(json_array_size(c.objs) == 0);
+        json_decref(c.objs);
 }
 
 static json_t *obj(const char *text) {
@@ -387,6 +445,7 @@ int main(void) {
         TEST_RUN(test_yaml_scalars);
         TEST_RUN(test_lists_and_documents);
         TEST_RUN(test_syntax_errors);
+        TEST_RUN(test_input_caps);
         TEST_RUN(test_decode_service);
         TEST_RUN(test_decode_service_errors);
         TEST_RUN(test_decode_slice);

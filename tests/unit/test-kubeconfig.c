@@ -18,6 +18,7 @@
 
 #include "kube/kubeconfig.h"
 #include "test.h"
+#include "util/buf.h"
 
 #define CA_PEM "-----BEGIN CERTIFICATE-----\nMIIBfakeCA\n-----END CERTIFICATE-----\n"
 #define CERT_PEM "-----BEGIN CERTIFICATE-----\nMIIBfakeClient\n-----END CERTIFICATE-----\n"
@@ -564,6 +565,36 @@ static void test_unreadable(void) {
         CHECK(conn_is_zero(&c));
 }
 
+/* A kubeconfig built to cost its reader: a billion laughs fails on the
+ * alias that passes the cap, before the copies are made; a huge file at
+ * the size cap. */
+static void test_input_caps(void) {
+        char err[KUBE_CONN_ERRLEN], expect[KUBE_CONN_ERRLEN];
+        struct kube_conn c = {0};
+        struct buf b = BUF_INIT;
+        const char *path;
+
+        buf_puts(&b, "apiVersion: v1\nkind: Config\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for (int i = 1; i < 10; i++)
+                buf_printf(&b, "l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i,
+                           i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+        path = write_tmp("laughs.conf", "%s", b.data);
+        CHECK(kube_conn_resolve(path, NULL, &c, err) == -EINVAL);
+        snprintf(expect, sizeof expect, "%s:7:45: aliases expand to more than 100000 nodes (the YAML alias expansion cap)",
+                 path);
+        CHECK_STREQ(err, expect);
+        CHECK(conn_is_zero(&c));
+
+        buf_clear(&b);
+        while (b.len <= (16u << 20))
+                buf_puts(&b, "# a comment that goes on and on and on\n");
+        path = write_tmp("huge.conf", "%s", b.data);
+        CHECK(kube_conn_resolve(path, NULL, &c, err) == -EFBIG);
+        snprintf(expect, sizeof expect, "%s: larger than 16 MiB (the kubeconfig size cap)", path);
+        CHECK_STREQ(err, expect);
+        buf_done(&b);
+}
+
 /* ---- in-cluster ------------------------------------------------------- */
 
 static void test_in_cluster(void) {
@@ -689,6 +720,22 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
         return remove(path);
 }
 
+/* A name quoted in an error keeps it one line: YAML folds a quoted name's
+ * escaped newline into one, written back as \n (found by
+ * tests/fuzz/fuzz-kubeconfig.c). */
+static void test_error_one_line(void) {
+        char err[KUBE_CONN_ERRLEN], expect[KUBE_CONN_ERRLEN];
+        struct kube_conn c = {0};
+        const char *path = write_tmp("newline.conf",
+                                     "current-context: a\n"
+                                     "contexts: [{name: a, context: {cluster: \"x\\nE0101 forged\", user: u}}]\n");
+
+        CHECK(kube_conn_resolve(path, NULL, &c, err) == -EINVAL);
+        snprintf(expect, sizeof expect,
+                 "%s: contexts[0].context.cluster: cluster \"x\\nE0101 forged\" not found in clusters", path);
+        CHECK_STREQ(err, expect);
+}
+
 int main(void) {
         if (!mkdtemp(tmpdir)) {
                 perror("mkdtemp");
@@ -702,9 +749,11 @@ int main(void) {
         TEST_RUN(test_current_context);
         TEST_RUN(test_master_override);
         TEST_RUN(test_missing_references);
+        TEST_RUN(test_error_one_line);
         TEST_RUN(test_bad_values);
         TEST_RUN(test_unsupported_auth);
         TEST_RUN(test_unreadable);
+        TEST_RUN(test_input_caps);
         TEST_RUN(test_in_cluster);
         TEST_RUN(test_in_cluster_missing_env);
         TEST_RUN(test_reload_token);

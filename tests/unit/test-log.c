@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kube/intake.h"
 #include "test.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -104,6 +105,100 @@ out:
                 json_decref(lines[i]);
 }
 
+static size_t count_lines(const char *s) {
+        size_t n = 0;
+        for (; *s; s++)
+                n += *s == '\n';
+        return n;
+}
+
+/* What a name or a tool's output may hold to break a line, in a free-text
+ * message: each escaped, the valid text around it kept as it is. */
+static const char forged[] = "a\nE0101 00:00:00.000000       1 forged.go:1] pwned\r\x1b[2J\xc2\x85|\xe2\x80\xa8|"
+                             "\xe2\x80\xa9|\x7f|\xff|\xc0\x8a|\xed\xa0\x80|\xf4\x90\x80\x80|\t \"q\" \\ µ 日本 \xf0\x9f\x99\x82";
+static const char forged_escaped[] =
+        "a\\nE0101 00:00:00.000000       1 forged.go:1] pwned\\r\\u001b[2J\\u0085|\\u2028|\\u2029|\\u007f|\\ufffd|"
+        "\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd|\\t \"q\" \\ µ 日本 \xf0\x9f\x99\x82";
+
+static void emit_forged(void) {
+        log_warning("name %s", forged);
+        /* A tool's complaint, several lines that end in a newline. */
+        log_error("restore failed: %s", "line 3 failed\nError occurred at line: 3\n\n");
+        log_info_kv("Forged", KV_STR("name", forged));
+}
+
+static void test_text_escapes(void) {
+        log_set_format(LOG_FORMAT_TEXT);
+        char *out = capture(emit_forged);
+        char want[512];
+        snprintf(want, sizeof want, "] name %s\n", forged_escaped);
+        CHECK(strstr(out, want));
+        CHECK(strstr(out, "] restore failed: line 3 failed\\nError occurred at line: 3\n"));
+        CHECK(strstr(out, "] \"Forged\" name=\"a\\nE0101 00:00:00.000000       1 forged.go:1] pwned\\r\\u001b[2J"
+                          "\\u0085|\\u2028|\\u2029|\\u007f|\\ufffd|"));
+        CHECK(strstr(out, "|\\t \\\"q\\\" \\\\ µ 日本 \xf0\x9f\x99\x82\"\n"));
+        CHECK(count_lines(out) == 3);
+        CHECK(out[0] == 'W' && !strstr(out, "\nE0101"));
+}
+
+static void test_json_escapes(void) {
+        log_set_format(LOG_FORMAT_JSON);
+        char *out = capture(emit_forged);
+        log_set_format(LOG_FORMAT_TEXT);
+        CHECK(count_lines(out) == 3);
+        /* The separators are escaped in the raw line, as Go's encoder
+         * writes them; every line reads back as the text logged, but for
+         * the invalid UTF-8, which reads back as U+FFFD. */
+        CHECK(!strstr(out, "\xe2\x80\xa8") && strstr(out, "\\u2028"));
+        char *nl = strchr(out, '\n');
+        CHECK(nl);
+        if (!nl)
+                return;
+        *nl = '\0';
+        json_t *j = json_loads(out, 0, NULL);
+        CHECK(j);
+        const char *msg = json_string_value(json_object_get(j, "msg"));
+        CHECK(msg && strncmp(msg, "name a\nE0101 00:00:00.000000       1 forged.go:1] pwned\r\x1b[2J\xc2\x85|", 59) == 0);
+        CHECK(msg && strstr(msg, "|\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd|"));
+        json_decref(j);
+}
+
+/* A Service named with a newline, as the API server would send it to the
+ * watch: the warning about it is one line, and what follows the newline
+ * stays inside it. */
+static struct intake *forging_intake;
+
+static void emit_forged_service(void) {
+        static const char svc[] =
+                "{\"kind\":\"Service\",\"metadata\":{\"namespace\":\"default\",\"name\":"
+                "\"web\\nE0101 12:00:00.000000       1 forged.go:1] \\\"Forged\\\" pwned=\\\"yes\\\"\"},"
+                "\"spec\":{\"clusterIP\":\"10.96.0.1\",\"clusterIPs\":[\"10.96.0.1\"],\"ports\":[{\"port\":80}]}}";
+        json_t *obj = json_loads(svc, 0, NULL);
+        const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+        char key[256];
+
+        snprintf(key, sizeof key, "default/%s", name ? name : "");
+        intake_object(forging_intake, INTAKE_SERVICES, key, obj);
+        json_decref(obj);
+}
+
+static void test_forged_service_name(void) {
+        CHECK(intake_new("node-1", NULL, &forging_intake) == 0);
+        log_set_format(LOG_FORMAT_TEXT);
+        char *out = capture(emit_forged_service);
+        CHECK(count_lines(out) == 1);
+        CHECK(out[0] == 'W' && strstr(out, "] Invalid Service default/web\\nE0101 12:00:00.000000"));
+        CHECK(!strstr(out, "\nE0101"));
+        log_set_format(LOG_FORMAT_JSON);
+        out = capture(emit_forged_service);
+        log_set_format(LOG_FORMAT_TEXT);
+        CHECK(count_lines(out) == 1);
+        json_t *j = json_loads(out, JSON_DISABLE_EOF_CHECK, NULL);
+        CHECK(j && strstr(json_string_value(json_object_get(j, "msg")), "default/web\nE0101 12:00:00.000000"));
+        json_decref(j);
+        forging_intake = intake_free(forging_intake);
+}
+
 static double durations[] = {0, 0.0000004, 0.000123, 0.5, 1.5, 61.25, 3725.000001};
 static const char *const want_durations[] = {"0s", "0s", "123µs", "500ms", "1.5s", "1m1.25s", "1h2m5.000001s"};
 static size_t duration_i;
@@ -189,6 +284,9 @@ static void test_split_stream(void) {
 int main(void) {
         TEST_RUN(test_text);
         TEST_RUN(test_json);
+        TEST_RUN(test_text_escapes);
+        TEST_RUN(test_json_escapes);
+        TEST_RUN(test_forged_service_name);
         TEST_RUN(test_durations);
         TEST_RUN(test_vmodule);
         TEST_RUN(test_split_stream);
