@@ -73,6 +73,7 @@ int main(int argc, char **argv) {
         iptsync_free(s);
         render_params_done(&p);
         nftables_close(nl);
+        host_facts_done(&h);
         model_free(m);
         config_done(&cfg);
         return 0;
