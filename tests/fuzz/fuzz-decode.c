@@ -25,10 +25,11 @@ static void check_err(int r, const char *err) {
                 assert(err[0] != '\0' && strlen(err) < KUBE_ERRLEN && !strchr(err, '\n'));
 }
 
-/* "namespace/name", both of [a-z0-9.-]. */
+/* "namespace/name", or "name" for an object sent without a namespace
+ * (client-go's MetaNamespaceKeyFunc, kube/decode.h), of [a-z0-9.-]. */
 static void check_key(const char *key) {
         const char *slash = strchr(key, '/');
-        assert(slash && slash > key && slash[1] && !strchr(slash + 1, '/'));
+        assert(key[0] && (!slash || (slash > key && slash[1] && !strchr(slash + 1, '/'))));
         for (const char *p = key; *p; p++)
                 assert((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
                        p == slash);
@@ -58,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_err(r, err);
         if (r == 0) {
                 check_key(s->key);
-                assert(s->name == strchr(s->key, '/') + 1);
+                assert(s->name == (strchr(s->key, '/') ? strchr(s->key, '/') + 1 : s->key));
                 model_service_upsert(m, s);
         }
         err[0] = '\0';
