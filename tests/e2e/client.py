@@ -7,10 +7,12 @@ socket with --same-socket) and prints a JSON summary:
  "max_connect_ms": 1.2}
 
 usage: client.py HOST PORT COUNT [--udp] [--same-socket] [--connected] [--timeout S] [--until-seconds S]
-                 [--interval S]
+                 [--interval S] [--bind-port P]
 With --until-seconds the client loops for that long instead of COUNT times.
 --connected: UDP through connect()ed sockets, which see ICMP errors (a
 REJECT's port unreachable is ECONNREFUSED). --interval: a pause between tries.
+--bind-port: UDP from this local port, so a test can tell its flow's
+conntrack entry from those earlier tests left.
 After 10 failures in a row it gives up ("gave_up": true in the summary):
 a broken service fails its test in seconds, not after COUNT timeouts.
 """
@@ -51,6 +53,7 @@ def main():
     until = float(args[args.index("--until-seconds") + 1]) if "--until-seconds" in args else None
     interval = float(args[args.index("--interval") + 1]) if "--interval" in args else 0
     connected = "--connected" in args
+    bind_port = int(args[args.index("--bind-port") + 1]) if "--bind-port" in args else 0
     replies, peers, errors = {}, {}, {}
     max_ms = 0.0
     usock = None
@@ -66,6 +69,9 @@ def main():
                     usock.close()
                 usock = socket.socket(fam, socket.SOCK_DGRAM)
                 usock.settimeout(timeout)
+                if bind_port:
+                    usock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    usock.bind(("::" if fam == socket.AF_INET6 else "0.0.0.0", bind_port))
                 if connected:
                     usock.connect((host, port))
             t0 = time.monotonic()

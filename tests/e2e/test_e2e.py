@@ -500,13 +500,15 @@ class Suite:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
              os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.53", "53", "0", "--udp",
-             "--same-socket", "--connected", "--until-seconds", "25", "--timeout", "0.3", "--interval", "0.05"],
+             "--same-socket", "--connected", "--until-seconds", "25", "--timeout", "0.3", "--interval", "0.05",
+             "--bind-port", "40853"],
             stdout=subprocess.PIPE, text=True)
         try:
-            # An entry that has seen a reply: the flow is live (under load the
-            # client may take a while to start).
+            # This flow's entry (earlier tests' entries to a2 may still be
+            # there) has seen a reply: the flow is live (under load the client
+            # may take a while to start).
             wait_for("the UDP flow's answered conntrack entry", lambda: any(
-                "dport=53" in l and "UNREPLIED" not in l for l in lab.run(
+                "sport=40853 dport=53" in l and "UNREPLIED" not in l for l in lab.run(
                     ["conntrack", "-L", "-p", "udp", "-d", "10.96.0.53"], ns="n1", check=False).stdout.splitlines()),
                 timeout=20)
             self.replace_slice(slice_("dns-1", "dns", [], port=5353, proto="UDP"))
@@ -553,6 +555,7 @@ class Suite:
         finally:
             proc.kill()
             proc.wait()
+            proc.stdout.close()
 
     def test_08d_conntrack_reconciler_deletions_are_counted(self):
         # Tests 08 to 08c left UDP conntrack entries pointing at endpoints
@@ -706,12 +709,13 @@ class Suite:
         lab = self.lab
 
         def dns_flow_ids():
-            out = lab.run(["conntrack", "-L", "-p", "udp", "-d", "10.96.0.53", "-o", "id"], ns="n1").stdout
+            out = lab.run(["conntrack", "-L", "-p", "udp", "-d", "10.96.0.53", "--sport", "40854", "-o", "id"],
+                          ns="n1").stdout
             return sorted(re.findall(r"id=(\d+)", out))
         proc = subprocess.Popen(
             ["ip", "netns", "exec", lab.ns("p-cl"), sys.executable,
              os.path.join(os.path.dirname(__file__), "client.py"), "10.96.0.53", "53", "0", "--udp",
-             "--same-socket", "--until-seconds", "10", "--timeout", "0.5"],
+             "--same-socket", "--until-seconds", "10", "--timeout", "0.5", "--bind-port", "40854"],
             stdout=subprocess.PIPE, text=True)
         before = wait_for("the UDP flow's conntrack entry", dns_flow_ids, timeout=20)
         lab.stop_kproxy(signal.SIGTERM)
