@@ -16,12 +16,13 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static char dir[] = "/tmp/kproxy-fuzz-config-XXXXXX";
-static char in_path[64], out1[64], out2[64];
+static char dir[64];
+static char in_path[80], out1[80], out2[80];
 
 static void remove_dir(void) {
         unlink(in_path);
@@ -32,8 +33,7 @@ static void remove_dir(void) {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         (void) argc, (void) argv;
-        if (!mkdtemp(dir))
-                abort();
+        fuzz_scratch_dir("config", dir, sizeof dir);
         snprintf(in_path, sizeof in_path, "%s/in.yaml", dir);
         snprintf(out1, sizeof out1, "%s/out1.yaml", dir);
         snprintf(out2, sizeof out2, "%s/out2.yaml", dir);

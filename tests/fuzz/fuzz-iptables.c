@@ -42,12 +42,13 @@
 
 #include "apply/iptables-delta.h"
 #include "restore-model.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static char dir[] = "/tmp/kproxy-fuzz-iptables-XXXXXX";
-static char file1[64], file2[64], file3[64];
+static char dir[64];
+static char file1[80], file2[80], file3[80];
 
 static void remove_dir(void) {
         unlink(file1);
@@ -58,8 +59,7 @@ static void remove_dir(void) {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         (void) argc, (void) argv;
-        if (!mkdtemp(dir))
-                abort();
+        fuzz_scratch_dir("iptables", dir, sizeof dir);
         snprintf(file1, sizeof file1, "%s/known1", dir);
         snprintf(file2, sizeof file2, "%s/known2", dir);
         snprintf(file3, sizeof file3, "%s/known3", dir);

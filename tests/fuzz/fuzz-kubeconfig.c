@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "kube/kubeconfig.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -74,10 +75,11 @@ static void remove_sandbox(void) {
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-        char dir[] = "/tmp/kproxy-fuzz-kubeconfig-XXXXXX";
+        char dir[64];
 
         (void) argc, (void) argv;
-        if (!mkdtemp(dir) || !realpath(dir, sandbox))
+        fuzz_scratch_dir("kubeconfig", dir, sizeof dir);
+        if (!realpath(dir, sandbox))
                 abort();
         sandbox_len = strlen(sandbox);
         snprintf(kubeconfig, sizeof kubeconfig, "%s/kubeconfig", sandbox);

@@ -43,6 +43,22 @@ static int add(void *u, const json_t *obj) {
         return 0;
 }
 
+/* Every byte printable ASCII or a newline, and none a shell would read.
+ * One strspn, not a loop here: the fuzzer learns nothing from this check,
+ * and an instrumented loop's compares took a fifth of each execution. */
+static void safe_text(const char *p, size_t len) {
+        static char allowed[128];
+
+        if (!allowed[0]) {
+                size_t n = 0;
+                allowed[n++] = '\n';
+                for (int c = 0x20; c < 0x7f; c++)
+                        if (c != '\'' && c != '`' && c != '$' && c != '\\')
+                                allowed[n++] = (char) c;
+        }
+        assert(len == 0 || (strlen(p) == len && strspn(p, allowed) == len));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct kproxy_config cfg;
         struct host_facts host = {.nfacct = true};
@@ -59,11 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         p.nft_shards = family == 6 ? 3 : 0;     /* both nftables layouts */
                         render_iptables(m, &p, NULL, &out);
                         render_nftables(m, &p, NULL, 0, &out);
-                        for (size_t i = 0; i < out.len; i++) {
-                                char c = out.data[i];
-                                assert(c == '\n' || (c >= 0x20 && c < 0x7f));
-                                assert(c != '\'' && c != '`' && c != '$' && c != '\\');
-                        }
+                        safe_text(out.data, out.len);
                         /* The daemon's netlink encoding of the same: every
                          * message well formed and inside the buffer. */
                         struct nftmsg msgs;
