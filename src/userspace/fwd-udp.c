@@ -6,6 +6,10 @@
  * that received it names the session, and the session names the client.
  * Sessions sit in a list ordered by last activity; one sweep timer, armed
  * while there are sessions, ends the overdue ones from its head.
+ *
+ * A socket bound to the wildcard address (a node port on every address)
+ * learns each datagram's destination (IP_PKTINFO) and sends the session's
+ * replies from it, so the client hears from the address it wrote to.
  */
 #include "userspace/fwd-udp.h"
 
@@ -33,6 +37,7 @@ struct fwd_session {
         struct fwd_session *prev, *next;        /* by last activity, oldest first */
         int fd;                                 /* connected to endpoint */
         struct fwd_addr client, endpoint;
+        struct inet_addr dst;                   /* the address the client wrote to (wildcard sockets) */
         struct sockaddr_storage client_sa;
         socklen_t client_len;
         uint64_t last;
@@ -43,6 +48,7 @@ struct fwd_udp {
         struct ev_loop *loop;
         int fd;
         struct fwd_addr local;
+        bool wildcard;                          /* bound to 0.0.0.0 or ::: replies name their source */
         struct fwd_udp_params params;
         fwd_udp_pick_fn pick;
         void *userdata;
@@ -113,6 +119,62 @@ static void fwd_udp_sweep(struct ev_loop *l, void *userdata) {
         }
 }
 
+/* Sends n bytes of f->buf to s's client from the service socket: from the
+ * address the client wrote to. */
+static ssize_t reply(struct fwd_udp *f, struct fwd_session *s, size_t n) {
+        union {
+                char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+                struct cmsghdr align;
+        } control = {0};
+        struct iovec iov = {f->buf, n};
+        struct msghdr msg = {.msg_name = &s->client_sa, .msg_namelen = s->client_len, .msg_iov = &iov,
+                             .msg_iovlen = 1};
+
+        if (f->wildcard && s->dst.family) {
+                struct cmsghdr *c = (struct cmsghdr *) control.buf;
+                msg.msg_control = control.buf;
+                if (s->dst.family == 4) {
+                        struct in_pktinfo pi = {0};
+                        memcpy(&pi.ipi_spec_dst, s->dst.bytes, 4);
+                        c->cmsg_level = IPPROTO_IP;
+                        c->cmsg_type = IP_PKTINFO;
+                        c->cmsg_len = CMSG_LEN(sizeof pi);
+                        memcpy(CMSG_DATA(c), &pi, sizeof pi);
+                        msg.msg_controllen = CMSG_SPACE(sizeof pi);
+                } else {
+                        struct in6_pktinfo pi = {0};
+                        memcpy(&pi.ipi6_addr, s->dst.bytes, 16);
+                        c->cmsg_level = IPPROTO_IPV6;
+                        c->cmsg_type = IPV6_PKTINFO;
+                        c->cmsg_len = CMSG_LEN(sizeof pi);
+                        memcpy(CMSG_DATA(c), &pi, sizeof pi);
+                        msg.msg_controllen = CMSG_SPACE(sizeof pi);
+                }
+        }
+        return sendmsg(f->fd, &msg, MSG_DONTWAIT);
+}
+
+/* The destination address of a datagram received with pktinfo, or an
+ * address without a family. */
+static struct inet_addr datagram_dst(struct msghdr *msg) {
+        struct inet_addr a = {0};
+
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+                if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+                        struct in_pktinfo pi;
+                        memcpy(&pi, CMSG_DATA(c), sizeof pi);
+                        a.family = 4;
+                        memcpy(a.bytes, &pi.ipi_addr, 4);
+                } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+                        struct in6_pktinfo pi;
+                        memcpy(&pi, CMSG_DATA(c), sizeof pi);
+                        a.family = 6;
+                        memcpy(a.bytes, &pi.ipi6_addr, 16);
+                }
+        }
+        return a;
+}
+
 /* A reply (or an ICMP error) on a session's socket. */
 static void session_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
         struct fwd_session *s = userdata;
@@ -133,8 +195,7 @@ static void session_io(struct ev_loop *l, int fd, uint32_t events, void *userdat
                 }
                 /* From the service socket: the reply's source is the
                  * service address the client wrote to. */
-                if (sendto(f->fd, f->buf, (size_t) n, MSG_DONTWAIT, (struct sockaddr *) &s->client_sa,
-                           s->client_len) < 0) {
+                if (reply(f, s, (size_t) n) < 0) {
                         f->stats.dropped++;
                         continue;
                 }
@@ -194,16 +255,28 @@ static void fwd_udp_io(struct ev_loop *l, int fd, uint32_t events, void *userdat
                 struct fwd_addr client;
                 struct fwd_session *s;
                 char key[FWD_ADDR_STRLEN];
-                ssize_t n = recvfrom(fd, f->buf, sizeof f->buf, MSG_DONTWAIT, (struct sockaddr *) &ss, &len);
+                union {
+                        char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+                        struct cmsghdr align;
+                } control;
+                struct iovec iov = {f->buf, sizeof f->buf};
+                struct msghdr msg = {.msg_name = &ss, .msg_namelen = len, .msg_iov = &iov, .msg_iovlen = 1,
+                                     .msg_control = control.buf,
+                                     .msg_controllen = f->wildcard ? sizeof control.buf : 0};
+                ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
 
                 if (n < 0)
                         return;
+                len = msg.msg_namelen;
                 if (fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &client) < 0)
                         continue;
                 fwd_addr_format(&client, key);
                 s = hmap_get(&f->sessions, key);
-                if (!s)
+                if (!s) {
                         s = session_new(f, &ss, len, &client, key);
+                        if (s && f->wildcard)
+                                s->dst = datagram_dst(&msg);
+                }
                 if (!s) {
                         f->stats.dropped++;
                         continue;
@@ -306,6 +379,13 @@ static int fwd_udp_make(struct ev_loop *l, int fd, const struct fwd_addr *local,
         };
         if (!f->params.max_sessions)
                 f->params.max_sessions = 65536;
+        if (inet_addr_is_unspecified(&local->ip)) {
+                const int one = 1;
+                f->wildcard = true;
+                if (local->ip.family == 4 ? setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) < 0
+                                          : setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one) < 0)
+                        return -errno;
+        }
         r = ev_io_add(l, fd, EPOLLIN, fwd_udp_io, f);
         if (r < 0)
                 return r;

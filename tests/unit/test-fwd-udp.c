@@ -4,7 +4,8 @@
  * sockets, its loop in a thread of its own (paused, by stopping and
  * joining it, where the test calls into the forwarder):
  *
- *  - replies come from the service address; one session per client,
+ *  - replies come from the service address (with a wildcard binding, the
+ *    address the client wrote to); one session per client,
  *    each with its own source port toward the endpoint, kept across
  *    datagrams;
  *  - an idle session ends after the timeout (the client's next datagram
@@ -166,11 +167,11 @@ static void rig_pause(struct rig *r) {
         CHECK(pthread_join(r->thread, NULL) == 0);
 }
 
-static void rig_start(struct rig *r, uint64_t idle_ms) {
+static void rig_start_at(struct rig *r, uint64_t idle_ms, const char *ip) {
         const struct fwd_udp_params params = {.idle_timeout_ms = idle_ms};
         struct fwd_addr any = {0};
 
-        CHECK(inet_addr_parse("127.0.0.1", &any.ip) == 0);
+        CHECK(inet_addr_parse(ip, &any.ip) == 0);
         r->loop = ev_loop_new();
         CHECK(r->loop);
         CHECK(pipe2(r->stop, O_CLOEXEC) == 0);
@@ -178,6 +179,10 @@ static void rig_start(struct rig *r, uint64_t idle_ms) {
         CHECK(fwd_udp_new(r->loop, &any, &params, rig_pick, r, &r->fwd) == 0);
         fwd_udp_local(r->fwd, &r->service);
         rig_resume(r);
+}
+
+static void rig_start(struct rig *r, uint64_t idle_ms) {
+        rig_start_at(r, idle_ms, "127.0.0.1");
 }
 
 static struct fwd_udp_stats rig_stop(struct rig *r) {
@@ -266,6 +271,39 @@ static void test_sessions_and_reply_source(void) {
         CHECK(st.sessions == 2 && st.active == 2);
         CHECK(st.to_endpoints == 3 && st.to_clients == 3 && st.dropped == 0);
         CHECK(st.bytes_to_endpoints == strlen("one") + strlen("two") + strlen("three"));
+        echo_stop(&a, &r.eps[0]);
+        CHECK(count_fds() == before);
+}
+
+/* Bound to the wildcard address (a node port on every address): each
+ * client hears from the address it wrote to, not the one routing picks. */
+static void test_wildcard_replies_from_the_address_written_to(void) {
+        int before = count_fds();
+        struct rig r = {0};
+        struct echo a;
+        struct fwd_udp_stats st;
+        struct fwd_addr from, to1, to2;
+        char ans[64];
+        int c1, c2;
+
+        echo_start(&a, "A", &r.eps[0]);
+        r.n_eps = 1;
+        rig_start_at(&r, 60000, "0.0.0.0");
+        to1 = lo_port(r.service.port);
+        to2 = to1;
+        CHECK(inet_addr_parse("127.0.0.2", &to2.ip) == 0);
+        c1 = client_new();
+        c2 = client_new();
+        CHECK(ask(c1, &to2, "one", 5000, ans, sizeof ans, &from) > 0);
+        CHECK(fwd_addr_equal(&from, &to2));
+        CHECK(ask(c2, &to1, "two", 5000, ans, sizeof ans, &from) > 0);
+        CHECK(fwd_addr_equal(&from, &to1));
+        CHECK(ask(c1, &to2, "three", 5000, ans, sizeof ans, &from) > 0);
+        CHECK(fwd_addr_equal(&from, &to2));
+        close(c1);
+        close(c2);
+        st = rig_stop(&r);
+        CHECK(st.sessions == 2 && st.to_clients == 3);
         echo_stop(&a, &r.eps[0]);
         CHECK(count_fds() == before);
 }
@@ -455,6 +493,7 @@ static void test_bad_params(void) {
 int main(void) {
         alarm(120);     /* a lost datagram path hangs a test: a failure */
         TEST_RUN(test_sessions_and_reply_source);
+        TEST_RUN(test_wildcard_replies_from_the_address_written_to);
         TEST_RUN(test_idle_timeout);
         TEST_RUN(test_drop_endpoint_follows_replacement);
         TEST_RUN(test_refused_endpoint_picks_again);
