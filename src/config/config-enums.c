@@ -14,6 +14,7 @@ static const char *const proxy_mode_table[_PROXY_MODE_MAX] = {
         [PROXY_MODE_IPTABLES] = "iptables",
         [PROXY_MODE_NFTABLES] = "nftables",
         [PROXY_MODE_IPVS] = "ipvs",
+        [PROXY_MODE_USERSPACE] = "userspace",
 };
 
 static const char *const detect_local_mode_table[_DETECT_LOCAL_MAX] = {

@@ -14,6 +14,7 @@ enum proxy_mode {
         PROXY_MODE_IPTABLES,
         PROXY_MODE_NFTABLES,
         PROXY_MODE_IPVS,        /* accepted so that configs parse; refused at start-up */
+        PROXY_MODE_USERSPACE,   /* kproxy's own: forwarding in the process (docs/userspace.md) */
         _PROXY_MODE_MAX,
         _PROXY_MODE_INVALID = -22,
 };

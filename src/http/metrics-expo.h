@@ -26,7 +26,8 @@ const char *metrics_type_to_string(enum metrics_type t);
 enum {
         METRICS_IPTABLES = 1 << 0,
         METRICS_NFTABLES = 1 << 1,
-        METRICS_ALL = METRICS_IPTABLES | METRICS_NFTABLES,
+        METRICS_USERSPACE = 1 << 2,
+        METRICS_ALL = METRICS_IPTABLES | METRICS_NFTABLES | METRICS_USERSPACE,
 };
 
 /* One metric family. Its writer prints the HELP and TYPE lines and the

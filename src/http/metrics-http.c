@@ -2,7 +2,8 @@
 /*
  * The metrics server's paths, as upstream's metrics server serves them:
  * /metrics, /healthz (component-base's healthz with only its "ping"
- * check), /proxyMode and /configz. Everything else is Go's 404.
+ * check), /proxyMode and /configz; /debug/backend, kproxy's own (what the
+ * mode serves now, where it says). Everything else is Go's 404.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,11 @@ void metrics_http_handle(void *userdata, const struct mhd_request *req, struct m
                 reply->content_type = "text/plain; charset=utf-8";
                 reply->nosniff = true;
                 buf_puts(&reply->body, proxy_mode_to_string(c->mode));
+        } else if (strcmp(path, "/debug/backend") == 0) {
+                reply->content_type = "text/plain; charset=utf-8";
+                reply->nosniff = true;
+                if (!metrics_describe_backend(m, &reply->body))
+                        mhd_reply_not_found(reply);
         } else if (strcmp(path, "/configz") == 0) {
                 int r;
 

@@ -77,6 +77,8 @@ const struct metrics_desc *metrics_descs(size_t *ret_n);
 
 /* The exposition of every family m's mode serves, in order. */
 void metrics_write(const struct metrics *m, struct buf *b);
+/* /debug/backend's text into b; false when the mode has none. */
+bool metrics_describe_backend(const struct metrics *m, struct buf *b);
 const struct kproxy_config *metrics_config(const struct metrics *m);
 
 /* metrics-http.c: the server's request handler (mhd_handler_fn); userdata

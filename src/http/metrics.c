@@ -136,7 +136,11 @@ struct metrics_acct {
 struct metrics {
         struct mhd_server *server;
         const struct kproxy_config *config;
-        unsigned mode;                          /* METRICS_IPTABLES or METRICS_NFTABLES */
+        unsigned mode;                          /* METRICS_IPTABLES, _NFTABLES or _USERSPACE */
+        /* The mode's own (backend_ops.expose, .describe): may be NULL. */
+        void (*backend_expose)(void *userdata, struct buf *out);
+        void (*backend_describe)(void *userdata, struct buf *out);
+        void *backend_userdata;
         struct metrics_acct *acct;              /* NULL: no nfacct families */
         struct metrics_client *client;
         struct metrics_fam fam[METRICS_IP_FAMILIES];
@@ -330,6 +334,7 @@ static const double metrics_rotation_buckets[] = {
 #define TOP(field) .arg = offsetof(struct metrics, field)
 #define IPT METRICS_IPTABLES
 #define NFT METRICS_NFTABLES
+#define USR METRICS_USERSPACE
 #define ALL METRICS_ALL
 #define C METRICS_COUNTER
 #define G METRICS_GAUGE
@@ -358,10 +363,10 @@ static const struct metrics_desc metrics_desc_table[_MF_MAX] = {
                 "Answers of the proxy's /healthz, by HTTP status", .write = metrics_write_codes, TOP(healthz)},
         [MF_LIVEZ] = {"kubeproxy_proxy_livez_total", C, "code", ALL, "ALPHA",
                 "Answers of the proxy's /livez, by HTTP status", .write = metrics_write_codes, TOP(livez)},
-        [MF_SYNC_FULL] = {"kubeproxy_sync_full_proxy_rules_duration_seconds", H, "ip_family", IPT | NFT, "ALPHA",
+        [MF_SYNC_FULL] = {"kubeproxy_sync_full_proxy_rules_duration_seconds", H, "ip_family", IPT | NFT | USR, "ALPHA",
                 "Seconds a full sync of the proxy rules took", BUCKETS(metrics_sync_buckets),
                 .write = metrics_write_fam_histogram, FAM(sync_full)},
-        [MF_SYNC_PARTIAL] = {"kubeproxy_sync_partial_proxy_rules_duration_seconds", H, "ip_family", IPT | NFT,
+        [MF_SYNC_PARTIAL] = {"kubeproxy_sync_partial_proxy_rules_duration_seconds", H, "ip_family", IPT | NFT | USR,
                 "ALPHA", "Seconds a partial sync of the proxy rules took", BUCKETS(metrics_sync_buckets),
                 .write = metrics_write_fam_histogram, FAM(sync_partial)},
         [MF_SYNC] = {"kubeproxy_sync_proxy_rules_duration_seconds", H, "ip_family", ALL, "ALPHA",
@@ -652,6 +657,24 @@ static void metrics_write_descs(const struct metrics *m, const struct metrics_de
 void metrics_write(const struct metrics *m, struct buf *b) {
         assert(m);
         metrics_write_descs(m, metrics_desc_table, _MF_MAX, b);
+        if (m->backend_expose)
+                m->backend_expose(m->backend_userdata, b);
+}
+
+bool metrics_describe_backend(const struct metrics *m, struct buf *b) {
+        if (!m->backend_describe)
+                return false;
+        m->backend_describe(m->backend_userdata, b);
+        return true;
+}
+
+void metrics_set_backend(struct metrics *m, void (*expose)(void *userdata, struct buf *out),
+                         void (*describe)(void *userdata, struct buf *out), void *userdata) {
+        if (!m)
+                return;
+        m->backend_expose = expose;
+        m->backend_describe = describe;
+        m->backend_userdata = userdata;
 }
 
 /* ---- the server ---- */
@@ -688,7 +711,9 @@ int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config 
         if (!m)
                 return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
         m->config = c;
-        m->mode = strcmp(mode, "nftables") == 0 ? METRICS_NFTABLES : METRICS_IPTABLES;
+        m->mode = strcmp(mode, "nftables") == 0    ? METRICS_NFTABLES
+                  : strcmp(mode, "userspace") == 0 ? METRICS_USERSPACE
+                                                   : METRICS_IPTABLES;
         m->client = metrics_client_new((const struct metrics_desc *const[_METRICS_CLIENT_HISTOGRAM_MAX]) {
                 [METRICS_CLIENT_RATE_LIMITER] = &metrics_desc_table[MF_CLIENT_RATE_LIMITER],
                 [METRICS_CLIENT_DURATION] = &metrics_desc_table[MF_CLIENT_DURATION],

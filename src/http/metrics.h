@@ -31,6 +31,12 @@ int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config 
 struct metrics *metrics_free(struct metrics *m);
 int metrics_port(const struct metrics *m);     /* the bound port, for tests */
 
+/* What the running mode adds (proxy/backend.h's expose and describe,
+ * either may be NULL): its own families after the others on /metrics, and
+ * the text of /debug/backend (404 without). */
+void metrics_set_backend(struct metrics *m, void (*expose)(void *userdata, struct buf *out),
+                         void (*describe)(void *userdata, struct buf *out), void *userdata);
+
 /* A sync of family's rules was asked for (a change queued, a resync): the
  * queued timestamp. */
 void metrics_sync_queued(struct metrics *m, uint8_t family);

@@ -235,6 +235,7 @@ static int ipt_render(const struct model *m, const struct render_params *p, cons
 
 const struct backend_ops backend_iptables = {
         .name = "iptables",
+        .conntrack = true,
         .setup = ipt_setup,
         .ipv6_usable = ipt_ipv6_usable,
         .create = ipt_create,

@@ -87,6 +87,10 @@ struct backend_stats {
 struct backend_ops {
         const char *name;               /* "iptables": logs ("Syncing iptables rules"), /proxyMode */
         bool service_cidrs;             /* uses ServiceCIDRs: the core watches them */
+        /* Its traffic goes through conntrack's NAT: the node's conntrack
+         * set-up applies (proxy/setup.h), and UDP entries to endpoints that
+         * left are deleted after each sync (proxy/udp-stale.h). */
+        bool conntrack;
 
         /* The node set-up of the mode, before the first sync and with
          * --init-only (after the host probe: see proxy/setup.h). Returns 0,
@@ -127,6 +131,13 @@ struct backend_ops {
          * mode has such a form; the text otherwise). */
         int (*render)(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
                       size_t n_service_cidrs, bool netlink, struct buf *out);
+
+        /* Optional. The mode's own metric families, in the Prometheus text
+         * format, appended to /metrics. */
+        void (*expose)(struct backend *b, struct buf *out);
+        /* Optional. What the mode serves now, as text: /debug/backend on
+         * the metrics server (for operators and tests). */
+        void (*describe)(struct backend *b, struct buf *out);
 };
 
 /* The table: the backend of a configured mode, or NULL when kproxy has none

@@ -11,15 +11,18 @@
 
 extern const struct backend_ops backend_iptables;
 extern const struct backend_ops backend_nftables;
+extern const struct backend_ops backend_userspace;
 
 static const struct backend_ops *const by_mode[_PROXY_MODE_MAX] = {
         [PROXY_MODE_IPTABLES] = &backend_iptables,
         [PROXY_MODE_NFTABLES] = &backend_nftables,
+        [PROXY_MODE_USERSPACE] = &backend_userspace,
 };
 
 const struct backend_ops *const backend_all[] = {
         &backend_iptables,
         &backend_nftables,
+        &backend_userspace,
         NULL,
 };
 

@@ -206,6 +206,17 @@ static void on_backend_changed(void *core, uint8_t family, const char *why) {
                 request_sync(p);
 }
 
+/* The mode's own metrics and /debug/backend, on the metrics server. */
+static void expose_backend(void *userdata, struct buf *out) {
+        struct proxier *p = userdata;
+        p->ops->expose(p->backend, out);
+}
+
+static void describe_backend(void *userdata, struct buf *out) {
+        struct proxier *p = userdata;
+        p->ops->describe(p->backend, out);
+}
+
 static void on_check(struct ev_loop *l, void *userdata) {
         struct proxier *p = userdata;
         p->check_timer = NULL;
@@ -253,7 +264,7 @@ static bool after_rules(struct proxier *p, size_t i, bool full, const struct ren
         const struct model *m = intake_model(p->intake);
         bool ok = true;
 
-        if (p->udp_changed || p->n_syncs == 0) {
+        if (p->ops->conntrack && (p->udp_changed || p->n_syncs == 0)) {
                 double t0 = realtime_s();
                 int r = udp_stale_reconcile(p->udp, m, rp->family, p->node_name);
                 ok = r >= 0;
@@ -470,6 +481,8 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 return r;
         }
         p->check_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_check, p);
+        metrics_set_backend(p->metrics, p->ops->expose ? expose_backend : NULL,
+                            p->ops->describe ? describe_backend : NULL, p);
         *ret = p;
         return 0;
 }
@@ -479,6 +492,7 @@ struct proxier *proxier_free(struct proxier *p) {
                 return NULL;
         p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
         p->check_timer = ev_timer_cancel(p->loop, p->check_timer);
+        metrics_set_backend(p->metrics, NULL, NULL, NULL);
         if (p->backend)
                 p->ops->destroy(p->backend);
         intake_free(p->intake);

@@ -18,8 +18,13 @@ int setup_node(const struct kproxy_config *c, const struct backend_ops *ops, con
         struct conntrack_limits l;
         int r, q;
 
-        conntrack_limits_from_config(&c->conntrack, conntrack_limits_cpus(root), &l);
-        r = conntrack_limits_apply(root, &l);
+        /* A mode without conntrack's NAT (userspace) leaves conntrack as
+         * it is: on the nodes it is for, there may be none. */
+        r = 0;
+        if (ops->conntrack) {
+                conntrack_limits_from_config(&c->conntrack, conntrack_limits_cpus(root), &l);
+                r = conntrack_limits_apply(root, &l);
+        }
         q = host_probe(ret_host);
         if (q < 0)
                 return q;

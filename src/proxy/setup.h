@@ -5,7 +5,8 @@
  * --init-only does (an init container runs it with privileges so that the
  * proxy itself can run with fewer):
  *
- *  1. conntrack: the table and hash sizes, TCP and UDP timeouts,
+ *  1. conntrack (modes whose traffic it carries: backend_ops.conntrack):
+ *     the table and hash sizes, TCP and UDP timeouts,
  *     tcp_be_liberal (apply/conntrack-limits.h), before the host is probed,
  *     so a tcp_be_liberal just written already leaves out iptables mode's
  *     INVALID drop rule in the first sync;

@@ -254,10 +254,19 @@ class Lab:
         """kproxy's nftables table as `nft list` prints it; "" if there is none."""
         return self.run(["nft", "list", "table", "ip", "kube-proxy"], ns="n1", check=False).stdout
 
+    def frontends(self):
+        """What userspace mode serves now (/debug/backend): "address IP"
+        lines, and a line per open frontend; "" if kproxy does not answer."""
+        return self.run(["curl", "-s", "-f", "http://127.0.0.1:10249/debug/backend"], ns="n1", check=False).stdout
+
     def rules(self, mode=None):
         """The kernel's rules of a mode (default: the lab's): the nat table
-        in iptables mode, the kube-proxy table in nftables mode."""
-        return self.nat() if (mode or self.mode) == "iptables" else self.nft()
+        in iptables mode, the kube-proxy table in nftables mode; in
+        userspace mode, its frontends."""
+        mode = mode or self.mode
+        if mode == "userspace":
+            return self.frontends()
+        return self.nat() if mode == "iptables" else self.nft()
 
     def targets(self, svc, port, rules=None, mode=None):
         """Sorted "ip:port" DNAT targets of service port svc ("ns/name") port,
@@ -267,11 +276,16 @@ class Lab:
             rules = self.rules(mode)
         if mode == "iptables":
             return dnat_targets(rules, "%s:%s" % (svc, port))
+        if mode == "userspace":
+            return frontend_targets(rules, "%s:%s" % (svc, port))
         return nft_targets(rules, svc, port)
 
     def leftovers(self, mode):
         """Whatever a mode left in the kernel: KUBE-* lines of iptables-save
         (but KUBE-FIREWALL, which kubelet owns too) or the kube-proxy tables (and shards)."""
+        if mode == "userspace":
+            return [l for l in self.run(["ip", "-o", "link", "show"], ns="n1").stdout.splitlines()
+                    if " kube-proxy0:" in l]
         if mode == "iptables":
             return [l for t in ("nat", "filter", "mangle")
                     for l in self.run(["iptables-save", "-t", t], ns="n1").stdout.splitlines()
@@ -324,6 +338,16 @@ class Lab:
         p = self.run([sys.executable, os.path.join(HERE, "client.py"), host, str(port), str(count)] + list(flags),
                      ns=ns, timeout=300)
         return json.loads(p.stdout)
+
+
+def frontend_targets(text, svc_port):
+    """The endpoints userspace mode sends svc_port's cluster-IP traffic to,
+    from /debug/backend's text (sorted "ip:port"; [] without a frontend)."""
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[0] in ("tcp", "udp") and f[2] == svc_port and f[3] == "internal":
+            return sorted(f[f.index("->") + 1:])
+    return []
 
 
 def dnat_targets(nat, comment):

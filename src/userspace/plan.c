@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "userspace/plan.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/endpoints.h"
+#include "model/model.h"
+#include "render/render.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+
+/* Growable arrays of the plan under construction. */
+struct build {
+        struct userspace_plan *pl;
+        size_t cap_addrs, cap_fe;
+};
+
+static int add_addr(struct build *b, const struct inet_addr *a) {
+        struct userspace_plan *pl = b->pl;
+
+        if (pl->n_addrs == b->cap_addrs) {
+                size_t cap = b->cap_addrs ? 2 * b->cap_addrs : 64;
+                struct inet_addr *v = realloc(pl->addrs, cap * sizeof *v);
+                if (!v)
+                        return -ENOMEM;
+                pl->addrs = v;
+                b->cap_addrs = cap;
+        }
+        pl->addrs[pl->n_addrs++] = *a;
+        return 0;
+}
+
+static int cmp_fwd_addr(const void *x, const void *y) {
+        const struct fwd_addr *a = x, *b = y;
+        int c = memcmp(&a->ip, &b->ip, sizeof a->ip);
+        return c ? c : (int) a->port - (int) b->port;
+}
+
+/* A frontend for addr:port with endpoints list (n of them; none: no
+ * frontend). */
+static int add_frontend(struct build *b, const struct svc *s, const struct svc_port *port, const struct inet_addr *ip,
+                        uint16_t listen_port, bool external, struct endpoint *const *list, size_t n) {
+        struct userspace_plan *pl = b->pl;
+        struct userspace_frontend *fe;
+
+        if (n == 0)
+                return 0;
+        if (pl->n_fe == b->cap_fe) {
+                size_t cap = b->cap_fe ? 2 * b->cap_fe : 64;
+                struct userspace_frontend *v = realloc(pl->fe, cap * sizeof *v);
+                if (!v)
+                        return -ENOMEM;
+                pl->fe = v;
+                b->cap_fe = cap;
+        }
+        fe = &pl->fe[pl->n_fe];
+        *fe = (struct userspace_frontend) {
+                .svc_key = s->key,
+                .port_name = port->name,
+                .proto = port->proto == L4_UDP ? IPPROTO_UDP : IPPROTO_TCP,
+                .addr = {.ip = *ip, .port = listen_port},
+                .external = external,
+                .affinity_timeout = s->affinity_client_ip ? s->affinity_timeout : 0,
+        };
+        fe->eps = calloc(n, sizeof *fe->eps);
+        if (!fe->eps)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                fe->eps[i] = (struct fwd_addr) {list[i]->addr, list[i]->port};
+        fe->n_eps = n;
+        qsort(fe->eps, n, sizeof *fe->eps, cmp_fwd_addr);
+        char text[FWD_ADDR_STRLEN];
+        strcpy(fe->key, fe->proto == IPPROTO_UDP ? "udp " : "tcp ");
+        strcat(fe->key, fwd_addr_format(&fe->addr, text));
+        pl->n_fe++;
+        return 0;
+}
+
+static int add_port(struct build *b, const struct svc *s, const struct svc_port *port, const struct inet_addr *cip,
+                    const struct slice *const *slices, size_t n_slices, const struct render_params *p) {
+        const struct endpoint_filter f = {p->node_name, p->node_zone, p->prefer_same_node};
+        const struct endpoints_masq masq = {0};
+        struct svc_port_endpoints e;
+        struct endpoints_plan plan;
+        int r;
+
+        r = endpoints_collect(s, port, p->family, slices, n_slices, &f, &e);
+        if (r < 0)
+                return r;
+        endpoints_plan(s, p->family, &e, &masq, &plan);
+        struct endpoint *const *in = plan.internal_policy_local ? e.local : e.cluster;
+        size_t n_in = !plan.has_internal ? 0 : plan.internal_policy_local ? e.n_local : e.n_cluster;
+        struct endpoint *const *ex = plan.external_policy_local ? e.local : e.cluster;
+        size_t n_ex = !plan.has_external ? 0 : plan.external_policy_local ? e.n_local : e.n_cluster;
+
+        r = add_frontend(b, s, port, cip, port->port, false, in, n_in);
+        for (size_t i = 0; r == 0 && i < s->n_external_ips; i++)
+                if (s->external_ips[i].family == p->family)
+                        r = add_frontend(b, s, port, &s->external_ips[i], port->port, true, ex, n_ex);
+        for (size_t i = 0; r == 0 && i < s->n_lb_ips; i++)
+                if (s->lb_ips[i].family == p->family)
+                        r = add_frontend(b, s, port, &s->lb_ips[i], port->port, true, ex, n_ex);
+        if (r == 0 && port->node_port) {
+                if (p->nodeports_match_all) {
+                        const struct inet_addr any = {.family = p->family};
+                        r = add_frontend(b, s, port, &any, port->node_port, true, ex, n_ex);
+                }
+                for (size_t i = 0; r == 0 && !p->nodeports_match_all && i < p->n_nodeport_ips; i++)
+                        r = add_frontend(b, s, port, &p->nodeport_ips[i], port->node_port, true, ex, n_ex);
+        }
+        endpoints_done(&e);
+        return r;
+}
+
+static int add_service(struct build *b, const struct model *m, const struct svc *s, const struct render_params *p) {
+        const struct inet_addr *cip = svc_cluster_ip(s, p->family);
+        size_t n_slices;
+        int r = 0;
+
+        if (!cip)
+                return 0;       /* headless, ExternalName, or not of this family */
+        r = add_addr(b, cip);
+        for (size_t i = 0; r == 0 && i < s->n_external_ips; i++)
+                if (s->external_ips[i].family == p->family)
+                        r = add_addr(b, &s->external_ips[i]);
+        for (size_t i = 0; r == 0 && i < s->n_lb_ips; i++)
+                if (s->lb_ips[i].family == p->family)
+                        r = add_addr(b, &s->lb_ips[i]);
+        if (r < 0)
+                return r;
+        _cleanup_free_ const struct slice **slices = model_service_slices(m, s->key, &n_slices);
+        for (size_t i = 0; r == 0 && i < s->n_ports; i++) {
+                if (s->ports[i].proto == L4_SCTP) {
+                        b->pl->n_sctp++;
+                        continue;
+                }
+                r = add_port(b, s, &s->ports[i], cip, slices, n_slices, p);
+        }
+        return r;
+}
+
+static int cmp_inet(const void *x, const void *y) {
+        return memcmp(x, y, sizeof(struct inet_addr));
+}
+
+static int cmp_fe(const void *x, const void *y) {
+        const struct userspace_frontend *a = x, *b = y;
+        return strcmp(a->key, b->key);
+}
+
+int userspace_plan_build(const struct model *m, const struct render_params *p, struct userspace_plan *ret) {
+        struct build b = {.pl = ret};
+        size_t n;
+        int r = 0;
+
+        *ret = (struct userspace_plan) {0};
+        _cleanup_free_ const struct svc **svcs = model_services_sorted(m, &n);
+        if (!svcs && model_n_services(m) > 0)
+                return -ENOMEM;
+        for (size_t i = 0; r == 0 && i < n; i++)
+                r = add_service(&b, m, svcs[i], p);
+        if (r < 0) {
+                userspace_plan_done(ret);
+                return r;
+        }
+        /* Two services may share an external IP: one address. */
+        qsort(ret->addrs, ret->n_addrs, sizeof *ret->addrs, cmp_inet);
+        size_t k = 0;
+        for (size_t i = 0; i < ret->n_addrs; i++)
+                if (k == 0 || cmp_inet(&ret->addrs[k - 1], &ret->addrs[i]) != 0)
+                        ret->addrs[k++] = ret->addrs[i];
+        ret->n_addrs = k;
+        /* Two services claiming one address and port (the API server
+         * refuses that for cluster IPs and node ports; external IPs are
+         * the users'): the first in key order keeps it, as the first
+         * matching rule would. */
+        qsort(ret->fe, ret->n_fe, sizeof *ret->fe, cmp_fe);
+        k = 0;
+        for (size_t i = 0; i < ret->n_fe; i++) {
+                if (k > 0 && strcmp(ret->fe[k - 1].key, ret->fe[i].key) == 0) {
+                        free(ret->fe[i].eps);
+                        continue;
+                }
+                ret->fe[k++] = ret->fe[i];
+        }
+        ret->n_fe = k;
+        return 0;
+}
+
+void userspace_plan_done(struct userspace_plan *pl) {
+        for (size_t i = 0; i < pl->n_fe; i++)
+                free(pl->fe[i].eps);
+        free(pl->fe);
+        free(pl->addrs);
+        *pl = (struct userspace_plan) {0};
+}
+
+const struct userspace_frontend *userspace_plan_find(const struct userspace_plan *pl, const char *key) {
+        struct userspace_frontend probe;
+
+        if (strlen(key) >= sizeof probe.key)
+                return NULL;
+        strcpy(probe.key, key);
+        return bsearch(&probe, pl->fe, pl->n_fe, sizeof *pl->fe, cmp_fe);
+}
+
+void userspace_frontend_format(const struct userspace_frontend *fe, struct buf *out) {
+        char text[FWD_ADDR_STRLEN];
+
+        /* The service port's name as upstream writes it: "ns/name:port",
+         * or "ns/name" for an unnamed port. */
+        buf_printf(out, "%s %s%s%s %s", fe->key, fe->svc_key, *fe->port_name ? ":" : "", fe->port_name,
+                   fe->external ? "external" : "internal");
+        if (fe->affinity_timeout)
+                buf_printf(out, " affinity=%u", (unsigned) fe->affinity_timeout);
+        buf_puts(out, " ->");
+        for (size_t i = 0; i < fe->n_eps; i++)
+                buf_printf(out, " %s", fwd_addr_format(&fe->eps[i], text));
+}
+
+void userspace_plan_format(const struct userspace_plan *pl, struct buf *out) {
+        char text[INET_ADDR_STRLEN];
+
+        for (size_t i = 0; i < pl->n_addrs; i++)
+                buf_printf(out, "address %s\n", inet_addr_format(&pl->addrs[i], text));
+        for (size_t i = 0; i < pl->n_fe; i++) {
+                userspace_frontend_format(&pl->fe[i], out);
+                buf_putc(out, '\n');
+        }
+}
