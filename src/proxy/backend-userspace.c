@@ -10,6 +10,13 @@
  * and keeps its open connections until they end (as conntrack keeps an
  * established flow); a UDP one ends its sessions at once (a flow to a
  * service without endpoints must be refused, not carried on).
+ *
+ * Restarts: the running process listens on userspace.sock in --state-dir.
+ * A successor connects there as it starts and is handed every listening
+ * and bound socket (userspace/handover.h); the predecessor stops
+ * accepting, tells the core (which stops its servers) and finishes its
+ * connections. The successor's first sync adopts the sockets it wants, so
+ * the socket objects, and the connections queued on them, never close.
  */
 #include "proxy/backend.h"
 
@@ -19,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "apply/sysctl.h"
 #include "config/config.h"
@@ -30,6 +39,7 @@
 #include "userspace/fwd-pipes.h"
 #include "userspace/fwd-tcp.h"
 #include "userspace/fwd-udp.h"
+#include "userspace/handover.h"
 #include "userspace/ifaddr.h"
 #include "userspace/pick.h"
 #include "userspace/plan.h"
@@ -42,6 +52,8 @@
 #define UDP_IDLE_DEFAULT_MS 30000       /* the kernel's UDP conntrack timeout */
 #define PIPE_SIZE (1 << 20)             /* 1 MiB: a third less CPU per GB (docs/userspace.md) */
 #define SPARE_PIPES 256
+#define HANDOVER_SOCK "userspace.sock"
+#define HANDOVER_WAIT_MS 2000           /* per message, from a predecessor handing over */
 
 struct frontend {
         char key[FWD_ADDR_STRLEN + 4];  /* the plan's: "tcp 10.96.0.10:80" */
@@ -80,6 +92,10 @@ struct backend {
         uint64_t gen;
         uint64_t tcp_idle_ms, udp_idle_ms;
         size_t n_sctp[2];               /* per family, as last logged */
+        struct handover_sock *adopt;    /* handed over by a predecessor, until the first syncs adopt them */
+        size_t n_adopt;
+        int handover_fd;                /* listening for a successor; -1: none */
+        bool retired;                   /* handed over: syncs do nothing */
         struct nolocal *nolocal[2];     /* per family: Local policies without local endpoints */
         bool link_ready;
 };
@@ -187,7 +203,22 @@ static void frontend_retire(struct backend *b, struct frontend *fe) {
 
 /* Binds the frontend's socket. Returns 0 or -errno (logged once per
  * failure streak). */
+/* The socket a predecessor handed over for want, taken out of the list;
+ * -1 if there is none. */
+static int adoptable(struct backend *b, const struct userspace_frontend *want) {
+        for (size_t i = 0; i < b->n_adopt; i++) {
+                struct handover_sock *s = &b->adopt[i];
+                if (s->fd >= 0 && s->proto == want->proto && fwd_addr_equal(&s->addr, &want->addr)) {
+                        int fd = s->fd;
+                        s->fd = -1;
+                        return fd;
+                }
+        }
+        return -1;
+}
+
 static int frontend_open(struct backend *b, struct frontend *fe, const struct userspace_frontend *want) {
+        int fd = adoptable(b, want);
         int r;
 
         if (fe->proto == IPPROTO_TCP) {
@@ -196,11 +227,15 @@ static int frontend_open(struct backend *b, struct frontend *fe, const struct us
                         .connect_timeout_ms = CONNECT_TIMEOUT_MS,
                         .pipes = b->pipes,
                 };
-                r = fwd_tcp_new(b->env.loop, &want->addr, &tp, pick_tcp, fe, &fe->tcp);
+                r = fd >= 0 ? fwd_tcp_adopt(b->env.loop, fd, &tp, pick_tcp, fe, &fe->tcp)
+                            : fwd_tcp_new(b->env.loop, &want->addr, &tp, pick_tcp, fe, &fe->tcp);
         } else {
                 const struct fwd_udp_params up = {.idle_timeout_ms = b->udp_idle_ms};
-                r = fwd_udp_new(b->env.loop, &want->addr, &up, pick_udp, fe, &fe->udp);
+                r = fd >= 0 ? fwd_udp_adopt(b->env.loop, fd, &up, pick_udp, fe, &fe->udp)
+                            : fwd_udp_new(b->env.loop, &want->addr, &up, pick_udp, fe, &fe->udp);
         }
+        if (fd >= 0 && r < 0)
+                close(fd);      /* not what it claimed to be */
         if (r < 0 && !fe->failed)
                 log_error_errno(r, "Failed to open %s for service %s (retried with each full sync)", fe->key,
                                 want->svc_key);
@@ -309,6 +344,98 @@ static int addrs_read(struct backend *b, uint8_t family) {
         return 0;
 }
 
+/* --- restarts (docs/userspace.md) --- */
+
+/* After the family's first sync, the handed-over sockets it did not want
+ * (a service deleted while no process ran) close. */
+static void close_unadopted(struct backend *b, uint8_t family) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < b->n_adopt; i++) {
+                struct handover_sock *s = &b->adopt[i];
+                if (s->fd >= 0 && s->addr.ip.family == family) {
+                        close(s->fd);
+                        s->fd = -1;
+                }
+                if (s->fd >= 0)
+                        b->adopt[k++] = *s;
+        }
+        b->n_adopt = k;
+        if (k == 0) {
+                free(b->adopt);
+                b->adopt = NULL;
+        }
+}
+
+/* A successor is connecting: it gets every socket, this process stops
+ * taking new connections and datagrams, and the core retires. */
+static void on_successor(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        struct backend *b = userdata;
+        size_t n = 0, cap = b->frontends.len;
+        int *fds = calloc(cap ? cap : 1, sizeof *fds);
+        const char *k;
+        void *v;
+        (void) events;
+
+        if (!fds)
+                return;
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v) && n < cap;) {
+                struct frontend *fe = v;
+                int s = fe->tcp ? fwd_tcp_listener(fe->tcp) : fe->udp ? fwd_udp_socket(fe->udp) : -1;
+                if (s >= 0)
+                        fds[n++] = s;
+        }
+        int r = handover_give(fd, fds, n, HANDOVER_WAIT_MS);
+        free(fds);
+        if (r == -EAGAIN)
+                return;
+        if (r < 0) {
+                /* It binds beside this process instead (SO_REUSEPORT). */
+                log_error_errno(r, "Failed to hand the service sockets to a successor");
+                return;
+        }
+        log_info("Handed %zu service sockets to a successor", n);
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
+                struct frontend *fe = v;
+                if (fe->tcp)
+                        fwd_tcp_stop_accepting(fe->tcp);
+                if (fe->udp)
+                        fwd_udp_stop_reading(fe->udp);
+        }
+        ev_io_del(l, fd);
+        close(fd);
+        b->handover_fd = -1;
+        b->retired = true;
+        b->env.handed_over(b->env.core);
+}
+
+/* Takes a predecessor's sockets, if one is running, then listens for a
+ * successor. Neither is fatal: without them, a restart refuses
+ * connections for a moment, as a crash does. */
+static void handover_start(struct backend *b) {
+        const char *dir = b->env.config->state_dir;
+        char path[4096];
+        int r;
+
+        if (!dir || !*dir || (size_t) snprintf(path, sizeof path, "%s/" HANDOVER_SOCK, dir) >= sizeof path)
+                return;
+        r = handover_take(path, HANDOVER_WAIT_MS, &b->adopt, &b->n_adopt);
+        if (r == 0)
+                log_info("Took %zu service sockets from the process this one replaces", b->n_adopt);
+        else if (r != -ENOENT && r != -ECONNREFUSED)
+                log_warning_errno(r, "Failed to take the service sockets of the process this one replaces");
+        r = handover_listen(path);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to listen on %s: a restart will refuse connections for a moment", path);
+                return;
+        }
+        b->handover_fd = r;
+        if (ev_io_add(b->env.loop, r, EPOLLIN, on_successor, b) < 0) {
+                close(r);
+                b->handover_fd = -1;
+        }
+}
+
 /* --- the sync --- */
 
 static int link_ready(struct backend *b) {
@@ -327,6 +454,8 @@ static int us_sync(struct backend *b, uint8_t family, const struct backend_sync 
         int r, err = 0;
 
         *ret = (struct backend_stats) {0};
+        if (b->retired)
+                return 0;       /* the successor serves the node */
         if ((full || !b->link_ready) && (r = link_ready(b)) < 0) {
                 ret->kernel_refused = true;
                 return r;
@@ -370,6 +499,7 @@ static int us_sync(struct backend *b, uint8_t family, const struct backend_sync 
                 free(h);
         }
         reap_draining(b);
+        close_unadopted(b, family);
         size_t *sctp = &b->n_sctp[family == 6];
         if (pl.n_sctp != *sctp && pl.n_sctp > 0)
                 log_warning("%zu SCTP service ports are not served: userspace mode forwards TCP and UDP only",
@@ -414,6 +544,11 @@ static struct backend *us_destroy(struct backend *b) {
 
         if (!b)
                 return NULL;
+        if (b->handover_fd >= 0) {
+                ev_io_del(b->env.loop, b->handover_fd);
+                close(b->handover_fd);
+        }
+        handover_socks_free(b->adopt, b->n_adopt);
         for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);)
                 frontend_free(v);
         hmap_done(&b->frontends);
@@ -441,6 +576,7 @@ static int us_create(const struct backend_env *env, struct backend **ret) {
         if (!b)
                 return -ENOMEM;
         b->env = *env;
+        b->handover_fd = -1;
         b->frontends = (struct hmap) HMAP_INIT_KEY_ARRAY(struct frontend, key);
         b->addrs = (struct hmap) HMAP_INIT_KEY_ARRAY(struct held_addr, key);
         /* conntrack's timeouts, which the other modes' flows live by. */
@@ -462,6 +598,7 @@ static int us_create(const struct backend_env *env, struct backend **ret) {
                 r = -ENOMEM;
                 goto fail;
         }
+        handover_start(b);
         *ret = b;
         return 0;
 fail:
@@ -618,6 +755,45 @@ static void us_expose(struct backend *b, struct buf *out) {
         buf_printf(out, "kproxy_userspace_udp_dropped_total %" PRIu64 "\n", u.dropped);
 }
 
+/* Open TCP connections. UDP sessions are not waited for: a late reply
+ * is lost as a datagram may be, and the client's next one is served by
+ * the successor (or refused). */
+static size_t us_busy(struct backend *b) {
+        struct fwd_tcp_stats t;
+        struct fwd_udp_stats u;
+        size_t n_fe;
+
+        totals(b, &t, &u, &n_fe);
+        return (size_t) t.active;
+}
+
+/* Stopping without a successor: listeners close (new connections are
+ * refused from now on), UDP sockets too (port unreachable), and the open
+ * TCP connections go on while the core waits for them. */
+static void us_quiesce(struct backend *b) {
+        const char *k;
+        void *v;
+
+        b->retired = true;
+        if (b->handover_fd >= 0) {
+                ev_io_del(b->env.loop, b->handover_fd);
+                close(b->handover_fd);
+                b->handover_fd = -1;
+        }
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
+                struct frontend *fe = v;
+                if (fe->tcp)
+                        fwd_tcp_stop_accepting(fe->tcp);
+                if (fe->udp) {
+                        struct fwd_udp_stats st;
+                        fwd_udp_get_stats(fe->udp, &st);
+                        st.active = 0;
+                        add_udp_stats(&b->gone.udp, &st);
+                        fe->udp = fwd_udp_free(fe->udp);
+                }
+        }
+}
+
 static void us_describe(struct backend *b, struct buf *out) {
         const char *k;
         void *v;
@@ -647,4 +823,6 @@ const struct backend_ops backend_userspace = {
         .render = us_render,
         .expose = us_expose,
         .describe = us_describe,
+        .busy = us_busy,
+        .quiesce = us_quiesce,
 };

@@ -43,6 +43,11 @@ struct backend_env {
          * core logs it once per finding). May be called from the
          * backend's own event handlers at any time, also during a sync. */
         void (*changed)(void *core, uint8_t family, const char *why);
+        /* The backend handed what serves the node to a successor process
+         * (userspace mode's sockets: docs/userspace.md). The core stops
+         * syncing and serving (API, health, metrics), so the successor can
+         * take over, and the process exits once busy() is 0. */
+        void (*handed_over)(void *core);
         void *core;
 };
 
@@ -138,6 +143,13 @@ struct backend_ops {
         /* Optional. What the mode serves now, as text: /debug/backend on
          * the metrics server (for operators and tests). */
         void (*describe)(struct backend *b, struct buf *out);
+        /* Optional. Connections the process itself still carries (userspace
+         * mode's TCP connections), which a stopping process, or one that
+         * handed over, waits for. */
+        size_t (*busy)(struct backend *b);
+        /* Optional. The process is stopping (SIGTERM): take no new
+         * connections, keep the open ones. */
+        void (*quiesce)(struct backend *b);
 };
 
 /* The table: the backend of a configured mode, or NULL when kproxy has none

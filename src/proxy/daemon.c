@@ -68,34 +68,11 @@ static void on_log_flush(struct ev_loop *l, void *userdata) {
         f->timer = ev_timer_add(l, f->period_ms, on_log_flush, f);
 }
 
-static void on_signal(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
-        struct signalfd_siginfo si;
-        (void) events;
-        (void) userdata;
-        if (read(fd, &si, sizeof si) != sizeof si)
-                return;
-        log_info("Received signal %s, exiting; the rules stay in place", strsignal((int) si.ssi_signo));
-        ev_stop(l);
-}
-
-static int setup_signals(struct ev_loop *l) {
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return -errno;
-        int fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (fd < 0)
-                return -errno;
-        return ev_io_add(l, fd, EPOLLIN, on_signal, NULL) < 0 ? -EIO : fd;
-}
-
 /* The mode's backend; IPVS has none. */
 static const struct backend_ops *mode_backend(const struct kproxy_config *c) {
         const struct backend_ops *ops = backend_for_mode(c->mode);
         if (!ops)
-                log_error("Proxy mode %s is not supported: kproxy runs in iptables or nftables mode",
+                log_error("Proxy mode %s is not supported: kproxy runs in iptables, nftables or userspace mode",
                           proxy_mode_to_string(c->mode));
         return ops;
 }
@@ -148,11 +125,89 @@ struct daemon {
         struct kube_client *client;
         struct source sources[_INTAKE_SOURCE_MAX];
         struct log_flusher flusher;
+        struct ev_timer *drain;         /* after a hand-over: waiting for the last connections */
+        uint64_t drain_until_ms;
         int sigfd;
 };
 
+/* After a hand-over, at most this long for the connections the process
+ * still carries; SIGTERM (the old pod deleted) ends it sooner. */
+#define DRAIN_MAX_MS (10 * 60 * 1000)
+#define DRAIN_CHECK_MS 500
+
+static void on_drain(struct ev_loop *l, void *userdata) {
+        struct daemon *d = userdata;
+        size_t busy = proxier_busy(d->proxier);
+
+        d->drain = NULL;
+        if (busy == 0 || ev_now_ms(l) >= d->drain_until_ms) {
+                log_info("Finished the connections this process carried (%zu left open), exiting", busy);
+                ev_stop(l);
+                return;
+        }
+        d->drain = ev_timer_add(l, DRAIN_CHECK_MS, on_drain, d);
+}
+
+/* The successor serves the node now: the ports of the health, metrics
+ * and health-check node port servers are its, and the API is its to
+ * watch. Run from a timer, outside the callback that reported it. */
+static void on_retire(struct ev_loop *l, void *userdata) {
+        struct daemon *d = userdata;
+
+        d->drain = NULL;
+        proxier_detach_servers(d->proxier);
+        d->client = kube_client_free(d->client);
+        d->hcnp = hcnp_free(d->hcnp);
+        d->metrics = metrics_free(d->metrics);
+        d->health = health_server_free(d->health);
+        d->drain_until_ms = ev_now_ms(l) + DRAIN_MAX_MS;
+        log_info("Handed the node over to a successor; finishing the connections this process carries");
+        d->drain = ev_timer_add(l, 0, on_drain, d);
+}
+
+static void on_handed_over(void *ctx) {
+        struct daemon *d = ctx;
+        d->drain = ev_timer_add(d->loop, 0, on_retire, d);
+}
+
+/* A mode that carries connections itself (userspace) finishes them, for
+ * at most this long, before the process exits. */
+#define STOP_DRAIN_MS 5000
+
+static void on_signal(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        struct daemon *d = userdata;
+        struct signalfd_siginfo si;
+        (void) events;
+        if (read(fd, &si, sizeof si) != sizeof si)
+                return;
+        const char *name = strsignal((int) si.ssi_signo);
+        if (!d->drain && d->proxier && proxier_quiesce(d->proxier) > 0) {
+                log_info("Received signal %s: taking no new connections, finishing the open ones "
+                         "(at most %d s; signal again to exit now)", name, STOP_DRAIN_MS / 1000);
+                d->drain_until_ms = ev_now_ms(l) + STOP_DRAIN_MS;
+                d->drain = ev_timer_add(l, DRAIN_CHECK_MS, on_drain, d);
+                return;
+        }
+        log_info("Received signal %s, exiting; the rules stay in place", name);
+        ev_stop(l);
+}
+
+static int setup_signals(struct ev_loop *l, struct daemon *d) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        int fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        return ev_io_add(l, fd, EPOLLIN, on_signal, d) < 0 ? -EIO : fd;
+}
+
 static void daemon_done(struct daemon *d) {
         d->flusher.timer = ev_timer_cancel(d->loop, d->flusher.timer);
+        d->drain = ev_timer_cancel(d->loop, d->drain);
         log_flush();
         kube_client_free(d->client);
         proxier_free(d->proxier);
@@ -176,7 +231,7 @@ static int start_servers(struct daemon *d, const struct kproxy_config *c, const 
         d->loop = ev_loop_new();
         if (!d->loop)
                 return -ENOMEM;
-        d->sigfd = setup_signals(d->loop);
+        d->sigfd = setup_signals(d->loop, d);
         if (d->sigfd < 0)
                 return log_error_errno(d->sigfd, "Failed to set up signal handling");
         if (c->healthz_bind_address) {
@@ -272,6 +327,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                  * (upstream's iptables mode watches them and does nothing
                  * with them). The gate is GA and locked on in 1.34. */
                 .service_cidrs = ops->service_cidrs && config_feature_enabled(c, "MultiCIDRServiceAllocator"),
+                .handed_over = on_handed_over,
+                .ctx = &d,
         };
         if (proxier_new(d.loop, &po, &d.proxier) < 0 || start_watches(&d, c, o, node, po.service_cidrs) < 0)
                 goto out;

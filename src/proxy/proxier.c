@@ -67,6 +67,9 @@ struct proxier {
         bool leftovers;                 /* other modes' rules, to remove after the first sync */
         bool udp_changed;               /* a changed service has (or had) a UDP port */
         bool hcnp_changed;              /* ... or a health-check node port */
+        bool retired;                   /* the backend handed the node over: no more syncs */
+        void (*handed_over)(void *ctx);
+        void *handed_over_ctx;
         uint64_t last_full_ms, last_sync_ms;
         uint64_t sync_due;              /* when sync_timer fires */
         struct ev_timer *sync_timer, *check_timer;
@@ -215,6 +218,37 @@ static void expose_backend(void *userdata, struct buf *out) {
 static void describe_backend(void *userdata, struct buf *out) {
         struct proxier *p = userdata;
         p->ops->describe(p->backend, out);
+}
+
+/* backend_env.handed_over: no more syncs or checks; the owner is told. */
+static void on_backend_handed_over(void *core) {
+        struct proxier *p = core;
+
+        p->retired = true;
+        p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
+        p->check_timer = ev_timer_cancel(p->loop, p->check_timer);
+        if (p->handed_over)
+                p->handed_over(p->handed_over_ctx);
+}
+
+void proxier_detach_servers(struct proxier *p) {
+        metrics_set_backend(p->metrics, NULL, NULL, NULL);
+        p->metrics = NULL;
+        p->health = NULL;
+        p->hcnp = NULL;
+}
+
+size_t proxier_busy(struct proxier *p) {
+        return p->ops->busy ? p->ops->busy(p->backend) : 0;
+}
+
+size_t proxier_quiesce(struct proxier *p) {
+        p->retired = true;
+        p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
+        p->check_timer = ev_timer_cancel(p->loop, p->check_timer);
+        if (p->ops->quiesce)
+                p->ops->quiesce(p->backend);
+        return proxier_busy(p);
 }
 
 static void on_check(struct ev_loop *l, void *userdata) {
@@ -427,6 +461,8 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
 }
 
 static void schedule_sync(struct proxier *p, uint64_t delay_ms) {
+        if (p->retired)
+                return;
         p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
         p->sync_timer = ev_timer_add(p->loop, delay_ms, on_sync_timer, p);
         p->sync_due = ev_now_ms(p->loop) + delay_ms;
@@ -448,6 +484,8 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->health = o->health;
         p->metrics = o->metrics;
         p->hcnp = o->hcnp;
+        p->handed_over = o->handed_over;
+        p->handed_over_ctx = o->ctx;
         p->udp = udp_stale_new();
         p->watch_cidrs = o->service_cidrs;
         p->synced[INTAKE_SERVICE_CIDRS] = !o->service_cidrs;
@@ -473,6 +511,7 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 .families = p->families,
                 .n_families = p->n_fam,
                 .changed = on_backend_changed,
+                .handed_over = on_backend_handed_over,
                 .core = p,
         };
         r = p->ops->create(&env, &p->backend);

@@ -34,6 +34,11 @@ struct proxier_opts {
         struct hcnp *hcnp;                      /* may be NULL */
         bool ipv6;                              /* also program IPv6 (the backend's ipv6_usable()) */
         bool service_cidrs;                     /* ServiceCIDRs are watched (else never waited for) */
+        /* The backend handed the node to a successor (backend_env's
+         * handed_over): syncs have stopped; the caller stops its servers.
+         * May be NULL. Called from the loop, never during a sync. */
+        void (*handed_over)(void *ctx);
+        void *ctx;
 };
 
 int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier **ret);
@@ -48,6 +53,15 @@ void proxier_object(struct proxier *p, enum intake_source src, const char *key, 
 void proxier_keys(struct proxier *p, enum intake_source src, void (*each)(const char *key, void *ctx), void *ctx);
 /* The initial list of src has completed. */
 void proxier_synced(struct proxier *p, enum intake_source src);
+
+/* After handed_over: forgets the health and metrics servers and the
+ * health-check node ports (the caller frees them next). */
+void proxier_detach_servers(struct proxier *p);
+/* Connections the backend still carries itself (0 for the NAT modes). */
+size_t proxier_busy(struct proxier *p);
+/* The process is stopping: no more syncs, and the backend takes no new
+ * connections. Returns proxier_busy(). */
+size_t proxier_quiesce(struct proxier *p);
 
 /* Counters, for logs and tests. */
 uint64_t proxier_syncs(const struct proxier *p);

@@ -11,8 +11,11 @@ Run as root: KPROXY_BUILD=build python3 tests/e2e/test_userspace.py
 """
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -101,6 +104,96 @@ class E2EUserspace(Suite, unittest.TestCase):
         lab.wait_targets("dns back at a2", "default/dns", "p", self.eps("a2", port=5353))
         r = self.client("10.96.0.53", 53, 5, "--udp")
         self.assertEqual(r["replies"], {"a2": 5}, r)
+
+    # --- restarts: the sockets handed to a successor (docs/userspace.md) ---
+
+    def surge_restart(self, *extra):
+        """Starts a successor beside the running kproxy (a DaemonSet update
+        with maxSurge), waits for the hand-over, then stops the old one as
+        the kubelet would (SIGTERM). Returns the old one's exit status."""
+        lab = self.lab
+        mark = len(lab.kproxy_output())
+        lab.procs["kproxy-old"] = lab.procs.pop("kproxy")
+        lab.start_kproxy(*extra)
+        wait_for("the old kproxy to hand its sockets over",
+                 lambda: "Handed the node over to a successor" in lab.kproxy_output()[mark:], timeout=20)
+        self.assertRegex(lab.kproxy_output()[mark:], r"Took \d+ service sockets from the process this one replaces")
+        old = lab.kill("kproxy-old", signal.SIGTERM)
+        lab.wait_healthy("the successor's /healthz (its bind retried once the old one let go)")
+        return old.returncode
+
+    def test_13_stopped_proxy_keeps_rules_restart_applies_changes(self):
+        # Stopped with no successor, nothing forwards: connections are
+        # refused at once (the addresses stay, so nothing leaves the node
+        # for them). A pod replaced meanwhile is served after the restart.
+        lab, ip = self.lab, self.ip
+        self.assertEqual(lab.stop_kproxy(signal.SIGTERM), 0)
+        self.assertIn(" 10.96.0.10/32 ", lab.run(["ip", "-o", "addr", "show", "dev", "kube-proxy0"], ns="n1").stdout)
+        r = self.client("10.96.0.10", 80, 5)
+        self.assertEqual(r["errors"], {"ECONNREFUSED": 5}, r)
+        self.assertLess(r["max_connect_ms"], 500, r)
+        self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1"), (ip["a4"], "node-1")]))
+        lab.start_kproxy()
+        self.wait_web("a4 in web's frontend after the restart", "a1", "a2", "a4", timeout=20)
+        r = self.client("10.96.0.10", 80, 300)
+        self.assertEqual(r["errors"], {})
+        self.assertIn("a4", r["replies"])
+        self.assertNotIn("a3", r["replies"])
+
+    def test_14_restart_under_traffic_fails_no_connection(self):
+        # TCP and UDP clients loop through a surge restart: not one fails.
+        lab = self.lab
+        results = {}
+
+        def loop(key, *flags):
+            results[key] = lab.client("p-cl", *flags)
+        threads = [threading.Thread(target=loop, args=("tcp", "10.96.0.10", 80, 0, "--until-seconds", "6")),
+                   threading.Thread(target=loop, args=("udp", "10.96.0.53", 53, 0, "--udp", "--until-seconds", "6",
+                                                       "--timeout", "1"))]
+        for t in threads:
+            t.start()
+        time.sleep(1)   # traffic before, during and after
+        self.assertEqual(self.surge_restart(), 0)
+        for t in threads:
+            t.join(timeout=60)
+        for key in ("tcp", "udp"):
+            self.assertEqual(results[key]["errors"], {}, "%s: %s" % (key, results[key]))
+            self.assertGreater(results[key]["attempts"], 100, key)
+
+    def test_15_sigkill_restart_under_traffic_fails_no_connection(self):
+        # A crash closes every socket with the process: connections are
+        # refused (never hang) until the restarted kproxy has bound its
+        # frontends, and then all succeed.
+        lab = self.lab
+        lab.stop_kproxy(signal.SIGKILL)
+        r = self.client("10.96.0.10", 80, 3)
+        self.assertEqual(r["errors"], {"ECONNREFUSED": 3}, r)
+        lab.start_kproxy()
+        self.wait_web("web served after the crash", "a1", "a2", "a4")
+        r = self.client("10.96.0.10", 80, 300)
+        self.assertEqual(r["errors"], {}, r)
+
+    def test_15c_switch_to_the_other_mode_and_back(self):
+        # Into userspace mode: the other mode's rules serve until the
+        # frontends are bound, then go; nothing fails. Out of it: its
+        # sockets close with it, so connections are refused until the new
+        # mode's first sync (docs/userspace.md), and not after.
+        lab = self.lab
+        r = lab.restart_under_traffic(signal.SIGTERM, "10.96.0.10", 80, mode="nftables")
+        self.assertEqual(set(r["errors"]) - {"ECONNREFUSED"}, set(), r)
+        lab.wait_targets("web's rules in nftables mode", "default/web", "p", self.eps("a1", "a2", "a4"),
+                         mode="nftables")
+        wait_for("kube-proxy0 gone", lambda: lab.leftovers("userspace") == [], timeout=20)
+        r = self.client("10.96.0.10", 80, 60)
+        self.assertEqual(r["errors"], {}, r)
+        r = lab.restart_under_traffic(signal.SIGTERM, "10.96.0.10", 80)
+        self.assertEqual(r["errors"], {}, r)
+        self.wait_web("web served in userspace mode", "a1", "a2", "a4")
+        wait_for("nftables mode's table gone", lambda: lab.leftovers("nftables") == [], timeout=20)
+        self.assert_no_netfilter_objects()
+        r = self.client("10.96.0.10", 80, 60)
+        self.assertEqual(r["errors"], {})
+        self.assertEqual(sorted(r["replies"]), ["a1", "a2", "a4"])
 
     # The packet-filter modes' own.
     test_06b_localhost_nodeport_is_counted = skip("iptables mode's nfacct counter")
