@@ -167,7 +167,8 @@ int userspace_plan_build(const struct model *m, const struct render_params *p, s
                 return r;
         }
         /* Two services may share an external IP: one address. */
-        qsort(ret->addrs, ret->n_addrs, sizeof *ret->addrs, cmp_inet);
+        if (ret->n_addrs)
+                qsort(ret->addrs, ret->n_addrs, sizeof *ret->addrs, cmp_inet);
         size_t k = 0;
         for (size_t i = 0; i < ret->n_addrs; i++)
                 if (k == 0 || cmp_inet(&ret->addrs[k - 1], &ret->addrs[i]) != 0)
@@ -177,7 +178,8 @@ int userspace_plan_build(const struct model *m, const struct render_params *p, s
          * refuses that for cluster IPs and node ports; external IPs are
          * the users'): the first in key order keeps it, as the first
          * matching rule would. */
-        qsort(ret->fe, ret->n_fe, sizeof *ret->fe, cmp_fe);
+        if (ret->n_fe)
+                qsort(ret->fe, ret->n_fe, sizeof *ret->fe, cmp_fe);
         k = 0;
         for (size_t i = 0; i < ret->n_fe; i++) {
                 if (k > 0 && strcmp(ret->fe[k - 1].key, ret->fe[i].key) == 0) {
@@ -201,7 +203,7 @@ void userspace_plan_done(struct userspace_plan *pl) {
 const struct userspace_frontend *userspace_plan_find(const struct userspace_plan *pl, const char *key) {
         struct userspace_frontend probe;
 
-        if (strlen(key) >= sizeof probe.key)
+        if (pl->n_fe == 0 || strlen(key) >= sizeof probe.key)
                 return NULL;
         strcpy(probe.key, key);
         return bsearch(&probe, pl->fe, pl->n_fe, sizeof *pl->fe, cmp_fe);

@@ -224,9 +224,10 @@ class Lab:
 
     # --- kproxy ---
 
-    def start_kproxy(self, *extra, mode=None):
+    def start_kproxy(self, *extra, mode=None, env_path=None):
+        """Starts kproxy in n1 (with env_path: that PATH and no other)."""
         self.kproxy_log = os.path.join(self.tmp, "kproxy.log")
-        args = [self.kproxy_bin, "--proxy-mode", mode or self.mode, "--kubeconfig", self.kubeconfig,
+        args = (["env", "PATH=" + env_path] if env_path else []) + [self.kproxy_bin, "--proxy-mode", mode or self.mode, "--kubeconfig", self.kubeconfig,
                 "--hostname-override", "node-1",
                 "--cluster-cidr", "10.244.0.0/16", "--healthz-bind-address", "127.0.0.1:10256",
                 "--metrics-bind-address", "127.0.0.1:10249", "--watch-idle-timeout", "4s",

@@ -41,7 +41,8 @@ BUILD = os.environ.get("KPROXY_BUILD", "build")
 SEQUENCES = int(os.environ.get("FAULT_SEQUENCES", "30"))
 BOUND_S = 2.0
 N_SERVICES = 4
-WATCHES = 3     # services, endpointslices, the Node (iptables mode: no ServiceCIDRs)
+WATCHES = 3     # services, endpointslices, the Node (iptables and userspace modes: no ServiceCIDRs)
+MODE = os.environ.get("FAULT_MODE", "iptables")
 
 
 def percentile(xs, p):
@@ -59,7 +60,7 @@ class ApiFaults(unittest.TestCase):
         seed = os.environ.get("FAULT_SEED")
         cls.seed = int(seed) if seed else random.SystemRandom().randrange(1 << 30)
         cls.rnd = random.Random(cls.seed)
-        cls.lab = lab = Lab(BUILD, "iptables")
+        cls.lab = lab = Lab(BUILD, MODE)
         try:
             lab.build_topology()
             lab.start_apiserver()

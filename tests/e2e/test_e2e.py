@@ -102,9 +102,15 @@ class Suite:
     @classmethod
     def tearDownClass(cls):
         if cls.lab:
+            out = cls.lab.kproxy_output()
             if os.environ.get("E2E_SHOW_LOG"):
-                sys.stderr.write(cls.lab.kproxy_output())
+                sys.stderr.write(out)
             cls.lab.close()
+            # Sanitizer builds: a report from any kproxy run of the class
+            # fails it, even one a test did not look at.
+            reports = re.findall(r"^.*(?:runtime error:|ERROR: (?:Address|Leak)Sanitizer).*$", out, re.M)
+            if reports:
+                raise AssertionError("sanitizer reports in kproxy's log:\n" + "\n".join(reports[:5]))
 
     def client(self, host, port, count=300, *flags, ns="p-cl"):
         return self.lab.client(ns, host, port, count, *flags)

@@ -11,6 +11,7 @@ Run as root: KPROXY_BUILD=build python3 tests/e2e/test_userspace.py
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -194,6 +195,34 @@ class E2EUserspace(Suite, unittest.TestCase):
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {})
         self.assertEqual(sorted(r["replies"]), ["a1", "a2", "a4"])
+
+    def test_17_no_packet_filter_tools_needed(self):
+        # A node without iptables, ip6tables or nft: kproxy in this mode
+        # runs none (they are not on its PATH at all), serves, follows a
+        # change, and leaves no netfilter object in the node namespace.
+        lab, ip = self.lab, self.ip
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.run([lab.kproxy_bin, "--cleanup", "--state-dir", lab.state_dir], ns="n1")
+        lab.run(["nft", "flush", "ruleset"], ns="n1")
+        empty = os.path.join(lab.tmp, "empty-bin")
+        os.makedirs(empty, exist_ok=True)
+        mark = len(lab.kproxy_output())
+        lab.start_kproxy(env_path=empty)
+        lab.wait_healthy("healthz without packet-filter tools")
+        self.replace_slice(slice_("web-1", "web", [(ip["a2"], "node-1"), (ip["a3"], "node-1")]))
+        self.wait_web("web at a2 and a3", "a2", "a3")
+        r = self.client("10.96.0.10", 80, 100)
+        self.assertEqual(r["errors"], {})
+        self.assertEqual(sorted(r["replies"]), ["a2", "a3"])
+        self.assert_no_netfilter_objects()
+        legacy = shutil.which("iptables-legacy-save")
+        if legacy:
+            self.assertEqual(lab.run([legacy], ns="n1").stdout.strip(), "")
+        log = lab.kproxy_output()[mark:]
+        self.assertNotRegex(log, r"(?m)^E\d{4} ", "errors logged without the tools:\n" + log[-3000:])
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.start_kproxy()
+        lab.wait_healthy()
 
     # The packet-filter modes' own.
     test_06b_localhost_nodeport_is_counted = skip("iptables mode's nfacct counter")
