@@ -18,7 +18,7 @@
  * connections. The successor's first sync adopts the sockets it wants, so
  * the socket objects, and the connections queued on them, never close.
  */
-#include "proxy/backend.h"
+#include "proxy/backend-userspace.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "apply/sysctl.h"
@@ -46,59 +47,6 @@
 #include "util/buf.h"
 #include "util/hmap.h"
 #include "util/log.h"
-
-#define USERSPACE_LINK "kube-proxy0"
-#define CONNECT_TIMEOUT_MS 2000
-#define UDP_IDLE_DEFAULT_MS 30000       /* the kernel's UDP conntrack timeout */
-#define PIPE_SIZE (1 << 20)             /* 1 MiB: a third less CPU per GB (docs/userspace.md) */
-#define SPARE_PIPES 256
-#define HANDOVER_SOCK "userspace.sock"
-#define HANDOVER_WAIT_MS 2000           /* per message, from a predecessor handing over */
-
-struct frontend {
-        char key[FWD_ADDR_STRLEN + 4];  /* the plan's: "tcp 10.96.0.10:80" */
-        struct backend *b;
-        struct frontend *next_draining;
-        uint8_t family;
-        int proto;
-        struct picker *picker;
-        struct fwd_tcp *tcp;
-        struct fwd_udp *udp;
-        struct buf line;                /* the plan's line, for /debug/backend */
-        uint64_t gen;                   /* the sync that last wanted it */
-        bool failed;                    /* could not bind: full syncs try again */
-};
-
-struct held_addr {
-        char key[INET_ADDR_STRLEN];
-        struct inet_addr a;
-        uint64_t gen;
-};
-
-/* Counters of frontends already freed, so the totals only grow. */
-struct gone {
-        struct fwd_tcp_stats tcp;
-        struct fwd_udp_stats udp;
-};
-
-struct backend {
-        struct backend_env env;
-        struct ifaddr *ia;
-        struct fwd_pipes *pipes;
-        struct hmap frontends;          /* key -> struct frontend */
-        struct hmap addrs;              /* address text -> struct held_addr */
-        struct frontend *draining;      /* TCP frontends no longer wanted, finishing their connections */
-        struct gone gone;
-        uint64_t gen;
-        uint64_t tcp_idle_ms, udp_idle_ms;
-        size_t n_sctp[2];               /* per family, as last logged */
-        struct handover_sock *adopt;    /* handed over by a predecessor, until the first syncs adopt them */
-        size_t n_adopt;
-        int handover_fd;                /* listening for a successor; -1: none */
-        bool retired;                   /* handed over: syncs do nothing */
-        struct nolocal *nolocal[2];     /* per family: Local policies without local endpoints */
-        bool link_ready;
-};
 
 /* --- picking --- */
 
@@ -120,46 +68,21 @@ static int pick_udp(void *userdata, const struct fwd_addr *client, struct fwd_ad
 
 /* --- frontends --- */
 
-static void add_tcp_stats(struct fwd_tcp_stats *t, const struct fwd_tcp_stats *s) {
-        t->accepted += s->accepted;
-        t->active += s->active;
-        t->bytes_to_endpoints += s->bytes_to_endpoints;
-        t->bytes_to_clients += s->bytes_to_clients;
-        t->accept_errors += s->accept_errors;
-        t->connect_errors += s->connect_errors;
-        t->retries += s->retries;
-        t->refused += s->refused;
-        t->idle_timeouts += s->idle_timeouts;
-        t->resets += s->resets;
-}
-
-static void add_udp_stats(struct fwd_udp_stats *t, const struct fwd_udp_stats *s) {
-        t->sessions += s->sessions;
-        t->active += s->active;
-        t->to_endpoints += s->to_endpoints;
-        t->to_clients += s->to_clients;
-        t->bytes_to_endpoints += s->bytes_to_endpoints;
-        t->bytes_to_clients += s->bytes_to_clients;
-        t->dropped += s->dropped;
-        t->refused += s->refused;
-        t->idle_timeouts += s->idle_timeouts;
-}
-
-static void frontend_free(struct frontend *fe) {
+void userspace_frontend_free(struct frontend *fe) {
         struct backend *b = fe->b;
 
         if (fe->tcp) {
                 struct fwd_tcp_stats st;
                 fwd_tcp_get_stats(fe->tcp, &st);
                 st.active = 0;
-                add_tcp_stats(&b->gone.tcp, &st);
+                userspace_add_tcp_stats(&b->gone.tcp, &st);
                 fwd_tcp_free(fe->tcp);
         }
         if (fe->udp) {
                 struct fwd_udp_stats st;
                 fwd_udp_get_stats(fe->udp, &st);
                 st.active = 0;
-                add_udp_stats(&b->gone.udp, &st);
+                userspace_add_udp_stats(&b->gone.udp, &st);
                 fwd_udp_free(fe->udp);
         }
         picker_free(fe->picker);
@@ -180,7 +103,7 @@ static void reap_draining(struct backend *b) {
                         continue;
                 }
                 *pp = fe->next_draining;
-                frontend_free(fe);
+                userspace_frontend_free(fe);
         }
 }
 
@@ -193,7 +116,7 @@ static void frontend_retire(struct backend *b, struct frontend *fe) {
         if (fe->tcp)
                 fwd_tcp_get_stats(fe->tcp, &st);
         if (st.active == 0) {
-                frontend_free(fe);
+                userspace_frontend_free(fe);
                 return;
         }
         fwd_tcp_stop_accepting(fe->tcp);
@@ -203,22 +126,8 @@ static void frontend_retire(struct backend *b, struct frontend *fe) {
 
 /* Binds the frontend's socket. Returns 0 or -errno (logged once per
  * failure streak). */
-/* The socket a predecessor handed over for want, taken out of the list;
- * -1 if there is none. */
-static int adoptable(struct backend *b, const struct userspace_frontend *want) {
-        for (size_t i = 0; i < b->n_adopt; i++) {
-                struct handover_sock *s = &b->adopt[i];
-                if (s->fd >= 0 && s->proto == want->proto && fwd_addr_equal(&s->addr, &want->addr)) {
-                        int fd = s->fd;
-                        s->fd = -1;
-                        return fd;
-                }
-        }
-        return -1;
-}
-
 static int frontend_open(struct backend *b, struct frontend *fe, const struct userspace_frontend *want) {
-        int fd = adoptable(b, want);
+        int fd = userspace_adoptable(b, want);
         int r;
 
         if (fe->proto == IPPROTO_TCP) {
@@ -344,98 +253,6 @@ static int addrs_read(struct backend *b, uint8_t family) {
         return 0;
 }
 
-/* --- restarts (docs/userspace.md) --- */
-
-/* After the family's first sync, the handed-over sockets it did not want
- * (a service deleted while no process ran) close. */
-static void close_unadopted(struct backend *b, uint8_t family) {
-        size_t k = 0;
-
-        for (size_t i = 0; i < b->n_adopt; i++) {
-                struct handover_sock *s = &b->adopt[i];
-                if (s->fd >= 0 && s->addr.ip.family == family) {
-                        close(s->fd);
-                        s->fd = -1;
-                }
-                if (s->fd >= 0)
-                        b->adopt[k++] = *s;
-        }
-        b->n_adopt = k;
-        if (k == 0) {
-                free(b->adopt);
-                b->adopt = NULL;
-        }
-}
-
-/* A successor is connecting: it gets every socket, this process stops
- * taking new connections and datagrams, and the core retires. */
-static void on_successor(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
-        struct backend *b = userdata;
-        size_t n = 0, cap = b->frontends.len;
-        int *fds = calloc(cap ? cap : 1, sizeof *fds);
-        const char *k;
-        void *v;
-        (void) events;
-
-        if (!fds)
-                return;
-        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v) && n < cap;) {
-                struct frontend *fe = v;
-                int s = fe->tcp ? fwd_tcp_listener(fe->tcp) : fe->udp ? fwd_udp_socket(fe->udp) : -1;
-                if (s >= 0)
-                        fds[n++] = s;
-        }
-        int r = handover_give(fd, fds, n, HANDOVER_WAIT_MS);
-        free(fds);
-        if (r == -EAGAIN)
-                return;
-        if (r < 0) {
-                /* It binds beside this process instead (SO_REUSEPORT). */
-                log_error_errno(r, "Failed to hand the service sockets to a successor");
-                return;
-        }
-        log_info("Handed %zu service sockets to a successor", n);
-        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
-                struct frontend *fe = v;
-                if (fe->tcp)
-                        fwd_tcp_stop_accepting(fe->tcp);
-                if (fe->udp)
-                        fwd_udp_stop_reading(fe->udp);
-        }
-        ev_io_del(l, fd);
-        close(fd);
-        b->handover_fd = -1;
-        b->retired = true;
-        b->env.handed_over(b->env.core);
-}
-
-/* Takes a predecessor's sockets, if one is running, then listens for a
- * successor. Neither is fatal: without them, a restart refuses
- * connections for a moment, as a crash does. */
-static void handover_start(struct backend *b) {
-        const char *dir = b->env.config->state_dir;
-        char path[4096];
-        int r;
-
-        if (!dir || !*dir || (size_t) snprintf(path, sizeof path, "%s/" HANDOVER_SOCK, dir) >= sizeof path)
-                return;
-        r = handover_take(path, HANDOVER_WAIT_MS, &b->adopt, &b->n_adopt);
-        if (r == 0)
-                log_info("Took %zu service sockets from the process this one replaces", b->n_adopt);
-        else if (r != -ENOENT && r != -ECONNREFUSED)
-                log_warning_errno(r, "Failed to take the service sockets of the process this one replaces");
-        r = handover_listen(path);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to listen on %s: a restart will refuse connections for a moment", path);
-                return;
-        }
-        b->handover_fd = r;
-        if (ev_io_add(b->env.loop, r, EPOLLIN, on_successor, b) < 0) {
-                close(r);
-                b->handover_fd = -1;
-        }
-}
-
 /* --- the sync --- */
 
 static int link_ready(struct backend *b) {
@@ -499,7 +316,7 @@ static int us_sync(struct backend *b, uint8_t family, const struct backend_sync 
                 free(h);
         }
         reap_draining(b);
-        close_unadopted(b, family);
+        userspace_close_unadopted(b, family);
         size_t *sctp = &b->n_sctp[family == 6];
         if (pl.n_sctp != *sctp && pl.n_sctp > 0)
                 log_warning("%zu SCTP service ports are not served: userspace mode forwards TCP and UDP only",
@@ -536,6 +353,36 @@ static void us_check(struct backend *b) {
         free(have);
 }
 
+/* A socket per frontend, and per connection two sockets and two pipes:
+ * 20k services need more descriptors than the usual soft limit (Go raises
+ * it to the hard limit on its own). Raised as far as allowed: to the
+ * kernel's nr_open where the process may raise its hard limit. */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+        unsigned long max = 0;
+        FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+
+        if (f) {
+                if (fscanf(f, "%lu", &max) != 1)
+                        max = 0;
+                fclose(f);
+        }
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        if (max > rl.rlim_max) {
+                struct rlimit more = {max, max};
+                if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
+                        log_v(2, "Raised the open-files limit to %lu", max);
+                        return;
+                }
+        }
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+                        log_v(2, "Raised the open-files limit to %lu", (unsigned long) rl.rlim_max);
+        }
+}
+
 /* --- the object --- */
 
 static struct backend *us_destroy(struct backend *b) {
@@ -550,12 +397,12 @@ static struct backend *us_destroy(struct backend *b) {
         }
         handover_socks_free(b->adopt, b->n_adopt);
         for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);)
-                frontend_free(v);
+                userspace_frontend_free(v);
         hmap_done(&b->frontends);
         while (b->draining) {
                 struct frontend *fe = b->draining;
                 b->draining = fe->next_draining;
-                frontend_free(fe);
+                userspace_frontend_free(fe);
         }
         for (size_t i = 0; hmap_next(&b->addrs, &i, &k, &v);)
                 free(v);
@@ -598,7 +445,8 @@ static int us_create(const struct backend_env *env, struct backend **ret) {
                 r = -ENOMEM;
                 goto fail;
         }
-        handover_start(b);
+        raise_fd_limit();
+        userspace_handover_start(b);
         *ret = b;
         return 0;
 fail:
@@ -681,134 +529,6 @@ static int us_render(const struct model *m, const struct render_params *p, const
         return 0;
 }
 
-/* --- observability --- */
-
-static void totals(struct backend *b, struct fwd_tcp_stats *tcp, struct fwd_udp_stats *udp, size_t *n_fe) {
-        const char *k;
-        void *v;
-
-        *tcp = b->gone.tcp;
-        *udp = b->gone.udp;
-        *n_fe = 0;
-        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
-                struct frontend *fe = v;
-                struct fwd_tcp_stats ts;
-                struct fwd_udp_stats us;
-                if (fe->tcp) {
-                        fwd_tcp_get_stats(fe->tcp, &ts);
-                        add_tcp_stats(tcp, &ts);
-                        ++*n_fe;
-                }
-                if (fe->udp) {
-                        fwd_udp_get_stats(fe->udp, &us);
-                        add_udp_stats(udp, &us);
-                        ++*n_fe;
-                }
-        }
-        for (struct frontend *fe = b->draining; fe; fe = fe->next_draining) {
-                struct fwd_tcp_stats ts;
-                fwd_tcp_get_stats(fe->tcp, &ts);
-                add_tcp_stats(tcp, &ts);
-        }
-}
-
-static void metric(struct buf *out, const char *name, const char *type, const char *help) {
-        buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void us_expose(struct backend *b, struct buf *out) {
-        struct fwd_tcp_stats t;
-        struct fwd_udp_stats u;
-        size_t n_fe;
-
-        totals(b, &t, &u, &n_fe);
-        metric(out, "kproxy_userspace_frontends", "gauge", "Listening TCP and bound UDP service sockets.");
-        buf_printf(out, "kproxy_userspace_frontends %zu\n", n_fe);
-        metric(out, "kproxy_userspace_connections_total", "counter", "TCP connections accepted.");
-        buf_printf(out, "kproxy_userspace_connections_total %" PRIu64 "\n", t.accepted);
-        metric(out, "kproxy_userspace_active_connections", "gauge", "TCP connections open now.");
-        buf_printf(out, "kproxy_userspace_active_connections %" PRIu64 "\n", t.active);
-        metric(out, "kproxy_userspace_accept_errors_total", "counter", "accept() failures.");
-        buf_printf(out, "kproxy_userspace_accept_errors_total %" PRIu64 "\n", t.accept_errors);
-        metric(out, "kproxy_userspace_connect_errors_total", "counter",
-               "Connections to endpoints that failed (each try).");
-        buf_printf(out, "kproxy_userspace_connect_errors_total %" PRIu64 "\n", t.connect_errors);
-        metric(out, "kproxy_userspace_refused_total", "counter",
-               "TCP clients reset and UDP sessions ended: no endpoint answered.");
-        buf_printf(out, "kproxy_userspace_refused_total{protocol=\"tcp\"} %" PRIu64 "\n", t.refused);
-        buf_printf(out, "kproxy_userspace_refused_total{protocol=\"udp\"} %" PRIu64 "\n", u.refused);
-        metric(out, "kproxy_userspace_bytes_total", "counter", "Bytes forwarded.");
-        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_endpoints\",protocol=\"tcp\"} %" PRIu64 "\n",
-                   t.bytes_to_endpoints);
-        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_clients\",protocol=\"tcp\"} %" PRIu64 "\n",
-                   t.bytes_to_clients);
-        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_endpoints\",protocol=\"udp\"} %" PRIu64 "\n",
-                   u.bytes_to_endpoints);
-        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_clients\",protocol=\"udp\"} %" PRIu64 "\n",
-                   u.bytes_to_clients);
-        metric(out, "kproxy_userspace_udp_sessions_total", "counter", "UDP sessions created.");
-        buf_printf(out, "kproxy_userspace_udp_sessions_total %" PRIu64 "\n", u.sessions);
-        metric(out, "kproxy_userspace_udp_active_sessions", "gauge", "UDP sessions open now.");
-        buf_printf(out, "kproxy_userspace_udp_active_sessions %" PRIu64 "\n", u.active);
-        metric(out, "kproxy_userspace_udp_dropped_total", "counter",
-               "Datagrams dropped: no endpoint, the session limit, or a failed send.");
-        buf_printf(out, "kproxy_userspace_udp_dropped_total %" PRIu64 "\n", u.dropped);
-}
-
-/* Open TCP connections. UDP sessions are not waited for: a late reply
- * is lost as a datagram may be, and the client's next one is served by
- * the successor (or refused). */
-static size_t us_busy(struct backend *b) {
-        struct fwd_tcp_stats t;
-        struct fwd_udp_stats u;
-        size_t n_fe;
-
-        totals(b, &t, &u, &n_fe);
-        return (size_t) t.active;
-}
-
-/* Stopping without a successor: listeners close (new connections are
- * refused from now on), UDP sockets too (port unreachable), and the open
- * TCP connections go on while the core waits for them. */
-static void us_quiesce(struct backend *b) {
-        const char *k;
-        void *v;
-
-        b->retired = true;
-        if (b->handover_fd >= 0) {
-                ev_io_del(b->env.loop, b->handover_fd);
-                close(b->handover_fd);
-                b->handover_fd = -1;
-        }
-        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
-                struct frontend *fe = v;
-                if (fe->tcp)
-                        fwd_tcp_stop_accepting(fe->tcp);
-                if (fe->udp) {
-                        struct fwd_udp_stats st;
-                        fwd_udp_get_stats(fe->udp, &st);
-                        st.active = 0;
-                        add_udp_stats(&b->gone.udp, &st);
-                        fe->udp = fwd_udp_free(fe->udp);
-                }
-        }
-}
-
-static void us_describe(struct backend *b, struct buf *out) {
-        const char *k;
-        void *v;
-
-        for (size_t i = 0; hmap_next(&b->addrs, &i, &k, &v);)
-                buf_printf(out, "address %s\n", k);
-        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
-                struct frontend *fe = v;
-                if (!fe->tcp && !fe->udp)
-                        continue;       /* wanted, not open */
-                buf_put(out, fe->line.data, fe->line.len);
-                buf_putc(out, '\n');
-        }
-}
-
 const struct backend_ops backend_userspace = {
         .name = "userspace",
         .setup = us_setup,
@@ -821,8 +541,8 @@ const struct backend_ops backend_userspace = {
         .remove_leftovers = us_remove_leftovers,
         .cleanup = us_cleanup,
         .render = us_render,
-        .expose = us_expose,
-        .describe = us_describe,
-        .busy = us_busy,
-        .quiesce = us_quiesce,
+        .expose = userspace_expose,
+        .describe = userspace_describe,
+        .busy = userspace_busy,
+        .quiesce = userspace_quiesce,
 };

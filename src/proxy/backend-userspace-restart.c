@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Userspace mode's restarts (docs/userspace.md): the running process
+ * listens on userspace.sock in --state-dir; a successor connects as it
+ * starts and is handed every listening and bound socket, and its first
+ * sync adopts them, so the socket objects and the connections queued on
+ * them never close. And the stop without a successor.
+ */
+#include "proxy/backend-userspace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "ev/ev.h"
+#include "util/log.h"
+
+/* The socket a predecessor handed over for want, taken out of the list;
+ * -1 if there is none. */
+int userspace_adoptable(struct backend *b, const struct userspace_frontend *want) {
+        for (size_t i = 0; i < b->n_adopt; i++) {
+                struct handover_sock *s = &b->adopt[i];
+                if (s->fd >= 0 && s->proto == want->proto && fwd_addr_equal(&s->addr, &want->addr)) {
+                        int fd = s->fd;
+                        s->fd = -1;
+                        return fd;
+                }
+        }
+        return -1;
+}
+
+/* After the family's first sync, the handed-over sockets it did not want
+ * (a service deleted while no process ran) close. */
+void userspace_close_unadopted(struct backend *b, uint8_t family) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < b->n_adopt; i++) {
+                struct handover_sock *s = &b->adopt[i];
+                if (s->fd >= 0 && s->addr.ip.family == family) {
+                        close(s->fd);
+                        s->fd = -1;
+                }
+                if (s->fd >= 0)
+                        b->adopt[k++] = *s;
+        }
+        b->n_adopt = k;
+        if (k == 0) {
+                free(b->adopt);
+                b->adopt = NULL;
+        }
+}
+
+/* A successor is connecting: it gets every socket, this process stops
+ * taking new connections and datagrams, and the core retires. */
+static void on_successor(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        struct backend *b = userdata;
+        size_t n = 0, cap = b->frontends.len;
+        int *fds = calloc(cap ? cap : 1, sizeof *fds);
+        const char *k;
+        void *v;
+        (void) events;
+
+        if (!fds)
+                return;
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v) && n < cap;) {
+                struct frontend *fe = v;
+                int s = fe->tcp ? fwd_tcp_listener(fe->tcp) : fe->udp ? fwd_udp_socket(fe->udp) : -1;
+                if (s >= 0)
+                        fds[n++] = s;
+        }
+        int r = handover_give(fd, fds, n, HANDOVER_WAIT_MS);
+        free(fds);
+        if (r == -EAGAIN)
+                return;
+        if (r < 0) {
+                /* It binds beside this process instead (SO_REUSEPORT). */
+                log_error_errno(r, "Failed to hand the service sockets to a successor");
+                return;
+        }
+        log_info("Handed %zu service sockets to a successor", n);
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
+                struct frontend *fe = v;
+                if (fe->tcp)
+                        fwd_tcp_stop_accepting(fe->tcp);
+                if (fe->udp)
+                        fwd_udp_stop_reading(fe->udp);
+        }
+        ev_io_del(l, fd);
+        close(fd);
+        b->handover_fd = -1;
+        b->retired = true;
+        b->env.handed_over(b->env.core);
+}
+
+/* Takes a predecessor's sockets, if one is running, then listens for a
+ * successor. Neither is fatal: without them, a restart refuses
+ * connections for a moment, as a crash does. */
+void userspace_handover_start(struct backend *b) {
+        const char *dir = b->env.config->state_dir;
+        char path[4096];
+        int r;
+
+        if (!dir || !*dir || (size_t) snprintf(path, sizeof path, "%s/" HANDOVER_SOCK, dir) >= sizeof path)
+                return;
+        r = handover_take(path, HANDOVER_WAIT_MS, &b->adopt, &b->n_adopt);
+        if (r == 0)
+                log_info("Took %zu service sockets from the process this one replaces", b->n_adopt);
+        else if (r != -ENOENT && r != -ECONNREFUSED)
+                log_warning_errno(r, "Failed to take the service sockets of the process this one replaces");
+        r = handover_listen(path);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to listen on %s: a restart will refuse connections for a moment", path);
+                return;
+        }
+        b->handover_fd = r;
+        if (ev_io_add(b->env.loop, r, EPOLLIN, on_successor, b) < 0) {
+                close(r);
+                b->handover_fd = -1;
+        }
+}
+
+/* Stopping without a successor: listeners close (new connections are
+ * refused from now on), UDP sockets too (port unreachable), and the open
+ * TCP connections go on while the core waits for them. */
+void userspace_quiesce(struct backend *b) {
+        const char *k;
+        void *v;
+
+        b->retired = true;
+        if (b->handover_fd >= 0) {
+                ev_io_del(b->env.loop, b->handover_fd);
+                close(b->handover_fd);
+                b->handover_fd = -1;
+        }
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
+                struct frontend *fe = v;
+                if (fe->tcp)
+                        fwd_tcp_stop_accepting(fe->tcp);
+                if (fe->udp) {
+                        struct fwd_udp_stats st;
+                        fwd_udp_get_stats(fe->udp, &st);
+                        st.active = 0;
+                        userspace_add_udp_stats(&b->gone.udp, &st);
+                        fe->udp = fwd_udp_free(fe->udp);
+                }
+        }
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Userspace mode's counters: the forwarders' own, summed with those of
+ * the frontends already gone (so counters only grow), as kproxy_userspace_
+ * families on /metrics; and what it serves now, on /debug/backend.
+ */
+#include "proxy/backend-userspace.h"
+
+#include <inttypes.h>
+
+void userspace_add_tcp_stats(struct fwd_tcp_stats *t, const struct fwd_tcp_stats *s) {
+        t->accepted += s->accepted;
+        t->active += s->active;
+        t->bytes_to_endpoints += s->bytes_to_endpoints;
+        t->bytes_to_clients += s->bytes_to_clients;
+        t->accept_errors += s->accept_errors;
+        t->connect_errors += s->connect_errors;
+        t->retries += s->retries;
+        t->refused += s->refused;
+        t->idle_timeouts += s->idle_timeouts;
+        t->resets += s->resets;
+}
+
+void userspace_add_udp_stats(struct fwd_udp_stats *t, const struct fwd_udp_stats *s) {
+        t->sessions += s->sessions;
+        t->active += s->active;
+        t->to_endpoints += s->to_endpoints;
+        t->to_clients += s->to_clients;
+        t->bytes_to_endpoints += s->bytes_to_endpoints;
+        t->bytes_to_clients += s->bytes_to_clients;
+        t->dropped += s->dropped;
+        t->refused += s->refused;
+        t->idle_timeouts += s->idle_timeouts;
+}
+
+static void totals(struct backend *b, struct fwd_tcp_stats *tcp, struct fwd_udp_stats *udp, size_t *n_fe) {
+        const char *k;
+        void *v;
+
+        *tcp = b->gone.tcp;
+        *udp = b->gone.udp;
+        *n_fe = 0;
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
+                struct frontend *fe = v;
+                struct fwd_tcp_stats ts;
+                struct fwd_udp_stats us;
+                if (fe->tcp) {
+                        fwd_tcp_get_stats(fe->tcp, &ts);
+                        userspace_add_tcp_stats(tcp, &ts);
+                        ++*n_fe;
+                }
+                if (fe->udp) {
+                        fwd_udp_get_stats(fe->udp, &us);
+                        userspace_add_udp_stats(udp, &us);
+                        ++*n_fe;
+                }
+        }
+        for (struct frontend *fe = b->draining; fe; fe = fe->next_draining) {
+                struct fwd_tcp_stats ts;
+                fwd_tcp_get_stats(fe->tcp, &ts);
+                userspace_add_tcp_stats(tcp, &ts);
+        }
+}
+
+static void metric(struct buf *out, const char *name, const char *type, const char *help) {
+        buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void userspace_expose(struct backend *b, struct buf *out) {
+        struct fwd_tcp_stats t;
+        struct fwd_udp_stats u;
+        size_t n_fe;
+
+        totals(b, &t, &u, &n_fe);
+        metric(out, "kproxy_userspace_frontends", "gauge", "Listening TCP and bound UDP service sockets.");
+        buf_printf(out, "kproxy_userspace_frontends %zu\n", n_fe);
+        metric(out, "kproxy_userspace_connections_total", "counter", "TCP connections accepted.");
+        buf_printf(out, "kproxy_userspace_connections_total %" PRIu64 "\n", t.accepted);
+        metric(out, "kproxy_userspace_active_connections", "gauge", "TCP connections open now.");
+        buf_printf(out, "kproxy_userspace_active_connections %" PRIu64 "\n", t.active);
+        metric(out, "kproxy_userspace_accept_errors_total", "counter", "accept() failures.");
+        buf_printf(out, "kproxy_userspace_accept_errors_total %" PRIu64 "\n", t.accept_errors);
+        metric(out, "kproxy_userspace_connect_errors_total", "counter",
+               "Connections to endpoints that failed (each try).");
+        buf_printf(out, "kproxy_userspace_connect_errors_total %" PRIu64 "\n", t.connect_errors);
+        metric(out, "kproxy_userspace_refused_total", "counter",
+               "TCP clients reset and UDP sessions ended: no endpoint answered.");
+        buf_printf(out, "kproxy_userspace_refused_total{protocol=\"tcp\"} %" PRIu64 "\n", t.refused);
+        buf_printf(out, "kproxy_userspace_refused_total{protocol=\"udp\"} %" PRIu64 "\n", u.refused);
+        metric(out, "kproxy_userspace_bytes_total", "counter", "Bytes forwarded.");
+        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_endpoints\",protocol=\"tcp\"} %" PRIu64 "\n",
+                   t.bytes_to_endpoints);
+        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_clients\",protocol=\"tcp\"} %" PRIu64 "\n",
+                   t.bytes_to_clients);
+        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_endpoints\",protocol=\"udp\"} %" PRIu64 "\n",
+                   u.bytes_to_endpoints);
+        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_clients\",protocol=\"udp\"} %" PRIu64 "\n",
+                   u.bytes_to_clients);
+        metric(out, "kproxy_userspace_udp_sessions_total", "counter", "UDP sessions created.");
+        buf_printf(out, "kproxy_userspace_udp_sessions_total %" PRIu64 "\n", u.sessions);
+        metric(out, "kproxy_userspace_udp_active_sessions", "gauge", "UDP sessions open now.");
+        buf_printf(out, "kproxy_userspace_udp_active_sessions %" PRIu64 "\n", u.active);
+        metric(out, "kproxy_userspace_udp_dropped_total", "counter",
+               "Datagrams dropped: no endpoint, the session limit, or a failed send.");
+        buf_printf(out, "kproxy_userspace_udp_dropped_total %" PRIu64 "\n", u.dropped);
+}
+
+/* Open TCP connections. UDP sessions are not waited for: a late reply
+ * is lost as a datagram may be, and the client's next one is served by
+ * the successor (or refused). */
+size_t userspace_busy(struct backend *b) {
+        struct fwd_tcp_stats t;
+        struct fwd_udp_stats u;
+        size_t n_fe;
+
+        totals(b, &t, &u, &n_fe);
+        return (size_t) t.active;
+}
+
+void userspace_describe(struct backend *b, struct buf *out) {
+        const char *k;
+        void *v;
+
+        for (size_t i = 0; hmap_next(&b->addrs, &i, &k, &v);)
+                buf_printf(out, "address %s\n", k);
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
+                struct frontend *fe = v;
+                if (!fe->tcp && !fe->udp)
+                        continue;       /* wanted, not open */
+                buf_put(out, fe->line.data, fe->line.len);
+                buf_putc(out, '\n');
+        }
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * Userspace mode's backend (backend-userspace.c: the object and the sync),
+ * shared with its restart half (backend-userspace-restart.c: sockets
+ * handed to and taken from another process, the stop) and its counters
+ * (backend-userspace-stats.c: /metrics, /debug/backend).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy/backend.h"
+#include "userspace/fwd-tcp.h"
+#include "userspace/fwd-udp.h"
+#include "userspace/handover.h"
+#include "userspace/plan.h"
+#include "util/buf.h"
+#include "util/hmap.h"
+
+struct nolocal;
+
+#define USERSPACE_LINK "kube-proxy0"
+#define CONNECT_TIMEOUT_MS 2000
+#define UDP_IDLE_DEFAULT_MS 30000       /* the kernel's UDP conntrack timeout */
+#define PIPE_SIZE (1 << 20)             /* 1 MiB: a third less CPU per GB (docs/userspace.md) */
+#define SPARE_PIPES 256
+#define HANDOVER_SOCK "userspace.sock"
+#define HANDOVER_WAIT_MS 2000           /* per message, from a predecessor handing over */
+
+struct frontend {
+        char key[FWD_ADDR_STRLEN + 4];  /* the plan's: "tcp 10.96.0.10:80" */
+        struct backend *b;
+        struct frontend *next_draining;
+        uint8_t family;
+        int proto;
+        struct picker *picker;
+        struct fwd_tcp *tcp;
+        struct fwd_udp *udp;
+        struct buf line;                /* the plan's line, for /debug/backend */
+        uint64_t gen;                   /* the sync that last wanted it */
+        bool failed;                    /* could not bind: full syncs try again */
+};
+
+struct held_addr {
+        char key[INET_ADDR_STRLEN];
+        struct inet_addr a;
+        uint64_t gen;
+};
+
+/* Counters of frontends already freed, so the totals only grow. */
+struct gone {
+        struct fwd_tcp_stats tcp;
+        struct fwd_udp_stats udp;
+};
+
+struct backend {
+        struct backend_env env;
+        struct ifaddr *ia;
+        struct fwd_pipes *pipes;
+        struct hmap frontends;          /* key -> struct frontend */
+        struct hmap addrs;              /* address text -> struct held_addr */
+        struct frontend *draining;      /* TCP frontends no longer wanted, finishing their connections */
+        struct gone gone;
+        uint64_t gen;
+        uint64_t tcp_idle_ms, udp_idle_ms;
+        size_t n_sctp[2];               /* per family, as last logged */
+        struct handover_sock *adopt;    /* handed over by a predecessor, until the first syncs adopt them */
+        size_t n_adopt;
+        int handover_fd;                /* listening for a successor; -1: none */
+        bool retired;                   /* handed over: syncs do nothing */
+        struct nolocal *nolocal[2];     /* per family: Local policies without local endpoints */
+        bool link_ready;
+};
+
+/* backend-userspace.c */
+void userspace_frontend_free(struct frontend *fe);
+
+/* backend-userspace-restart.c */
+/* The handed-over socket for want, taken out of the list; -1: none. */
+int userspace_adoptable(struct backend *b, const struct userspace_frontend *want);
+/* After the family's first sync: the handed-over sockets it did not want close. */
+void userspace_close_unadopted(struct backend *b, uint8_t family);
+/* At creation: a predecessor's sockets taken, a successor listened for. */
+void userspace_handover_start(struct backend *b);
+void userspace_quiesce(struct backend *b);
+
+/* backend-userspace-stats.c */
+void userspace_add_tcp_stats(struct fwd_tcp_stats *t, const struct fwd_tcp_stats *s);
+void userspace_add_udp_stats(struct fwd_udp_stats *t, const struct fwd_udp_stats *s);
+void userspace_expose(struct backend *b, struct buf *out);
+void userspace_describe(struct backend *b, struct buf *out);
+size_t userspace_busy(struct backend *b);
