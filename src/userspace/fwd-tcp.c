@@ -617,6 +617,21 @@ int fwd_tcp_listener(const struct fwd_tcp *f) {
         return f->lfd;
 }
 
+void fwd_tcp_close_listener(struct fwd_tcp *f) {
+        if (f->lfd < 0)
+                return;
+        for (;;) {
+                struct sockaddr_storage ss;
+                socklen_t len = sizeof ss;
+                int cfd = accept4(f->lfd, (struct sockaddr *) &ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd >= 0)
+                        fwd_accepted(f, cfd, &ss, len);
+                else if (errno != EINTR && errno != ECONNABORTED)
+                        break;
+        }
+        fwd_tcp_stop_accepting(f);
+}
+
 void fwd_tcp_stop_accepting(struct fwd_tcp *f) {
         if (f->lfd < 0)
                 return;

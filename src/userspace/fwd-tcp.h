@@ -67,3 +67,8 @@ int fwd_tcp_listener(const struct fwd_tcp *f);
 /* Closes this process's copy of the listener: no more accepts here, while
  * open connections go on (a predecessor draining after a hand-over). */
 void fwd_tcp_stop_accepting(struct fwd_tcp *f);
+/* The same where nobody else holds the listener (a stop, a service
+ * without endpoints any more): the connections already queued on it are
+ * taken and forwarded first, as closing it would reset them; new ones are
+ * refused from then on. */
+void fwd_tcp_close_listener(struct fwd_tcp *f);

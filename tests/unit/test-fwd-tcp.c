@@ -402,6 +402,65 @@ static void test_refused_endpoint_retried(void) {
         CHECK(count_fds() == before);
 }
 
+/* Accepts n connections on *fd and says hello on each. */
+struct hellos {
+        int fd, n;
+};
+
+static void *hellos_server(void *p) {
+        struct hellos *h = p;
+        for (int i = 0; i < h->n; i++) {
+                int c = accept(h->fd, NULL, NULL);
+                CHECK(c >= 0);
+                CHECK(write(c, "hello", 5) == 5);
+                close(c);
+        }
+        return NULL;
+}
+
+/* Connections the kernel queued on the listener before it closes are
+ * forwarded, not reset; the next connection is refused. */
+static void test_close_listener_takes_the_queue(void) {
+        int before = count_fds();
+        struct rig r = {0};
+        struct fwd_tcp_stats st;
+        struct hellos h = {.n = 5};
+        struct fwd_addr any = loopback(4, 0);
+        int c[5], late;
+        pthread_t t;
+
+        h.fd = bound(4, true, &r.eps[0]);
+        r.n_eps = 1;
+        r.loop = ev_loop_new();
+        CHECK(pipe2(r.stop, O_CLOEXEC) == 0);
+        CHECK(ev_io_add(r.loop, r.stop[0], EPOLLIN, rig_stop_io, &r) == 0);
+        CHECK(fwd_tcp_new(r.loop, &any, &defaults, rig_pick, &r, &r.fwd) == 0);
+        fwd_tcp_local(r.fwd, &r.service);
+        /* The loop is not running: the five wait in the accept queue. */
+        for (int i = 0; i < 5; i++)
+                c[i] = dial(&r.service);
+        fwd_tcp_close_listener(r.fwd);
+        late = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_storage ss;
+        socklen_t len;
+        CHECK(fwd_addr_to_sockaddr(&r.service, &ss, &len) == 0);
+        CHECK(connect(late, (struct sockaddr *) &ss, len) < 0 && errno == ECONNREFUSED);
+        close(late);
+        CHECK(pthread_create(&t, NULL, hellos_server, &h) == 0);
+        CHECK(pthread_create(&r.thread, NULL, rig_run, &r) == 0);
+        for (int i = 0; i < 5; i++) {
+                char buf[16] = {0};
+                CHECK(read_all(c[i], buf, sizeof buf - 1) == 5);
+                CHECK_STREQ(buf, "hello");
+                close(c[i]);
+        }
+        CHECK(pthread_join(t, NULL) == 0);
+        st = rig_stop(&r);
+        CHECK(st.accepted == 5 && st.refused == 0 && st.resets == 0);
+        close(h.fd);
+        CHECK(count_fds() == before);
+}
+
 static void test_all_refused_resets_client(void) {
         int before = count_fds();
         struct rig r = {0};
@@ -668,6 +727,7 @@ int main(void) {
         TEST_RUN(test_half_close_ipv6);
         TEST_RUN(test_refused_endpoint_retried);
         TEST_RUN(test_all_refused_resets_client);
+        TEST_RUN(test_close_listener_takes_the_queue);
         TEST_RUN(test_connect_timeout_retried);
         TEST_RUN(test_idle_timeout);
         TEST_RUN(test_many_concurrent);
