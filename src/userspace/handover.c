@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -49,6 +50,10 @@ int handover_listen(const char *path) {
                 return r;
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
+                return -errno;
+        /* Only this user may connect: the socket file takes the socket's
+         * mode at bind (whatever the umask). */
+        if (fchmod(fd, 0600) < 0)
                 return -errno;
         /* A socket file left by a crashed predecessor would make bind fail. */
         (void) unlink(path);
@@ -95,6 +100,14 @@ int handover_give(int lfd, const int *fds, size_t n, int timeout_ms) {
 
         if (c < 0)
                 return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        /* The socket file's mode keeps others out; this is the check that
+         * does not depend on it. */
+        struct ucred cred;
+        socklen_t clen = sizeof cred;
+        if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0)
+                return -errno;
+        if (cred.uid != geteuid())
+                return -EPERM;
         set_timeouts(c, timeout_ms);
         for (size_t i = 0; i < n; i += HANDOVER_FDS_PER_MSG) {
                 size_t k = n - i < HANDOVER_FDS_PER_MSG ? n - i : HANDOVER_FDS_PER_MSG;

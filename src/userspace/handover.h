@@ -19,13 +19,13 @@ struct handover_sock {
         struct fwd_addr addr;   /* what it is bound to, read from the socket itself */
 };
 
-/* Binds a unix seqpacket socket at path (replacing a stale one) and
- * listens. Returns the fd (non-blocking, for the event loop) or -errno;
+/* Binds a unix seqpacket socket at path (replacing a stale one; mode
+ * 0600) and listens. Returns the fd (non-blocking, for the event loop) or -errno;
  * -ENAMETOOLONG for a path longer than sun_path. */
 int handover_listen(const char *path);
 
-/* Predecessor: accepts one successor on lfd and sends it the n sockets in
- * fds, then an end marker. Sends block, at most timeout_ms each: the
+/* Predecessor: accepts one successor on lfd (a process of this user only:
+ * -EPERM for another) and sends it the n sockets in fds, then an end marker. Sends block, at most timeout_ms each: the
  * process is leaving, and a successor is reading. The caller keeps its own
  * copies of fds (closing them does not close the sockets the successor
  * now holds). Returns 0, -EAGAIN if nobody is connecting, or -errno. */

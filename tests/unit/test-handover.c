@@ -27,6 +27,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ev/ev.h"
@@ -347,10 +350,67 @@ static void test_refusals(void) {
         CHECK(count_fds() == before);
 }
 
+/* Another user gets nothing: the socket file is 0600, and (as root can
+ * connect anyway) the predecessor checks the peer's uid. */
+static void test_other_users_get_nothing(void) {
+        char path[64];
+        struct stat st;
+        int lfd, fds[1];
+
+        snprintf(path, sizeof path, "/tmp/kp-handover-uid-%d.sock", (int) getpid());
+        lfd = handover_listen(path);
+        CHECK(lfd >= 0);
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+        if (geteuid() != 0) {
+                printf("test_other_users_get_nothing: not root, the uid check skipped\n");
+        } else {
+                pid_t pid = fork();
+                CHECK(pid >= 0);
+                if (pid == 0) {
+                        struct handover_sock *socks = NULL;
+                        size_t n = 0;
+                        if (setuid(65534) < 0)
+                                _exit(2);
+                        int r = handover_take(path, 2000, &socks, &n);
+                        _exit(r == -EACCES ? 0 : r < 0 ? 3 : 4);
+                }
+                int status;
+                CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+                /* With the file opened up (by whoever could), the uid
+                 * check alone stops another user: a child as euid 65534
+                 * connects and gets nothing. */
+                CHECK(chmod(path, 0666) == 0);
+                fds[0] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                CHECK(fds[0] >= 0);
+                pid = fork();
+                CHECK(pid >= 0);
+                if (pid == 0) {
+                        int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                        struct sockaddr_un sun = {.sun_family = AF_UNIX};
+                        if (setresuid(-1, 65534, -1) < 0)       /* euid 65534: the peer credentials */
+                                _exit(2);
+                        strcpy(sun.sun_path, path);
+                        if (c < 0 || connect(c, (struct sockaddr *) &sun, sizeof sun) < 0)
+                                _exit(3);
+                        char buf[8];
+                        ssize_t k = recv(c, buf, sizeof buf, 0);     /* closed without a socket */
+                        _exit(k == 0 ? 0 : 5);
+                }
+                struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+                CHECK(poll(&pfd, 1, 5000) == 1);
+                CHECK(handover_give(lfd, fds, 1, 1000) == -EPERM);
+                CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+                close(fds[0]);
+        }
+        close(lfd);
+        unlink(path);
+}
+
 int main(void) {
         signal(SIGPIPE, SIG_IGN);
         alarm(120);     /* a lost hand-over hangs the test: a failure */
         TEST_RUN(test_handover_under_load);
         TEST_RUN(test_refusals);
+        TEST_RUN(test_other_users_get_nothing);
         TEST_DONE();
 }
