@@ -139,13 +139,7 @@ void userspace_quiesce(struct backend *b) {
         for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
                 struct frontend *fe = v;
                 if (fe->tcp)
-                        fwd_tcp_stop_accepting(fe->tcp);
-                if (fe->udp) {
-                        struct fwd_udp_stats st;
-                        fwd_udp_get_stats(fe->udp, &st);
-                        st.active = 0;
-                        userspace_add_udp_stats(&b->gone.udp, &st);
-                        fe->udp = fwd_udp_free(fe->udp);
-                }
+                        fwd_tcp_close_listener(fe->tcp);
+                userspace_udp_close(fe);
         }
 }

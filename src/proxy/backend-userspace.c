@@ -68,25 +68,29 @@ static int pick_udp(void *userdata, const struct fwd_addr *client, struct fwd_ad
 
 /* --- frontends --- */
 
-void userspace_frontend_free(struct frontend *fe) {
-        struct backend *b = fe->b;
+void userspace_udp_close(struct frontend *fe) {
+        struct fwd_udp_stats st;
 
+        if (!fe->udp)
+                return;
+        fwd_udp_get_stats(fe->udp, &st);
+        st.active = 0;
+        userspace_add_udp_stats(&fe->b->gone.udp, &st);
+        fe->udp = fwd_udp_free(fe->udp);
+}
+
+void userspace_frontend_free(struct frontend *fe) {
         if (fe->tcp) {
                 struct fwd_tcp_stats st;
                 fwd_tcp_get_stats(fe->tcp, &st);
                 st.active = 0;
-                userspace_add_tcp_stats(&b->gone.tcp, &st);
+                userspace_add_tcp_stats(&fe->b->gone.tcp, &st);
                 fwd_tcp_free(fe->tcp);
         }
-        if (fe->udp) {
-                struct fwd_udp_stats st;
-                fwd_udp_get_stats(fe->udp, &st);
-                st.active = 0;
-                userspace_add_udp_stats(&b->gone.udp, &st);
-                fwd_udp_free(fe->udp);
-        }
+        userspace_udp_close(fe);
         picker_free(fe->picker);
         buf_done(&fe->line);
+        free(fe->svc_key);
         free(fe);
 }
 
@@ -119,7 +123,7 @@ static void frontend_retire(struct backend *b, struct frontend *fe) {
                 userspace_frontend_free(fe);
                 return;
         }
-        fwd_tcp_stop_accepting(fe->tcp);
+        fwd_tcp_close_listener(fe->tcp);
         fe->next_draining = b->draining;
         b->draining = fe;
 }
@@ -145,7 +149,9 @@ static int frontend_open(struct backend *b, struct frontend *fe, const struct us
         }
         if (fd >= 0 && r < 0)
                 close(fd);      /* not what it claimed to be */
-        if (r < 0 && !fe->failed)
+        if (r == -EMFILE || r == -ENFILE)
+                b->out_of_fds++;        /* one line for all of them, after the sync */
+        else if (r < 0 && !fe->failed)
                 log_error_errno(r, "Failed to open %s for service %s (retried with each full sync)", fe->key,
                                 want->svc_key);
         fe->failed = r < 0;
@@ -169,13 +175,30 @@ static int frontend_update(struct frontend *fe, const struct userspace_frontend 
         return picker_set(fe->picker, want->eps, want->n_eps, want->affinity_timeout);
 }
 
-static int frontend_want(struct backend *b, uint8_t family, const struct userspace_frontend *want, bool retry) {
+static int frontend_want(struct backend *b, const struct model *model, const struct hmap *only, uint8_t family,
+                         const struct userspace_frontend *want, bool retry) {
         struct frontend *fe = hmap_get(&b->frontends, want->key);
         int r;
 
+        if (fe && strcmp(fe->svc_key, want->svc_key) != 0) {
+                /* Two services claim one address and port (external IPs
+                 * are the users'): the first in key order keeps it, as the
+                 * plan decides among the services it plans. A partial sync
+                 * of the later one leaves the earlier one's alone. */
+                if (only && !hmap_get(only, fe->svc_key) && strcmp(fe->svc_key, want->svc_key) < 0 &&
+                    model_service_get(model, fe->svc_key))
+                        return 0;
+                char *k = strdup(want->svc_key);
+                if (!k)
+                        return -ENOMEM;
+                free(fe->svc_key);
+                fe->svc_key = k;
+        }
         if (!fe) {
                 fe = calloc(1, sizeof *fe);
-                if (!fe || !(fe->picker = picker_new())) {
+                if (!fe || !(fe->picker = picker_new()) || !(fe->svc_key = strdup(want->svc_key))) {
+                        if (fe)
+                                picker_free(fe->picker);
                         free(fe);
                         return -ENOMEM;
                 }
@@ -198,7 +221,8 @@ static int frontend_want(struct backend *b, uint8_t family, const struct userspa
 
 /* --- addresses --- */
 
-static int addr_want(struct backend *b, const struct inet_addr *a) {
+/* One more service wants a: added to the interface if it is the first. */
+static int addr_ref(struct backend *b, const struct inet_addr *a) {
         char key[INET_ADDR_STRLEN];
         struct held_addr *h;
         int r;
@@ -216,13 +240,100 @@ static int addr_want(struct backend *b, const struct inet_addr *a) {
                 h->a = *a;
                 hmap_put(&b->addrs, h->key, h);
         }
-        h->gen = b->gen;
+        h->refs++;
         return 0;
 }
 
-/* What the interface holds, as if this process had added it (a full sync
- * trusts only the kernel: a predecessor's addresses, or someone's
- * deletions). */
+static void addr_unref(struct backend *b, const struct inet_addr *a) {
+        char key[INET_ADDR_STRLEN];
+        struct held_addr *h = hmap_get(&b->addrs, inet_addr_format(a, key));
+
+        if (h && h->refs > 0)
+                h->refs--;
+}
+
+static void svc_addrs_free(struct svc_addrs *sa) {
+        free(sa->key);
+        free(sa->a);
+        free(sa);
+}
+
+/* Lets go of what the service key asked for in family. */
+static void svc_addrs_drop(struct backend *b, uint8_t family, const char *key) {
+        struct svc_addrs *sa = hmap_remove(&b->svc_addrs[family == 6], key);
+
+        if (!sa)
+                return;
+        for (size_t i = 0; i < sa->n; i++)
+                addr_unref(b, &sa->a[i]);
+        svc_addrs_free(sa);
+}
+
+static void svc_addrs_clear(struct backend *b, uint8_t family) {
+        struct hmap *m = &b->svc_addrs[family == 6];
+        const char *k;
+        void *v;
+
+        for (size_t i = 0; hmap_next(m, &i, &k, &v);)
+                svc_addrs_free(v);
+        hmap_done(m);
+}
+
+/* The plan's addresses (sorted by address, then service) referenced, and
+ * remembered per service. */
+static int addrs_take(struct backend *b, uint8_t family, const struct userspace_plan *pl) {
+        struct hmap *m = &b->svc_addrs[family == 6];
+        int err = 0;
+
+        for (size_t i = 0; i < pl->n_addrs; i++) {
+                const struct userspace_addr *ua = &pl->addrs[i];
+                struct svc_addrs *sa = hmap_get(m, ua->svc_key);
+                if (!sa) {
+                        sa = calloc(1, sizeof *sa);
+                        if (!sa || !(sa->key = strdup(ua->svc_key))) {
+                                free(sa);
+                                return -ENOMEM;
+                        }
+                        hmap_put(m, sa->key, sa);
+                }
+                struct inet_addr *v = realloc(sa->a, (sa->n + 1) * sizeof *v);
+                if (!v)
+                        return -ENOMEM;
+                sa->a = v;
+                sa->a[sa->n++] = ua->a;
+                int r = addr_ref(b, &ua->a);
+                if (r < 0 && !err)
+                        err = r;
+        }
+        return err;
+}
+
+/* Removes the family's addresses no service wants. */
+static int addrs_prune(struct backend *b, uint8_t family) {
+        const char *k;
+        void *v;
+        int err = 0;
+
+        for (size_t i = 0; hmap_next(&b->addrs, &i, &k, &v);) {
+                struct held_addr *h = v;
+                if (h->a.family != family || h->refs > 0)
+                        continue;
+                int r = ifaddr_del(b->ia, &h->a);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to remove address %s from " USERSPACE_LINK, h->key);
+                        if (!err)
+                                err = r;
+                        continue;
+                }
+                hmap_remove(&b->addrs, h->key);
+                free(h);
+        }
+        return err;
+}
+
+/* What the interface holds, as if this process had added it and nobody
+ * wanted it yet (a full sync trusts only the kernel: a predecessor's
+ * addresses, or someone's deletions). */
 static int addrs_read(struct backend *b, uint8_t family) {
         struct inet_addr *have = NULL;
         size_t n = 0;
@@ -246,11 +357,23 @@ static int addrs_read(struct backend *b, uint8_t family) {
                         continue;
                 inet_addr_format(&have[i], h->key);
                 h->a = have[i];
-                h->gen = 0;
                 hmap_put(&b->addrs, h->key, h);
         }
         free(have);
         return 0;
+}
+
+/* Before a sync that plans every service: nothing is wanted yet. */
+static void addrs_forget(struct backend *b, uint8_t family) {
+        const char *k;
+        void *v;
+
+        svc_addrs_clear(b, family);
+        for (size_t i = 0; hmap_next(&b->addrs, &i, &k, &v);) {
+                struct held_addr *h = v;
+                if (h->a.family == family)
+                        h->refs = 0;
+        }
 }
 
 /* --- the sync --- */
@@ -273,6 +396,12 @@ static int us_sync(struct backend *b, uint8_t family, const struct backend_sync 
         *ret = (struct backend_stats) {0};
         if (b->retired)
                 return 0;       /* the successor serves the node */
+        if (!b->handover_started) {
+                /* Only now, with the model complete: the predecessor
+                 * serves until this sync adopts its sockets. */
+                b->handover_started = true;
+                userspace_handover_start(b);
+        }
         if ((full || !b->link_ready) && (r = link_ready(b)) < 0) {
                 ret->kernel_refused = true;
                 return r;
@@ -281,39 +410,43 @@ static int us_sync(struct backend *b, uint8_t family, const struct backend_sync 
                 ret->kernel_refused = true;
                 return r;
         }
-        r = userspace_plan_build(s->model, s->params, &pl);
+        /* A partial sync plans only the changed services (a whole plan
+         * is about a second of CPU at 20k services). */
+        const struct hmap *only = s->kind == BACKEND_SYNC_PARTIAL && !s->all_changed ? s->changed : NULL;
+        r = userspace_plan_build(s->model, s->params, only, &pl);
         if (r < 0)
                 return r;
         b->gen++;
         /* Addresses first: a frontend binds to one. */
-        for (size_t i = 0; i < pl.n_addrs; i++) {
-                r = addr_want(b, &pl.addrs[i]);
-                if (r < 0 && !err)
-                        err = r;
-        }
+        if (only)
+                for (size_t i = 0; hmap_next(only, &i, &k, NULL);)
+                        svc_addrs_drop(b, family, k);
+        else
+                addrs_forget(b, family);
+        r = addrs_take(b, family, &pl);
+        if (r < 0)
+                err = r;
         for (size_t i = 0; i < pl.n_fe; i++) {
-                r = frontend_want(b, family, &pl.fe[i], s->kind != BACKEND_SYNC_PARTIAL);
+                r = frontend_want(b, s->model, only, family, &pl.fe[i], s->kind != BACKEND_SYNC_PARTIAL);
                 if (r < 0 && !err)
                         err = r;
         }
         for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
                 struct frontend *fe = v;
-                if (fe->family == family && fe->gen != b->gen)
+                if (fe->family == family && fe->gen != b->gen && (!only || hmap_get(only, fe->svc_key)))
                         frontend_retire(b, fe);
         }
-        for (size_t i = 0; hmap_next(&b->addrs, &i, &k, &v);) {
-                struct held_addr *h = v;
-                if (h->a.family != family || h->gen == b->gen)
-                        continue;
-                r = ifaddr_del(b->ia, &h->a);
-                if (r < 0) {
-                        log_error_errno(r, "Failed to remove address %s from " USERSPACE_LINK, h->key);
-                        if (!err)
-                                err = r;
-                        continue;
-                }
-                hmap_remove(&b->addrs, h->key);
-                free(h);
+        r = addrs_prune(b, family);
+        if (r < 0 && !err)
+                err = r;
+        if (b->out_of_fds) {
+                struct rlimit rl = {0};
+                getrlimit(RLIMIT_NOFILE, &rl);
+                log_error("Failed to open %zu frontends: too many open files (the limit is %llu, and this process "
+                          "may not raise it: a frontend takes one, a connection four); retried with each full "
+                          "sync",
+                          b->out_of_fds, (unsigned long long) rl.rlim_cur);
+                b->out_of_fds = 0;
         }
         reap_draining(b);
         userspace_close_unadopted(b, family);
@@ -407,6 +540,8 @@ static struct backend *us_destroy(struct backend *b) {
         for (size_t i = 0; hmap_next(&b->addrs, &i, &k, &v);)
                 free(v);
         hmap_done(&b->addrs);
+        svc_addrs_clear(b, 4);
+        svc_addrs_clear(b, 6);
         fwd_pipes_free(b->pipes);
         nolocal_free(b->nolocal[0]);
         nolocal_free(b->nolocal[1]);
@@ -426,6 +561,8 @@ static int us_create(const struct backend_env *env, struct backend **ret) {
         b->handover_fd = -1;
         b->frontends = (struct hmap) HMAP_INIT_KEY_ARRAY(struct frontend, key);
         b->addrs = (struct hmap) HMAP_INIT_KEY_ARRAY(struct held_addr, key);
+        b->svc_addrs[0] = (struct hmap) HMAP_INIT_KEYED(struct svc_addrs, key);
+        b->svc_addrs[1] = (struct hmap) HMAP_INIT_KEYED(struct svc_addrs, key);
         /* conntrack's timeouts, which the other modes' flows live by. */
         b->tcp_idle_ms = ct->tcp_established_timeout_ms;
         b->udp_idle_ms = ct->udp_stream_timeout_ms ? ct->udp_stream_timeout_ms
@@ -446,7 +583,6 @@ static int us_create(const struct backend_env *env, struct backend **ret) {
                 goto fail;
         }
         raise_fd_limit();
-        userspace_handover_start(b);
         *ret = b;
         return 0;
 fail:
@@ -521,7 +657,7 @@ static int us_render(const struct model *m, const struct render_params *p, const
         struct userspace_plan pl;
         (void) service_cidrs, (void) n_service_cidrs, (void) netlink;
 
-        int r = userspace_plan_build(m, p, &pl);
+        int r = userspace_plan_build(m, p, NULL, &pl);
         if (r < 0)
                 return r;
         userspace_plan_format(&pl, out);

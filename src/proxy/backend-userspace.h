@@ -30,6 +30,7 @@ struct nolocal;
 
 struct frontend {
         char key[FWD_ADDR_STRLEN + 4];  /* the plan's: "tcp 10.96.0.10:80" */
+        char *svc_key;                  /* the service it serves ("ns/name") */
         struct backend *b;
         struct frontend *next_draining;
         uint8_t family;
@@ -45,7 +46,15 @@ struct frontend {
 struct held_addr {
         char key[INET_ADDR_STRLEN];
         struct inet_addr a;
-        uint64_t gen;
+        uint32_t refs;                  /* services that want it */
+};
+
+/* The addresses one service wants, in one family: what a partial sync of
+ * that service lets go of. */
+struct svc_addrs {
+        char *key;                      /* the service's */
+        struct inet_addr *a;
+        size_t n;
 };
 
 /* Counters of frontends already freed, so the totals only grow. */
@@ -60,6 +69,7 @@ struct backend {
         struct fwd_pipes *pipes;
         struct hmap frontends;          /* key -> struct frontend */
         struct hmap addrs;              /* address text -> struct held_addr */
+        struct hmap svc_addrs[2];       /* per family: service key -> struct svc_addrs */
         struct frontend *draining;      /* TCP frontends no longer wanted, finishing their connections */
         struct gone gone;
         uint64_t gen;
@@ -69,19 +79,23 @@ struct backend {
         size_t n_adopt;
         int handover_fd;                /* listening for a successor; -1: none */
         bool retired;                   /* handed over: syncs do nothing */
+        bool handover_started;          /* the first sync took a predecessor's sockets */
+        size_t out_of_fds;              /* frontends this sync could not open for want of descriptors */
         struct nolocal *nolocal[2];     /* per family: Local policies without local endpoints */
         bool link_ready;
 };
 
 /* backend-userspace.c */
 void userspace_frontend_free(struct frontend *fe);
+/* Closes fe's UDP forwarder and its sessions, keeping its counts. */
+void userspace_udp_close(struct frontend *fe);
 
 /* backend-userspace-restart.c */
 /* The handed-over socket for want, taken out of the list; -1: none. */
 int userspace_adoptable(struct backend *b, const struct userspace_frontend *want);
 /* After the family's first sync: the handed-over sockets it did not want close. */
 void userspace_close_unadopted(struct backend *b, uint8_t family);
-/* At creation: a predecessor's sockets taken, a successor listened for. */
+/* At the first sync: a predecessor's sockets taken, a successor listened for. */
 void userspace_handover_start(struct backend *b);
 void userspace_quiesce(struct backend *b);
 

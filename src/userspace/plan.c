@@ -11,6 +11,7 @@
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/hmap.h"
 
 /* Growable arrays of the plan under construction. */
 struct build {
@@ -18,18 +19,18 @@ struct build {
         size_t cap_addrs, cap_fe;
 };
 
-static int add_addr(struct build *b, const struct inet_addr *a) {
+static int add_addr(struct build *b, const struct svc *s, const struct inet_addr *a) {
         struct userspace_plan *pl = b->pl;
 
         if (pl->n_addrs == b->cap_addrs) {
                 size_t cap = b->cap_addrs ? 2 * b->cap_addrs : 64;
-                struct inet_addr *v = realloc(pl->addrs, cap * sizeof *v);
+                struct userspace_addr *v = realloc(pl->addrs, cap * sizeof *v);
                 if (!v)
                         return -ENOMEM;
                 pl->addrs = v;
                 b->cap_addrs = cap;
         }
-        pl->addrs[pl->n_addrs++] = *a;
+        pl->addrs[pl->n_addrs++] = (struct userspace_addr) {*a, s->key};
         return 0;
 }
 
@@ -122,13 +123,13 @@ static int add_service(struct build *b, const struct model *m, const struct svc 
 
         if (!cip)
                 return 0;       /* headless, ExternalName, or not of this family */
-        r = add_addr(b, cip);
+        r = add_addr(b, s, cip);
         for (size_t i = 0; r == 0 && i < s->n_external_ips; i++)
                 if (s->external_ips[i].family == p->family)
-                        r = add_addr(b, &s->external_ips[i]);
+                        r = add_addr(b, s, &s->external_ips[i]);
         for (size_t i = 0; r == 0 && i < s->n_lb_ips; i++)
                 if (s->lb_ips[i].family == p->family)
-                        r = add_addr(b, &s->lb_ips[i]);
+                        r = add_addr(b, s, &s->lb_ips[i]);
         if (r < 0)
                 return r;
         _cleanup_free_ const struct slice **slices = model_service_slices(m, s->key, &n_slices);
@@ -146,32 +147,67 @@ static int cmp_inet(const void *x, const void *y) {
         return memcmp(x, y, sizeof(struct inet_addr));
 }
 
+static int cmp_addr(const void *x, const void *y) {
+        const struct userspace_addr *a = x, *b = y;
+        int c = cmp_inet(&a->a, &b->a);
+        return c ? c : strcmp(a->svc_key, b->svc_key);
+}
+
 static int cmp_fe(const void *x, const void *y) {
         const struct userspace_frontend *a = x, *b = y;
         return strcmp(a->key, b->key);
 }
 
-int userspace_plan_build(const struct model *m, const struct render_params *p, struct userspace_plan *ret) {
-        struct build b = {.pl = ret};
+/* The same, then by service: the first of two claims is the first
+ * service in key order. */
+static int cmp_fe_svc(const void *x, const void *y) {
+        const struct userspace_frontend *a = x, *b = y;
+        int c = strcmp(a->key, b->key);
+        return c ? c : strcmp(a->svc_key, b->svc_key);
+}
+
+static int add_all(struct build *b, const struct model *m, const struct render_params *p) {
         size_t n;
         int r = 0;
-
-        *ret = (struct userspace_plan) {0};
         _cleanup_free_ const struct svc **svcs = model_services_sorted(m, &n);
+
         if (!svcs && model_n_services(m) > 0)
                 return -ENOMEM;
         for (size_t i = 0; r == 0 && i < n; i++)
-                r = add_service(&b, m, svcs[i], p);
+                r = add_service(b, m, svcs[i], p);
+        return r;
+}
+
+static int add_only(struct build *b, const struct model *m, const struct render_params *p, const struct hmap *only) {
+        const char *key;
+        int r = 0;
+
+        for (size_t i = 0; r == 0 && hmap_next(only, &i, &key, NULL);) {
+                const struct svc *s = model_service_get(m, key);
+                if (s)
+                        r = add_service(b, m, s, p);
+        }
+        return r;
+}
+
+int userspace_plan_build(const struct model *m, const struct render_params *p, const struct hmap *only,
+                         struct userspace_plan *ret) {
+        struct build b = {.pl = ret};
+        int r;
+
+        *ret = (struct userspace_plan) {0};
+        r = only ? add_only(&b, m, p, only) : add_all(&b, m, p);
         if (r < 0) {
                 userspace_plan_done(ret);
                 return r;
         }
-        /* Two services may share an external IP: one address. */
+        /* A service names an address once (its cluster IP may also be an
+         * external IP of its own). */
         if (ret->n_addrs)
-                qsort(ret->addrs, ret->n_addrs, sizeof *ret->addrs, cmp_inet);
+                qsort(ret->addrs, ret->n_addrs, sizeof *ret->addrs, cmp_addr);
         size_t k = 0;
         for (size_t i = 0; i < ret->n_addrs; i++)
-                if (k == 0 || cmp_inet(&ret->addrs[k - 1], &ret->addrs[i]) != 0)
+                if (k == 0 || cmp_addr(&ret->addrs[k - 1], &ret->addrs[i]) != 0)
                         ret->addrs[k++] = ret->addrs[i];
         ret->n_addrs = k;
         /* Two services claiming one address and port (the API server
@@ -179,7 +215,7 @@ int userspace_plan_build(const struct model *m, const struct render_params *p, s
          * the users'): the first in key order keeps it, as the first
          * matching rule would. */
         if (ret->n_fe)
-                qsort(ret->fe, ret->n_fe, sizeof *ret->fe, cmp_fe);
+                qsort(ret->fe, ret->n_fe, sizeof *ret->fe, cmp_fe_svc);
         k = 0;
         for (size_t i = 0; i < ret->n_fe; i++) {
                 if (k > 0 && strcmp(ret->fe[k - 1].key, ret->fe[i].key) == 0) {
@@ -227,7 +263,8 @@ void userspace_plan_format(const struct userspace_plan *pl, struct buf *out) {
         char text[INET_ADDR_STRLEN];
 
         for (size_t i = 0; i < pl->n_addrs; i++)
-                buf_printf(out, "address %s\n", inet_addr_format(&pl->addrs[i], text));
+                if (i == 0 || cmp_inet(&pl->addrs[i - 1].a, &pl->addrs[i].a) != 0)
+                        buf_printf(out, "address %s\n", inet_addr_format(&pl->addrs[i].a, text));
         for (size_t i = 0; i < pl->n_fe; i++) {
                 userspace_frontend_format(&pl->fe[i], out);
                 buf_putc(out, '\n');

@@ -26,6 +26,7 @@
 #include "userspace/fwd-addr.h"
 
 struct buf;
+struct hmap;
 struct model;
 struct render_params;
 
@@ -41,16 +42,26 @@ struct userspace_frontend {
         size_t n_eps;                   /* > 0 */
 };
 
+/* A service address, and the service that wants it (two services may
+ * share an external IP). */
+struct userspace_addr {
+        struct inet_addr a;
+        const char *svc_key;            /* borrowed from the model */
+};
+
 struct userspace_plan {
-        struct inet_addr *addrs;        /* sorted, unique */
+        struct userspace_addr *addrs;   /* sorted by address, then service; pairs unique */
         size_t n_addrs;
         struct userspace_frontend *fe;  /* sorted by key */
         size_t n_fe;
         size_t n_sctp;                  /* SCTP ports left out (userspace mode has no SCTP) */
 };
 
-/* Fills ret for p->family. Returns 0 or -ENOMEM (ret empty). */
-int userspace_plan_build(const struct model *m, const struct render_params *p, struct userspace_plan *ret);
+/* Fills ret for p->family: for every service, or (only not NULL) for the
+ * services whose keys only holds (those not in the model give nothing).
+ * Returns 0 or -ENOMEM (ret empty). */
+int userspace_plan_build(const struct model *m, const struct render_params *p, const struct hmap *only,
+                         struct userspace_plan *ret);
 void userspace_plan_done(struct userspace_plan *pl);
 /* The frontend of key, or NULL. */
 const struct userspace_frontend *userspace_plan_find(const struct userspace_plan *pl, const char *key);
