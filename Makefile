@@ -140,7 +140,14 @@ bench: deps bench-deps
 	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render build-bench/bench-nftsync bench-tools
 	bench/run.sh build-bench $(BENCH_SIZES) $(BENCH_XL)
 	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES) $(BENCH_XL)
+	bench/userspace.py build-bench $(BENCH_USERSPACE_SIZES)
 	bench/plot.py bench/results.json bench/plots
+
+# Only userspace mode beside nftables mode (bench/userspace.py): connections/s,
+# throughput, kproxy's CPU per GB at 1 and 20k services.
+bench-userspace: deps bench-deps
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all bench-tools
+	bench/userspace.py build-bench $(BENCH_USERSPACE_SIZES)
 
 # What only the benchmarks need: gnuplot for the plots, perf for --perf.
 DEB_BENCH := gnuplot-nox linux-perf
@@ -188,8 +195,11 @@ $(BUILD)/bench-render: $(BUILD)/bench/bench-render.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench-nftsync: $(BUILD)/bench/bench-nftsync.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-BENCH_TOOLS := $(BUILD)/bench/nftprobe $(BUILD)/bench/dp_client $(BUILD)/bench/dp_server
+BENCH_TOOLS := $(BUILD)/bench/nftprobe $(BUILD)/bench/dp_client $(BUILD)/bench/dp_server $(BUILD)/bench/bulk
 bench-tools: $(BENCH_TOOLS)
+$(BUILD)/bench/bulk: tests/netns/bulk.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -pthread -o $@ $<
 $(BUILD)/bench/nftprobe: bench/nftprobe.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -lmnl
@@ -235,7 +245,7 @@ uninstall:
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof
 
-.PHONY: all unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools clean fuzz fuzz-build \
+.PHONY: all unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools bench-userspace clean fuzz fuzz-build \
         fuzz-long fuzz-seeds profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \
          $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d $(FUZZ_OBJ:.o=.d) $(FUZZ_HELPER_OBJ:.o=.d) \
