@@ -229,6 +229,7 @@ static bool ct_get_addr(const struct nf_conntrack *ct, uint8_t family, enum nf_c
 
 struct dump_ctx {
         const struct conntrack_index *index;
+        bool dnat;                      /* conntrack_flush_dnat(): any protocol, DNAT-ed entries only */
         struct nf_conntrack **stale;    /* owned; stolen from the dump */
         size_t n_stale, cap_stale;
         size_t n_seen;
@@ -241,8 +242,14 @@ static int dump_cb(enum nf_conntrack_msg_type type, struct nf_conntrack *ct, voi
         uint16_t dport, sport;
 
         (void) type;
-        if (!nfct_attr_is_set(ct, ATTR_L4PROTO) || nfct_get_attr_u8(ct, ATTR_L4PROTO) != IPPROTO_UDP)
+        if (!nfct_attr_is_set(ct, ATTR_L4PROTO))
                 return NFCT_CB_CONTINUE;
+        if (c->dnat) {
+                if (!nfct_attr_is_set(ct, ATTR_STATUS) || !(nfct_get_attr_u32(ct, ATTR_STATUS) & IPS_DST_NAT))
+                        return NFCT_CB_CONTINUE;
+        } else if (nfct_get_attr_u8(ct, ATTR_L4PROTO) != IPPROTO_UDP) {
+                return NFCT_CB_CONTINUE;
+        }
         c->n_seen++;
         if (!nfct_attr_is_set(ct, ATTR_ORIG_PORT_DST) || !nfct_attr_is_set(ct, ATTR_REPL_PORT_SRC))
                 return NFCT_CB_CONTINUE;
@@ -301,7 +308,7 @@ static void log_entry(const struct nf_conntrack *ct, uint8_t family, const char 
               r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
 }
 
-int conntrack_reconcile_udp(uint8_t family, const struct ct_frontend *frontends, size_t n) {
+static int reconcile(uint8_t family, const struct ct_frontend *frontends, size_t n, bool dnat) {
         _cleanup_(conntrack_index_freep) struct conntrack_index *index = NULL;
         _cleanup_(nfct_closep) struct nfct_handle *h = NULL;
         _cleanup_(dump_ctx_done) struct dump_ctx c = {0};
@@ -320,6 +327,7 @@ int conntrack_reconcile_udp(uint8_t family, const struct ct_frontend *frontends,
         if (!h)
                 return -errno;
         c.index = index;
+        c.dnat = dnat;
         if (nfct_callback_register(h, NFCT_T_ALL, dump_cb, &c) < 0)
                 return -errno;
         /* The kernel filters the dump by the family in the request header. */
@@ -348,9 +356,17 @@ int conntrack_reconcile_udp(uint8_t family, const struct ct_frontend *frontends,
         }
         /* The caller logs the count at verbosity 2; this adds the detail. */
         if (deleted > 0 || failed > 0)
-                log_v(4, "Deleted %d stale UDP conntrack entries, %d failed (IPv%u: %zu UDP entries, %zu frontends)",
-                      deleted, failed, family, c.n_seen, index->n_frontends);
+                log_v(4, "Deleted %d %s conntrack entries, %d failed (IPv%u: %zu entries, %zu frontends)", deleted,
+                      dnat ? "DNAT-ed service" : "stale UDP", failed, family, c.n_seen, index->n_frontends);
         /* A failed delete is returned so the caller retries on the next
          * sync; the deletions that worked are logged above. */
         return r < 0 ? r : deleted;
+}
+
+int conntrack_reconcile_udp(uint8_t family, const struct ct_frontend *frontends, size_t n) {
+        return reconcile(family, frontends, n, false);
+}
+
+int conntrack_flush_dnat(uint8_t family, const struct ct_frontend *frontends, size_t n) {
+        return reconcile(family, frontends, n, true);
 }

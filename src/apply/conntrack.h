@@ -31,3 +31,11 @@ struct ct_frontend {
 /* Lists the family's (4 or 6) UDP entries in the current network namespace
  * and deletes the stale ones. Returns the number deleted, or -errno. */
 int conntrack_reconcile_udp(uint8_t family, const struct ct_frontend *frontends, size_t n);
+
+/* Deletes the family's DNAT-ed entries, of any protocol, whose original
+ * destination is one of frontends (their backends are ignored): after a
+ * NAT mode's rules are gone (switching to userspace mode), such an entry
+ * would keep a reused client port's new connection on the old binding,
+ * which no NAT hook applies any more. Returns the number deleted, or
+ * -errno. */
+int conntrack_flush_dnat(uint8_t family, const struct ct_frontend *frontends, size_t n);

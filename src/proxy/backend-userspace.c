@@ -30,6 +30,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "apply/conntrack.h"
 #include "apply/sysctl.h"
 #include "config/config.h"
 #include "ev/ev.h"
@@ -203,6 +204,7 @@ static int frontend_want(struct backend *b, const struct model *model, const str
                         return -ENOMEM;
                 }
                 memcpy(fe->key, want->key, sizeof fe->key);
+                fe->addr = want->addr;
                 fe->b = b;
                 fe->family = family;
                 fe->proto = want->proto;
@@ -376,6 +378,46 @@ static void addrs_forget(struct backend *b, uint8_t family) {
         }
 }
 
+/* --- switching from a NAT mode --- */
+
+/* The other modes' rules go after this mode's first sync (proxy/proxier.c),
+ * but conntrack keeps their bindings: a client that reuses a port of a
+ * DNAT-ed connection to a service would have its new connection matched to
+ * the old entry, which no NAT hook applies any more, and the listener's
+ * answer dropped. So, once, right after that removal, the DNAT-ed entries
+ * to the addresses and ports this mode now serves are deleted. Only where
+ * conntrack is loaded at all: asking would load it. */
+static void on_nat_flush(struct ev_loop *l, void *userdata) {
+        struct backend *b = userdata;
+        const char *k;
+        void *v;
+        (void) l;
+
+        b->nat_flush = NULL;
+        if (access("/proc/sys/net/netfilter/nf_conntrack_count", F_OK) < 0)
+                return;
+        struct ct_frontend *cf = calloc(b->frontends.len ? b->frontends.len : 1, sizeof *cf);
+        if (!cf)
+                return;
+        for (size_t f = 0; f < b->env.n_families; f++) {
+                uint8_t family = b->env.families[f];
+                size_t n = 0;
+                for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
+                        const struct frontend *fe = v;
+                        if (fe->family == family)
+                                cf[n++] = (struct ct_frontend) {.ip = fe->addr.ip, .port = fe->addr.port,
+                                                                .node_port = inet_addr_is_unspecified(&fe->addr.ip)};
+                }
+                int r = conntrack_flush_dnat(family, cf, n);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to delete IPv%u conntrack entries of the NAT mode before this one",
+                                          family);
+                else if (r > 0)
+                        log_v(2, "Deleted %d IPv%u conntrack entries DNAT-ed by the mode before this one", r, family);
+        }
+        free(cf);
+}
+
 /* --- the sync --- */
 
 static int link_ready(struct backend *b) {
@@ -464,6 +506,10 @@ static int us_sync(struct backend *b, uint8_t family, const struct backend_sync 
                 ret->kernel_refused = true;
                 return err;
         }
+        if (!b->nat_flushed) {
+                b->nat_flushed = true;
+                b->nat_flush = ev_timer_add(b->env.loop, 0, on_nat_flush, b);
+        }
         struct nolocal *nl = b->nolocal[family == 6];
         nolocal_update(nl, s->model, s->params, s->all_changed ? NULL : s->changed);
         nolocal_totals(nl, &ret->no_local_internal, &ret->no_local_external);
@@ -528,6 +574,7 @@ static struct backend *us_destroy(struct backend *b) {
                 ev_io_del(b->env.loop, b->handover_fd);
                 close(b->handover_fd);
         }
+        b->nat_flush = ev_timer_cancel(b->env.loop, b->nat_flush);
         handover_socks_free(b->adopt, b->n_adopt);
         for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);)
                 userspace_frontend_free(v);

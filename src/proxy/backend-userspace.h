@@ -31,6 +31,7 @@ struct nolocal;
 struct frontend {
         char key[FWD_ADDR_STRLEN + 4];  /* the plan's: "tcp 10.96.0.10:80" */
         char *svc_key;                  /* the service it serves ("ns/name") */
+        struct fwd_addr addr;           /* what it listens on */
         struct backend *b;
         struct frontend *next_draining;
         uint8_t family;
@@ -81,6 +82,8 @@ struct backend {
         bool retired;                   /* handed over: syncs do nothing */
         bool handover_started;          /* the first sync took a predecessor's sockets */
         size_t out_of_fds;              /* frontends this sync could not open for want of descriptors */
+        struct ev_timer *nat_flush;     /* after the first sync: a NAT mode's conntrack bindings go */
+        bool nat_flushed;
         struct nolocal *nolocal[2];     /* per family: Local policies without local endpoints */
         bool link_ready;
 };

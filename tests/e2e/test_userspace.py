@@ -11,6 +11,7 @@ Run as root: KPROXY_BUILD=build python3 tests/e2e/test_userspace.py
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -180,9 +181,11 @@ class E2EUserspace(Suite, unittest.TestCase):
 
     def test_15c_switch_to_the_other_mode_and_back(self):
         # Into userspace mode: the other mode's rules serve until the
-        # frontends are bound, then go; nothing fails. Out of it: its
+        # frontends are bound, then go. A connection in flight at that
+        # instant may fail (its NAT binding stops applying with the last
+        # nat chain: docs/userspace.md), no more than that. Out of it: its
         # sockets close with it, so connections are refused until the new
-        # mode's first sync (docs/userspace.md), and not after.
+        # mode's first sync, and not after.
         lab = self.lab
         r = lab.restart_under_traffic(signal.SIGTERM, "10.96.0.10", 80, mode="nftables")
         self.assertEqual(set(r["errors"]) - {"ECONNREFUSED"}, set(), r)
@@ -192,10 +195,19 @@ class E2EUserspace(Suite, unittest.TestCase):
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {}, r)
         r = lab.restart_under_traffic(signal.SIGTERM, "10.96.0.10", 80)
-        self.assertEqual(r["errors"], {}, r)
+        self.assertEqual(set(r["errors"]) - {"timeout", "ECONNRESET"}, set(), r)
+        self.assertLessEqual(sum(r["errors"].values()), 2, r)
+        self.assertGreater(r["attempts"], 100)
         self.wait_web("web served in userspace mode", "a1", "a2", "a4")
         wait_for("nftables mode's table gone", lambda: lab.leftovers("nftables") == [], timeout=20)
         self.assert_no_netfilter_objects()
+
+        # Its DNAT-ed conntrack entries went with it: a client port reused
+        # on such an entry would not reach the listener.
+        def dnat_entries():
+            out = lab.run(["conntrack", "-L", "-d", "10.96.0.10"], ns="n1", check=False).stdout
+            return [l for l in out.splitlines() if re.search(r"dst=10\.96\.0\.10 .*src=10\.244\.", l)]
+        wait_for("the NAT mode's conntrack entries deleted", lambda: not dnat_entries(), timeout=10)
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {})
         self.assertEqual(sorted(r["replies"]), ["a1", "a2", "a4"])
