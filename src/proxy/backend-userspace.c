@@ -159,6 +159,43 @@ static int frontend_open(struct backend *b, struct frontend *fe, const struct us
         return r;
 }
 
+/* The clients' table of want's service port (made on first use). */
+static struct affinity *svc_affinity(struct backend *b, const struct userspace_frontend *want) {
+        char key[512];
+        struct svc_affinity *sa;
+
+        snprintf(key, sizeof key, "%s:%s", want->svc_key, want->port_name);
+        sa = hmap_get(&b->affinities, key);
+        if (sa)
+                return sa->aff;
+        sa = calloc(1, sizeof *sa);
+        if (!sa || !(sa->key = strdup(key)) || !(sa->aff = affinity_new())) {
+                if (sa)
+                        free(sa->key);
+                free(sa);
+                return NULL;
+        }
+        hmap_put(&b->affinities, sa->key, sa);
+        return sa->aff;
+}
+
+/* Tables no frontend uses any more go (all of them: unshared false never
+ * frees a table a picker still holds). */
+static void affinities_prune(struct backend *b, bool all) {
+        const char *k;
+        void *v;
+
+        for (size_t i = 0; hmap_next(&b->affinities, &i, &k, &v);) {
+                struct svc_affinity *sa = v;
+                if (!all && !affinity_unshared(sa->aff))
+                        continue;
+                hmap_remove(&b->affinities, sa->key);
+                affinity_unref(sa->aff);
+                free(sa->key);
+                free(sa);
+        }
+}
+
 /* Gives fe want's endpoints; UDP sessions to an endpoint that left end
  * now, so their next datagram picks again (the stale-UDP lesson). */
 static int frontend_update(struct frontend *fe, const struct userspace_frontend *want) {
@@ -173,7 +210,13 @@ static int frontend_update(struct frontend *fe, const struct userspace_frontend 
                 }
         buf_clear(&fe->line);
         userspace_frontend_format(want, &fe->line);
-        return picker_set(fe->picker, want->eps, want->n_eps, want->affinity_timeout);
+        struct affinity *shared = NULL;
+        if (want->affinity_timeout) {
+                shared = svc_affinity(fe->b, want);
+                if (!shared)
+                        return -ENOMEM;
+        }
+        return picker_set(fe->picker, want->eps, want->n_eps, want->affinity_timeout, shared);
 }
 
 static int frontend_want(struct backend *b, const struct model *model, const struct hmap *only, uint8_t family,
@@ -481,6 +524,7 @@ static int us_sync(struct backend *b, uint8_t family, const struct backend_sync 
         r = addrs_prune(b, family);
         if (r < 0 && !err)
                 err = r;
+        affinities_prune(b, false);
         if (b->out_of_fds) {
                 struct rlimit rl = {0};
                 getrlimit(RLIMIT_NOFILE, &rl);
@@ -589,6 +633,8 @@ static struct backend *us_destroy(struct backend *b) {
         hmap_done(&b->addrs);
         svc_addrs_clear(b, 4);
         svc_addrs_clear(b, 6);
+        affinities_prune(b, true);
+        hmap_done(&b->affinities);
         fwd_pipes_free(b->pipes);
         nolocal_free(b->nolocal[0]);
         nolocal_free(b->nolocal[1]);
@@ -610,6 +656,7 @@ static int us_create(const struct backend_env *env, struct backend **ret) {
         b->addrs = (struct hmap) HMAP_INIT_KEY_ARRAY(struct held_addr, key);
         b->svc_addrs[0] = (struct hmap) HMAP_INIT_KEYED(struct svc_addrs, key);
         b->svc_addrs[1] = (struct hmap) HMAP_INIT_KEYED(struct svc_addrs, key);
+        b->affinities = (struct hmap) HMAP_INIT_KEYED(struct svc_affinity, key);
         /* conntrack's timeouts, which the other modes' flows live by. */
         b->tcp_idle_ms = ct->tcp_established_timeout_ms;
         b->udp_idle_ms = ct->udp_stream_timeout_ms ? ct->udp_stream_timeout_ms

@@ -50,6 +50,13 @@ struct held_addr {
         uint32_t refs;                  /* services that want it */
 };
 
+/* The ClientIP affinity of one service port, shared by its frontends (as
+ * the rules' recent lists are the endpoints', whichever way the client came). */
+struct svc_affinity {
+        char *key;                      /* "ns/name:port" */
+        struct affinity *aff;           /* the map's reference */
+};
+
 /* The addresses one service wants, in one family: what a partial sync of
  * that service lets go of. */
 struct svc_addrs {
@@ -71,6 +78,7 @@ struct backend {
         struct hmap frontends;          /* key -> struct frontend */
         struct hmap addrs;              /* address text -> struct held_addr */
         struct hmap svc_addrs[2];       /* per family: service key -> struct svc_addrs */
+        struct hmap affinities;         /* "ns/name:port" -> struct svc_affinity */
         struct frontend *draining;      /* TCP frontends no longer wanted, finishing their connections */
         struct gone gone;
         uint64_t gen;

@@ -16,18 +16,23 @@
 
 #include "util/hmap.h"
 
-struct affinity {
+struct client {
         char key[INET_ADDR_STRLEN];     /* the client address */
         struct fwd_addr endpoint;
         uint64_t last_ms;
+};
+
+struct affinity {
+        unsigned refs;
+        struct hmap clients;            /* key -> struct client */
+        size_t swept_len;               /* the map's size after the last sweep */
 };
 
 struct picker {
         struct fwd_addr *eps;
         size_t n;
         uint64_t timeout_ms;            /* 0: no affinity */
-        struct hmap clients;            /* key -> struct affinity */
-        size_t swept_len;               /* the map's size after the last sweep */
+        struct affinity *aff;           /* referenced; NULL without affinity */
 };
 
 static uint64_t rng_state;
@@ -56,46 +61,78 @@ static size_t rng_below(size_t n) {
         return (size_t) (((rng_next() >> 32) * (uint64_t) n) >> 32);
 }
 
-struct picker *picker_new(void) {
-        struct picker *p = calloc(1, sizeof *p);
-        if (p)
-                p->clients = (struct hmap) HMAP_INIT_KEY_ARRAY(struct affinity, key);
-        return p;
+struct affinity *affinity_new(void) {
+        struct affinity *a = calloc(1, sizeof *a);
+        if (a) {
+                a->refs = 1;
+                a->clients = (struct hmap) HMAP_INIT_KEY_ARRAY(struct client, key);
+        }
+        return a;
 }
 
-static void forget_clients(struct picker *p) {
+struct affinity *affinity_ref(struct affinity *a) {
+        a->refs++;
+        return a;
+}
+
+struct affinity *affinity_unref(struct affinity *a) {
         const char *k;
         void *v;
-        for (size_t i = 0; hmap_next(&p->clients, &i, &k, &v);)
+
+        if (!a || --a->refs > 0)
+                return NULL;
+        for (size_t i = 0; hmap_next(&a->clients, &i, &k, &v);)
                 free(v);
-        hmap_done(&p->clients);
-        p->swept_len = 0;
+        hmap_done(&a->clients);
+        free(a);
+        return NULL;
+}
+
+size_t affinity_n_clients(const struct affinity *a) {
+        return a ? a->clients.len : 0;
+}
+
+bool affinity_unshared(const struct affinity *a) {
+        return a->refs == 1;
+}
+
+struct picker *picker_new(void) {
+        return calloc(1, sizeof(struct picker));
 }
 
 struct picker *picker_free(struct picker *p) {
         if (!p)
                 return NULL;
-        forget_clients(p);
+        affinity_unref(p->aff);
         free(p->eps);
         free(p);
         return NULL;
 }
 
-int picker_set(struct picker *p, const struct fwd_addr *eps, size_t n, uint32_t affinity_timeout_s) {
+int picker_set(struct picker *p, const struct fwd_addr *eps, size_t n, uint32_t affinity_timeout_s,
+               struct affinity *shared) {
         struct fwd_addr *copy = NULL;
+        struct affinity *aff = NULL;
 
+        if (affinity_timeout_s) {
+                aff = shared ? affinity_ref(shared) : p->aff ? affinity_ref(p->aff) : affinity_new();
+                if (!aff)
+                        return -ENOMEM;
+        }
         if (n) {
                 copy = malloc(n * sizeof *copy);
-                if (!copy)
+                if (!copy) {
+                        affinity_unref(aff);
                         return -ENOMEM;
+                }
                 memcpy(copy, eps, n * sizeof *copy);
         }
         free(p->eps);
         p->eps = copy;
         p->n = n;
         p->timeout_ms = (uint64_t) affinity_timeout_s * 1000;
-        if (!p->timeout_ms)
-                forget_clients(p);
+        affinity_unref(p->aff);
+        p->aff = aff;
         return 0;
 }
 
@@ -108,7 +145,7 @@ const struct fwd_addr *picker_endpoint(const struct picker *p, size_t i) {
 }
 
 size_t picker_n_clients(const struct picker *p) {
-        return p->clients.len;
+        return affinity_n_clients(p->aff);
 }
 
 static bool listed(const struct picker *p, const struct fwd_addr *a) {
@@ -118,19 +155,19 @@ static bool listed(const struct picker *p, const struct fwd_addr *a) {
         return false;
 }
 
-static void sweep(struct picker *p, uint64_t now_ms) {
+static void sweep(struct affinity *aff, uint64_t timeout_ms, uint64_t now_ms) {
         const char *k;
         void *v;
         size_t i = 0;
 
-        while (hmap_next(&p->clients, &i, &k, &v)) {
-                struct affinity *a = v;
-                if (now_ms - a->last_ms > p->timeout_ms) {
-                        hmap_remove(&p->clients, a->key);
-                        free(a);
+        while (hmap_next(&aff->clients, &i, &k, &v)) {
+                struct client *c = v;
+                if (now_ms - c->last_ms > timeout_ms) {
+                        hmap_remove(&aff->clients, c->key);
+                        free(c);
                 }
         }
-        p->swept_len = p->clients.len;
+        aff->swept_len = aff->clients.len;
 }
 
 /* Equal chances among the endpoints but failed. */
@@ -152,13 +189,14 @@ static int choose(const struct picker *p, const struct fwd_addr *failed, struct 
 int picker_pick(struct picker *p, const struct inet_addr *client, const struct fwd_addr *failed, uint64_t now_ms,
                 struct fwd_addr *ret) {
         char key[INET_ADDR_STRLEN];
-        struct affinity *a;
+        struct affinity *aff = p->aff;
+        struct client *a;
         int r;
 
-        if (!p->timeout_ms || !client)
+        if (!p->timeout_ms || !aff || !client)
                 return choose(p, failed, ret);
         inet_addr_format(client, key);
-        a = hmap_get(&p->clients, key);
+        a = hmap_get(&aff->clients, key);
         if (a && now_ms - a->last_ms <= p->timeout_ms && listed(p, &a->endpoint) &&
             !(failed && fwd_addr_equal(&a->endpoint, failed))) {
                 a->last_ms = now_ms;
@@ -169,13 +207,13 @@ int picker_pick(struct picker *p, const struct inet_addr *client, const struct f
         if (r < 0)
                 return r;
         if (!a) {
-                if (p->clients.len >= 2 * p->swept_len + 64)
-                        sweep(p, now_ms);
+                if (aff->clients.len >= 2 * aff->swept_len + 64)
+                        sweep(aff, p->timeout_ms, now_ms);
                 a = calloc(1, sizeof *a);
                 if (!a)
                         return 0;       /* chosen, not remembered */
                 memcpy(a->key, key, sizeof key);
-                hmap_put(&p->clients, a->key, a);
+                hmap_put(&aff->clients, a->key, a);
         }
         a->endpoint = *ret;
         a->last_ms = now_ms;

@@ -7,6 +7,9 @@
  *    within the timeout of its last connection, picks afresh after it, or
  *    when its endpoint leaves the list or failed; without affinity
  *    nothing is remembered;
+ *  - a table shared by two pickers (a service's cluster IP and node
+ *    port): a client keeps its endpoint through either, where that
+ *    endpoint is in the picker's list;
  *  - no endpoint: -ENOENT; a client flood is swept once entries expire.
  */
 #include "userspace/pick.h"
@@ -41,7 +44,7 @@ static void test_equal_chances_and_retries(void) {
         picker_seed(12345);
         CHECK(p);
         CHECK(picker_pick(p, NULL, NULL, 0, &got) == -ENOENT);
-        CHECK(picker_set(p, eps, 3, 0) == 0);
+        CHECK(picker_set(p, eps, 3, 0, NULL) == 0);
         for (unsigned i = 0; i < n; i++) {
                 CHECK(picker_pick(p, NULL, NULL, 0, &got) == 0);
                 for (int k = 0; k < 3; k++)
@@ -61,7 +64,7 @@ static void test_equal_chances_and_retries(void) {
         }
         CHECK(other[0] > 800 && other[2] > 800);
         /* One endpoint, and it failed: none left. */
-        CHECK(picker_set(p, eps, 1, 0) == 0);
+        CHECK(picker_set(p, eps, 1, 0, NULL) == 0);
         CHECK(picker_pick(p, NULL, &eps[0], 0, &got) == -ENOENT);
         CHECK(picker_n_clients(p) == 0);
         picker_free(p);
@@ -74,7 +77,7 @@ static void test_affinity(void) {
         struct fwd_addr first, got;
         bool moved = false;
 
-        CHECK(picker_set(p, eps, 3, 10) == 0);
+        CHECK(picker_set(p, eps, 3, 10, NULL) == 0);
         CHECK(picker_pick(p, &c1, NULL, 1000, &first) == 0);
         /* Within 10 s of the last connection, each time: the same endpoint,
          * even 50 s after the first. */
@@ -107,11 +110,11 @@ static void test_affinity(void) {
         for (int k = 0; k < 3; k++)
                 if (!fwd_addr_equal(&eps[k], &first))
                         rest[n++] = eps[k];
-        CHECK(picker_set(p, rest, 2, 10) == 0);
+        CHECK(picker_set(p, rest, 2, 10, NULL) == 0);
         CHECK(picker_pick(p, &c1, NULL, t + 3, &got) == 0);
         CHECK(!fwd_addr_equal(&got, &first));
         /* Affinity off: forgotten. */
-        CHECK(picker_set(p, rest, 2, 0) == 0);
+        CHECK(picker_set(p, rest, 2, 0, NULL) == 0);
         CHECK(picker_n_clients(p) == 0);
         CHECK(picker_pick(p, &c1, NULL, t + 4, &got) == 0);
         CHECK(picker_n_clients(p) == 0);
@@ -124,7 +127,7 @@ static void test_client_flood_is_swept(void) {
         struct fwd_addr got;
         char s[32];
 
-        CHECK(picker_set(p, eps, 1, 1) == 0);
+        CHECK(picker_set(p, eps, 1, 1, NULL) == 0);
         for (unsigned i = 0; i < 10000; i++) {
                 struct inet_addr c;
                 snprintf(s, sizeof s, "10.%u.%u.%u", i >> 16, (i >> 8) & 255, i & 255);
@@ -137,9 +140,40 @@ static void test_client_flood_is_swept(void) {
         CHECK(picker_free(NULL) == NULL);
 }
 
+static void test_shared_affinity(void) {
+        const struct fwd_addr eps[3] = {ep("10.0.0.1", 80), ep("10.0.0.2", 80), ep("10.0.0.3", 80)};
+        struct affinity *aff = affinity_new();
+        struct picker *cluster = picker_new(), *nodeport = picker_new(), *local = picker_new();
+        struct inet_addr c = ip("192.168.0.7");
+        struct fwd_addr first, got;
+
+        CHECK(aff && cluster && nodeport && local);
+        CHECK(picker_set(cluster, eps, 3, 10, aff) == 0);
+        CHECK(picker_set(nodeport, eps, 3, 10, aff) == 0);
+        CHECK(picker_set(local, &eps[2], 1, 10, aff) == 0);        /* policy Local: only .3 here */
+        aff = affinity_unref(aff);                                 /* the pickers hold it */
+        CHECK(picker_pick(cluster, &c, NULL, 1000, &first) == 0);
+        for (int i = 0; i < 20; i++) {
+                CHECK(picker_pick(i % 2 ? cluster : nodeport, &c, NULL, 1000 + (uint64_t) i, &got) == 0);
+                CHECK(fwd_addr_equal(&got, &first));
+        }
+        CHECK(picker_n_clients(nodeport) == 1 && picker_n_clients(cluster) == 1);
+        /* Through the Local picker it gets .3, which it keeps everywhere. */
+        CHECK(picker_pick(local, &c, NULL, 2000, &got) == 0);
+        CHECK(fwd_addr_equal(&got, &eps[2]));
+        CHECK(picker_pick(cluster, &c, NULL, 2001, &got) == 0);
+        CHECK(fwd_addr_equal(&got, &eps[2]));
+        picker_free(cluster);
+        picker_free(nodeport);
+        CHECK(picker_n_clients(local) == 1);
+        picker_free(local);
+        CHECK(affinity_unref(NULL) == NULL);
+}
+
 int main(void) {
         TEST_RUN(test_equal_chances_and_retries);
         TEST_RUN(test_affinity);
         TEST_RUN(test_client_flood_is_swept);
+        TEST_RUN(test_shared_affinity);
         TEST_DONE();
 }
