@@ -62,9 +62,13 @@ static void totals(struct backend *b, struct fwd_tcp_stats *tcp, struct fwd_udp_
         }
 }
 
-static void metric(struct buf *out, const char *name, const char *type, const char *help) {
-        buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
+/* kproxy's own families: one row a sample, a family's rows together,
+ * its HELP and TYPE on its first row. */
+struct sample {
+        const char *name, *type, *help;         /* help NULL: the family of the row before */
+        const char *labels;                     /* "" or "{...}" */
+        uint64_t value;
+};
 
 void userspace_expose(struct backend *b, struct buf *out) {
         struct fwd_tcp_stats t;
@@ -72,37 +76,35 @@ void userspace_expose(struct backend *b, struct buf *out) {
         size_t n_fe;
 
         totals(b, &t, &u, &n_fe);
-        metric(out, "kproxy_userspace_frontends", "gauge", "Listening TCP and bound UDP service sockets.");
-        buf_printf(out, "kproxy_userspace_frontends %zu\n", n_fe);
-        metric(out, "kproxy_userspace_connections_total", "counter", "TCP connections accepted.");
-        buf_printf(out, "kproxy_userspace_connections_total %" PRIu64 "\n", t.accepted);
-        metric(out, "kproxy_userspace_active_connections", "gauge", "TCP connections open now.");
-        buf_printf(out, "kproxy_userspace_active_connections %" PRIu64 "\n", t.active);
-        metric(out, "kproxy_userspace_accept_errors_total", "counter", "accept() failures.");
-        buf_printf(out, "kproxy_userspace_accept_errors_total %" PRIu64 "\n", t.accept_errors);
-        metric(out, "kproxy_userspace_connect_errors_total", "counter",
-               "Connections to endpoints that failed (each try).");
-        buf_printf(out, "kproxy_userspace_connect_errors_total %" PRIu64 "\n", t.connect_errors);
-        metric(out, "kproxy_userspace_refused_total", "counter",
-               "TCP clients reset and UDP sessions ended: no endpoint answered.");
-        buf_printf(out, "kproxy_userspace_refused_total{protocol=\"tcp\"} %" PRIu64 "\n", t.refused);
-        buf_printf(out, "kproxy_userspace_refused_total{protocol=\"udp\"} %" PRIu64 "\n", u.refused);
-        metric(out, "kproxy_userspace_bytes_total", "counter", "Bytes forwarded.");
-        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_endpoints\",protocol=\"tcp\"} %" PRIu64 "\n",
-                   t.bytes_to_endpoints);
-        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_clients\",protocol=\"tcp\"} %" PRIu64 "\n",
-                   t.bytes_to_clients);
-        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_endpoints\",protocol=\"udp\"} %" PRIu64 "\n",
-                   u.bytes_to_endpoints);
-        buf_printf(out, "kproxy_userspace_bytes_total{direction=\"to_clients\",protocol=\"udp\"} %" PRIu64 "\n",
-                   u.bytes_to_clients);
-        metric(out, "kproxy_userspace_udp_sessions_total", "counter", "UDP sessions created.");
-        buf_printf(out, "kproxy_userspace_udp_sessions_total %" PRIu64 "\n", u.sessions);
-        metric(out, "kproxy_userspace_udp_active_sessions", "gauge", "UDP sessions open now.");
-        buf_printf(out, "kproxy_userspace_udp_active_sessions %" PRIu64 "\n", u.active);
-        metric(out, "kproxy_userspace_udp_dropped_total", "counter",
-               "Datagrams dropped: no endpoint, the session limit, or a failed send.");
-        buf_printf(out, "kproxy_userspace_udp_dropped_total %" PRIu64 "\n", u.dropped);
+        const struct sample rows[] = {
+                {"kproxy_userspace_frontends", "gauge", "Listening TCP and bound UDP service sockets.", "", n_fe},
+                {"kproxy_userspace_connections_total", "counter", "TCP connections accepted.", "", t.accepted},
+                {"kproxy_userspace_active_connections", "gauge", "TCP connections open now.", "", t.active},
+                {"kproxy_userspace_accept_errors_total", "counter", "accept() failures.", "", t.accept_errors},
+                {"kproxy_userspace_connect_errors_total", "counter", "Connections to endpoints that failed (each try).",
+                 "", t.connect_errors},
+                {"kproxy_userspace_refused_total", "counter",
+                 "TCP clients reset and UDP sessions ended: no endpoint answered.", "{protocol=\"tcp\"}", t.refused},
+                {"kproxy_userspace_refused_total", NULL, NULL, "{protocol=\"udp\"}", u.refused},
+                {"kproxy_userspace_bytes_total", "counter", "Bytes forwarded.",
+                 "{direction=\"to_endpoints\",protocol=\"tcp\"}", t.bytes_to_endpoints},
+                {"kproxy_userspace_bytes_total", NULL, NULL, "{direction=\"to_clients\",protocol=\"tcp\"}",
+                 t.bytes_to_clients},
+                {"kproxy_userspace_bytes_total", NULL, NULL, "{direction=\"to_endpoints\",protocol=\"udp\"}",
+                 u.bytes_to_endpoints},
+                {"kproxy_userspace_bytes_total", NULL, NULL, "{direction=\"to_clients\",protocol=\"udp\"}",
+                 u.bytes_to_clients},
+                {"kproxy_userspace_udp_sessions_total", "counter", "UDP sessions created.", "", u.sessions},
+                {"kproxy_userspace_udp_active_sessions", "gauge", "UDP sessions open now.", "", u.active},
+                {"kproxy_userspace_udp_dropped_total", "counter",
+                 "Datagrams dropped: no endpoint, the session limit, or a failed send.", "", u.dropped},
+        };
+        for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+                const struct sample *r = &rows[i];
+                if (r->help)
+                        buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", r->name, r->help, r->name, r->type);
+                buf_printf(out, "%s%s %" PRIu64 "\n", r->name, r->labels, r->value);
+        }
 }
 
 /* Open TCP connections. UDP sessions are not waited for: a late reply
