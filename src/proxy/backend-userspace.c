@@ -698,9 +698,11 @@ static int us_setup(const struct kproxy_config *c, struct host_facts *host, cons
         return 0;
 }
 
+/* Addresses and sockets: only the kernel's IPv6 to ask about (a kernel
+ * booted with ipv6.disable=1 has no /proc/net/if_inet6). */
 static bool us_ipv6_usable(const struct host_facts *host) {
         (void) host;
-        return true;    /* addresses and sockets: nothing to probe beyond the kernel's IPv6 */
+        return access("/proc/net/if_inet6", F_OK) == 0;
 }
 
 static bool link_present(void) {
