@@ -117,9 +117,12 @@ class E2EUserspace(Suite, unittest.TestCase):
         mark = len(lab.kproxy_output())
         lab.procs["kproxy-old"] = lab.procs.pop("kproxy")
         lab.start_kproxy(*extra)
+        # Both ends say so (each in its own time: the two processes write
+        # the one log file).
         wait_for("the old kproxy to hand its sockets over",
                  lambda: "Handed the node over to a successor" in lab.kproxy_output()[mark:], timeout=20)
-        self.assertRegex(lab.kproxy_output()[mark:], r"Took \d+ service sockets from the process this one replaces")
+        wait_for("the new kproxy to take them", lambda: re.search(
+            r"Took \d+ service sockets from the process this one replaces", lab.kproxy_output()[mark:]), timeout=20)
         # The kubelet deletes the old pod once the new one is ready.
         lab.wait_healthy("the successor's /healthz (its bind retried once the old one let go)")
         return lab.kill("kproxy-old", signal.SIGTERM).returncode
