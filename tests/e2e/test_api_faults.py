@@ -207,6 +207,11 @@ class ApiFaults(unittest.TestCase):
         seq0 = self.control("/state")["requests"]
         recovered = []
         for k, b in enumerate(bursts):
+            before = time.time()
+            if b in ("errors", "window", "gone"):
+                # The server keeps one error rule: this burst's replaces
+                # an earlier window, which then ends now, not when it said.
+                recovered = [min(t, before) if bursts[j] == "window" and t else t for j, t in enumerate(recovered)]
             recovered.append(getattr(self, "burst_" + b)())
             if k + 1 < len(bursts):
                 time.sleep(rnd.uniform(0, 1.0))     # the schedule's gap between bursts
