@@ -3,7 +3,7 @@
 #   make            build build/kproxy
 #   make check      install build dependencies, build, run every test (also under ASan/UBSan)
 #   make demo       install build dependencies, build, run the bundled example
-#                   (PROXY_MODE=nftables for nftables mode)
+#                   (PROXY_MODE=nftables for nftables mode, userspace for userspace mode)
 #   make bench      optimised build and benchmarks (bench/RESULTS.md, bench/plots/)
 #   make profile    build-prof/kproxy with frame pointers for perf (PG=1: gprof's -pg)
 #   make bench-compare BASE=rev   the daemon benchmark of rev and of the tree, alternated

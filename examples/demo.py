@@ -52,12 +52,19 @@ def main():
         lab.start_kproxy()
         t0 = time.monotonic()
         lab.wait_rules("shop/web's rules", lambda r: len(lab.targets("shop/web", "http", r)) == 3, timeout=30)
-        print("   rules for shop/web in the kernel after %.2f s:" % (time.monotonic() - t0))
-        if mode == "iptables":
+        took = time.monotonic() - t0
+        if mode == "userspace":
+            print("   shop/web served after %.2f s (kproxy's frontends, /debug/backend):" % took)
+            for line in lab.frontends().splitlines():
+                if "shop/web" in line or line == "address 10.96.10.20":
+                    print("   " + line)
+        elif mode == "iptables":
+            print("   rules for shop/web in the kernel after %.2f s:" % took)
             for line in lab.nat().splitlines():
                 if "shop/web:http" in line and line.split()[1].startswith(("KUBE-SVC", "KUBE-SERVICES")):
                     print("   " + line)
         else:
+            print("   rules for shop/web in the kernel after %.2f s:" % took)
             lines = lab.nft().splitlines()
             for i, line in enumerate(lines):
                 if "10.96.10.20 . tcp . 80" in line or ("chain service-" in line and "shop/web/" in line):
