@@ -43,6 +43,7 @@ int conntrack_index_new(uint8_t family, const struct ct_frontend *frontends, siz
 struct conntrack_index *conntrack_index_free(struct conntrack_index *x);
 bool conntrack_index_is_stale(const struct conntrack_index *x, const struct inet_addr *orig_dst,
                               uint16_t orig_dport, const struct inet_addr *reply_src, uint16_t reply_sport);
+bool conntrack_index_has_addr(const struct conntrack_index *x, const struct inet_addr *a);
 
 /* Key layout, byte-wise so memcmp orders it and padding cannot leak in:
  * kind, 16 address bytes, port (big endian); a pair key appends the
@@ -50,6 +51,7 @@ bool conntrack_index_is_stale(const struct conntrack_index *x, const struct inet
 enum {
         KEY_IP = 0,
         KEY_NODE_PORT = 1,
+        KEY_ADDR = 2,                   /* conntrack_flush_unnatted(): an address, any port */
 };
 #define FE_KEY_LEN (1 + 16 + 2)
 #define PAIR_KEY_LEN (FE_KEY_LEN + 16 + 2)
@@ -82,8 +84,9 @@ static void put_addr_port(uint8_t *p, const struct inet_addr *a, uint16_t port) 
 
 static void fe_key_make(struct fe_key *k, int kind, const struct inet_addr *a, uint16_t port) {
         k->b[0] = (uint8_t) kind;
-        /* A NodePort matches on any address: its key never has one. */
-        put_addr_port(k->b + 1, kind == KEY_NODE_PORT ? NULL : a, port);
+        /* A NodePort matches on any address: its key never has one; an
+         * address key, on any port. */
+        put_addr_port(k->b + 1, kind == KEY_NODE_PORT ? NULL : a, kind == KEY_ADDR ? 0 : port);
 }
 
 static void pair_key_make(struct pair_key *k, const struct fe_key *fe, const struct inet_addr *a, uint16_t port) {
@@ -163,7 +166,7 @@ int conntrack_index_new(uint8_t family, const struct ct_frontend *frontends, siz
 
                 if (!f->node_port && f->ip.family != family)
                         continue;
-                fe_key_make(k, f->node_port ? KEY_NODE_PORT : KEY_IP, &f->ip, f->port);
+                fe_key_make(k, f->node_port ? KEY_NODE_PORT : f->any_port ? KEY_ADDR : KEY_IP, &f->ip, f->port);
                 x->n_frontends++;
                 x->has_node_ports |= !!f->node_port;
                 for (size_t j = 0; j < f->n_backends; j++) {
@@ -210,6 +213,16 @@ bool conntrack_index_is_stale(const struct conntrack_index *x, const struct inet
         return !bsearch(&pair, x->pairs, x->n_pairs, sizeof pair, cmp_pair_key);
 }
 
+/* True if a is one of the index's address-only frontends. */
+bool conntrack_index_has_addr(const struct conntrack_index *x, const struct inet_addr *a) {
+        struct fe_key fe;
+
+        if (a->family != x->family)
+                return false;
+        fe_key_make(&fe, KEY_ADDR, a, 0);
+        return bsearch(&fe, x->frontends, x->n_frontends, sizeof fe, cmp_fe_key) != NULL;
+}
+
 /* Reads one direction's address out of a dumped entry. Returns false if the
  * kernel did not send it (then the entry is left alone). */
 static bool ct_get_addr(const struct nf_conntrack *ct, uint8_t family, enum nf_conntrack_attr a4,
@@ -227,40 +240,71 @@ static bool ct_get_addr(const struct nf_conntrack *ct, uint8_t family, enum nf_c
         return true;
 }
 
+enum flush_kind {
+        FLUSH_STALE_UDP,                /* conntrack_reconcile_udp() */
+        FLUSH_DNAT,                     /* conntrack_flush_dnat() */
+        FLUSH_UNNATTED,                 /* conntrack_flush_unnatted() */
+};
+
 struct dump_ctx {
         const struct conntrack_index *index;
-        bool dnat;                      /* conntrack_flush_dnat(): any protocol, DNAT-ed entries only */
+        enum flush_kind kind;
         struct nf_conntrack **stale;    /* owned; stolen from the dump */
         size_t n_stale, cap_stale;
         size_t n_seen;
         int r;
 };
 
-static int dump_cb(enum nf_conntrack_msg_type type, struct nf_conntrack *ct, void *userdata) {
-        struct dump_ctx *c = userdata;
+static bool is_dnat(const struct nf_conntrack *ct) {
+        return nfct_attr_is_set(ct, ATTR_STATUS) && (nfct_get_attr_u32(ct, ATTR_STATUS) & IPS_DST_NAT);
+}
+
+/* conntrack_flush_unnatted()'s test: not DNAT-ed, from or to an address. */
+static bool is_unnatted_match(const struct dump_ctx *c, const struct nf_conntrack *ct) {
+        struct inet_addr a;
+        uint8_t family = c->index->family;
+
+        if (is_dnat(ct))
+                return false;
+        return (ct_get_addr(ct, family, ATTR_ORIG_IPV4_SRC, ATTR_ORIG_IPV6_SRC, &a) &&
+                conntrack_index_has_addr(c->index, &a)) ||
+               (ct_get_addr(ct, family, ATTR_ORIG_IPV4_DST, ATTR_ORIG_IPV6_DST, &a) &&
+                conntrack_index_has_addr(c->index, &a));
+}
+
+/* The other two: an entry to a frontend that is not DNAT-ed to one of its
+ * backends (DNAT-ed ones only, of any protocol; or UDP ones, NAT-ed or not). */
+static bool is_stale_match(struct dump_ctx *c, const struct nf_conntrack *ct) {
         struct inet_addr dst, src;
         uint16_t dport, sport;
+
+        if (c->kind == FLUSH_DNAT ? !is_dnat(ct) : nfct_get_attr_u8(ct, ATTR_L4PROTO) != IPPROTO_UDP)
+                return false;
+        c->n_seen++;
+        if (!nfct_attr_is_set(ct, ATTR_ORIG_PORT_DST) || !nfct_attr_is_set(ct, ATTR_REPL_PORT_SRC))
+                return false;
+        if (!ct_get_addr(ct, c->index->family, ATTR_ORIG_IPV4_DST, ATTR_ORIG_IPV6_DST, &dst) ||
+            !ct_get_addr(ct, c->index->family, ATTR_REPL_IPV4_SRC, ATTR_REPL_IPV6_SRC, &src))
+                return false;
+        /* libnetfilter_conntrack keeps ports as on the wire. */
+        dport = ntohs(nfct_get_attr_u16(ct, ATTR_ORIG_PORT_DST));
+        sport = ntohs(nfct_get_attr_u16(ct, ATTR_REPL_PORT_SRC));
+        return conntrack_index_is_stale(c->index, &dst, dport, &src, sport);
+}
+
+static int dump_cb(enum nf_conntrack_msg_type type, struct nf_conntrack *ct, void *userdata) {
+        struct dump_ctx *c = userdata;
 
         (void) type;
         if (!nfct_attr_is_set(ct, ATTR_L4PROTO))
                 return NFCT_CB_CONTINUE;
-        if (c->dnat) {
-                if (!nfct_attr_is_set(ct, ATTR_STATUS) || !(nfct_get_attr_u32(ct, ATTR_STATUS) & IPS_DST_NAT))
+        if (c->kind == FLUSH_UNNATTED) {
+                c->n_seen++;
+                if (!is_unnatted_match(c, ct))
                         return NFCT_CB_CONTINUE;
-        } else if (nfct_get_attr_u8(ct, ATTR_L4PROTO) != IPPROTO_UDP) {
+        } else if (!is_stale_match(c, ct)) {
                 return NFCT_CB_CONTINUE;
         }
-        c->n_seen++;
-        if (!nfct_attr_is_set(ct, ATTR_ORIG_PORT_DST) || !nfct_attr_is_set(ct, ATTR_REPL_PORT_SRC))
-                return NFCT_CB_CONTINUE;
-        if (!ct_get_addr(ct, c->index->family, ATTR_ORIG_IPV4_DST, ATTR_ORIG_IPV6_DST, &dst) ||
-            !ct_get_addr(ct, c->index->family, ATTR_REPL_IPV4_SRC, ATTR_REPL_IPV6_SRC, &src))
-                return NFCT_CB_CONTINUE;
-        /* libnetfilter_conntrack keeps ports as on the wire. */
-        dport = ntohs(nfct_get_attr_u16(ct, ATTR_ORIG_PORT_DST));
-        sport = ntohs(nfct_get_attr_u16(ct, ATTR_REPL_PORT_SRC));
-        if (!conntrack_index_is_stale(c->index, &dst, dport, &src, sport))
-                return NFCT_CB_CONTINUE;
 
         if (c->n_stale == c->cap_stale) {
                 size_t cap = c->cap_stale ? c->cap_stale * 2 : 16;
@@ -293,7 +337,7 @@ static void nfct_closep(struct nfct_handle **h) {
                 nfct_close(*h);
 }
 
-static void log_entry(const struct nf_conntrack *ct, uint8_t family, const char *what, int r) {
+static void log_entry(const struct nf_conntrack *ct, uint8_t family, const char *what, const char *kind, int r) {
         struct inet_addr src = {0}, dst = {0}, rsrc = {0};
         char s[INET_ADDR_STRLEN], d[INET_ADDR_STRLEN], rs[INET_ADDR_STRLEN];
 
@@ -301,18 +345,20 @@ static void log_entry(const struct nf_conntrack *ct, uint8_t family, const char 
         (void) ct_get_addr(ct, family, ATTR_ORIG_IPV4_DST, ATTR_ORIG_IPV6_DST, &dst);
         (void) ct_get_addr(ct, family, ATTR_REPL_IPV4_SRC, ATTR_REPL_IPV6_SRC, &rsrc);
         src.family = dst.family = rsrc.family = family;
-        log_v(4, "%s stale UDP conntrack entry %s:%u -> %s:%u, reply from %s:%u%s%s", what,
+        log_v(4, "%s %s conntrack entry %s:%u -> %s:%u, reply from %s:%u%s%s", what, kind,
               inet_addr_format(&src, s), ntohs(nfct_get_attr_u16(ct, ATTR_ORIG_PORT_SRC)),
               inet_addr_format(&dst, d), ntohs(nfct_get_attr_u16(ct, ATTR_ORIG_PORT_DST)),
               inet_addr_format(&rsrc, rs), ntohs(nfct_get_attr_u16(ct, ATTR_REPL_PORT_SRC)),
               r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
 }
 
-static int reconcile(uint8_t family, const struct ct_frontend *frontends, size_t n, bool dnat) {
+static int reconcile(uint8_t family, const struct ct_frontend *frontends, size_t n, enum flush_kind kind) {
         _cleanup_(conntrack_index_freep) struct conntrack_index *index = NULL;
         _cleanup_(nfct_closep) struct nfct_handle *h = NULL;
         _cleanup_(dump_ctx_done) struct dump_ctx c = {0};
         uint32_t af = family == 6 ? AF_INET6 : AF_INET;
+        const char *kind_name = kind == FLUSH_DNAT ? "DNAT-ed service" :
+                                kind == FLUSH_UNNATTED ? "un-NAT-ed" : "stale UDP";
         int deleted = 0, failed = 0;
         int r;
 
@@ -327,7 +373,7 @@ static int reconcile(uint8_t family, const struct ct_frontend *frontends, size_t
         if (!h)
                 return -errno;
         c.index = index;
-        c.dnat = dnat;
+        c.kind = kind;
         if (nfct_callback_register(h, NFCT_T_ALL, dump_cb, &c) < 0)
                 return -errno;
         /* The kernel filters the dump by the family in the request header. */
@@ -341,32 +387,42 @@ static int reconcile(uint8_t family, const struct ct_frontend *frontends, size_t
 
                 if (q == -ENOENT) {
                         /* It expired (or was replaced) since the dump: what we wanted. */
-                        log_entry(c.stale[i], family, "Already gone:", 0);
+                        log_entry(c.stale[i], family, "Already gone:", kind_name, 0);
                         continue;
                 }
                 if (q < 0) {
                         failed++;
                         if (r == 0)
                                 r = q;
-                        log_entry(c.stale[i], family, "Failed to delete", q);
+                        log_entry(c.stale[i], family, "Failed to delete", kind_name, q);
                         continue;
                 }
                 deleted++;
-                log_entry(c.stale[i], family, "Deleted", 0);
+                log_entry(c.stale[i], family, "Deleted", kind_name, 0);
         }
         /* The caller logs the count at verbosity 2; this adds the detail. */
         if (deleted > 0 || failed > 0)
                 log_v(4, "Deleted %d %s conntrack entries, %d failed (IPv%u: %zu entries, %zu frontends)", deleted,
-                      dnat ? "DNAT-ed service" : "stale UDP", failed, family, c.n_seen, index->n_frontends);
+                      kind_name, failed, family, c.n_seen, index->n_frontends);
         /* A failed delete is returned so the caller retries on the next
          * sync; the deletions that worked are logged above. */
         return r < 0 ? r : deleted;
 }
 
 int conntrack_reconcile_udp(uint8_t family, const struct ct_frontend *frontends, size_t n) {
-        return reconcile(family, frontends, n, false);
+        return reconcile(family, frontends, n, FLUSH_STALE_UDP);
 }
 
 int conntrack_flush_dnat(uint8_t family, const struct ct_frontend *frontends, size_t n) {
-        return reconcile(family, frontends, n, true);
+        return reconcile(family, frontends, n, FLUSH_DNAT);
+}
+
+int conntrack_flush_unnatted(uint8_t family, const struct inet_addr *addrs, size_t n) {
+        _cleanup_free_ struct ct_frontend *fe = calloc(n + 1, sizeof *fe);
+
+        if (!fe)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                fe[i] = (struct ct_frontend) {.ip = addrs[i], .any_port = 1};
+        return reconcile(family, fe, n, FLUSH_UNNATTED);
 }

@@ -24,6 +24,7 @@ struct ct_frontend {
         struct inet_addr ip;            /* cluster IP, external IP or LB IP; ignored for NodePorts */
         uint16_t port;                  /* service port, or the node port */
         int node_port;                  /* 1: match any original destination with this port */
+        int any_port;                   /* 1: the address itself, on any port (conntrack_flush_unnatted) */
         const struct ct_backend *backends;      /* serving endpoints (may be 0: nothing is valid) */
         size_t n_backends;
 };
@@ -39,3 +40,12 @@ int conntrack_reconcile_udp(uint8_t family, const struct ct_frontend *frontends,
  * which no NAT hook applies any more. Returns the number deleted, or
  * -errno. */
 int conntrack_flush_dnat(uint8_t family, const struct ct_frontend *frontends, size_t n);
+
+/* Deletes the family's entries, of any protocol, that are not DNAT-ed and
+ * have one of addrs as original source or destination (any port): after
+ * userspace mode's service addresses are removed (switching to a NAT mode).
+ * Such an entry was made while conntrack saw that mode's own connections;
+ * a client that reuses its port would have its new connection matched to
+ * it, never DNAT-ed, and sent to an address that is no longer local.
+ * Returns the number deleted, or -errno. */
+int conntrack_flush_unnatted(uint8_t family, const struct inet_addr *addrs, size_t n);

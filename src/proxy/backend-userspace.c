@@ -46,6 +46,7 @@
 #include "userspace/pick.h"
 #include "userspace/plan.h"
 #include "util/buf.h"
+#include "util/cleanup.h"
 #include "util/hmap.h"
 #include "util/log.h"
 
@@ -738,9 +739,35 @@ static bool us_leftovers(const struct host_facts *h, bool running) {
         return !running && link_present();
 }
 
+/* Leaving this mode for a NAT mode, after that mode's first sync: the
+ * addresses go, and so do conntrack's entries of this mode's connections
+ * (made where anything else in the node had conntrack on, or in the instant
+ * the other mode's table came or went). Such an entry, not DNAT-ed, would
+ * catch a client that reuses its port: the new connection is matched to it,
+ * never DNAT-ed, and sent to an address that is no longer local. */
 static int us_remove_leftovers(const struct host_facts *h, bool running) {
+        _cleanup_free_ struct inet_addr *addrs = NULL;
+        struct ifaddr *ia;
+        size_t n = 0;
+
         (void) h;
-        return running ? 0 : link_remove();
+        if (running)
+                return 0;
+        if (ifaddr_open(USERSPACE_LINK, &ia) >= 0) {
+                (void) ifaddr_list(ia, &addrs, &n);
+                ifaddr_close(ia);
+        }
+        int r = link_remove();
+        if (r < 0 || n == 0 || access("/proc/sys/net/netfilter/nf_conntrack_count", F_OK) < 0)
+                return r;
+        for (uint8_t family = 4; family <= 6; family += 2) {
+                int q = conntrack_flush_unnatted(family, addrs, n);
+                if (q < 0)
+                        log_warning_errno(q, "Failed to delete IPv%u conntrack entries of userspace mode", family);
+                else if (q > 0)
+                        log_v(2, "Deleted %d IPv%u conntrack entries of userspace mode's connections", q, family);
+        }
+        return r;
 }
 
 static int us_cleanup(const struct kproxy_config *c, const struct host_facts *h) {

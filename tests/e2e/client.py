@@ -11,8 +11,8 @@ usage: client.py HOST PORT COUNT [--udp] [--same-socket] [--connected] [--timeou
 With --until-seconds the client loops for that long instead of COUNT times.
 --connected: UDP through connect()ed sockets, which see ICMP errors (a
 REJECT's port unreachable is ECONNREFUSED). --interval: a pause between tries.
---bind-port: UDP from this local port, so a test can tell its flow's
-conntrack entry from those earlier tests left.
+--bind-port: from this local port (UDP or TCP), so a test can tell its
+flow's conntrack entry from those earlier tests left, or reuse a port.
 After 10 failures in a row it gives up ("gave_up": true in the summary):
 a broken service fails its test in seconds, not after COUNT timeouts.
 """
@@ -23,10 +23,13 @@ import sys
 import time
 
 
-def one_tcp(host, port, timeout):
+def one_tcp(host, port, timeout, bind_port=0):
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_STREAM)
     s.settimeout(timeout)
+    if bind_port:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("::" if fam == socket.AF_INET6 else "0.0.0.0", bind_port))
     t0 = time.monotonic()
     try:
         s.connect((host, port))
@@ -86,7 +89,7 @@ def main():
                 data, err = None, errno.errorcode.get(e.errno, "timeout")
             took = time.monotonic() - t0
         else:
-            data, took, err = one_tcp(host, port, timeout)
+            data, took, err = one_tcp(host, port, timeout, bind_port)
         max_ms = max(max_ms, took * 1000)
         if not err and not (data and len(data) == 2):
             err = "short-reply"

@@ -190,11 +190,36 @@ class E2EUserspace(Suite, unittest.TestCase):
         # sockets close with it, so connections are refused until the new
         # mode's first sync, and not after.
         lab = self.lab
+        # conntrack's entries of this mode's connections, one each way (made
+        # where anything else on the node has conntrack on, and in the
+        # instant a NAT mode's table comes or goes), from client ports below
+        # the ephemeral range. The NAT mode deletes them with the addresses:
+        # left, one catches a client that reuses its port, whose connection
+        # is then never DNAT-ed and goes to an address no longer local.
+        stale = {20001: ["-s", "10.244.1.100", "-d", "10.96.0.10", "--sport", "20001", "--dport", "80",
+                         "-r", "10.96.0.10", "-q", "10.244.1.100", "--reply-port-src", "80",
+                         "--reply-port-dst", "20001"],
+                 20002: ["-s", "10.96.0.10", "-d", "10.244.1.100", "--sport", "80", "--dport", "20002",
+                         "-r", "10.244.1.100", "-q", "10.96.0.10", "--reply-port-src", "20002",
+                         "--reply-port-dst", "80"]}
+
+        def entries(port):
+            out = lab.run(["conntrack", "-L", "-p", "tcp"], ns="n1", check=False).stdout
+            return [l for l in out.splitlines() if re.search(r"port=%d " % port, l)]
+        for port, tuple_ in stale.items():
+            lab.run(["conntrack", "-I", "-p", "tcp", "--state", "ESTABLISHED", "-t", "3600", "-u", "ASSURED"]
+                    + tuple_, ns="n1")
+            self.assertEqual(len(entries(port)), 1, port)
         r = lab.restart_under_traffic(signal.SIGTERM, "10.96.0.10", 80, mode="nftables")
         self.assertEqual(set(r["errors"]) - {"ECONNREFUSED"}, set(), r)
         lab.wait_targets("web's rules in nftables mode", "default/web", "p", self.eps("a1", "a2", "a4"),
                          mode="nftables")
         wait_for("kube-proxy0 gone", lambda: lab.leftovers("userspace") == [], timeout=20)
+        for port in stale:
+            wait_for("userspace mode's conntrack entry from port %d deleted" % port, lambda: not entries(port),
+                     timeout=10)
+            r = self.client("10.96.0.10", 80, 1, "--bind-port", str(port))
+            self.assertEqual(r["errors"], {}, "from port %d: %s" % (port, r))
         r = self.client("10.96.0.10", 80, 60)
         self.assertEqual(r["errors"], {}, r)
         r = lab.restart_under_traffic(signal.SIGTERM, "10.96.0.10", 80)

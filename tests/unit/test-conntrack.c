@@ -19,6 +19,7 @@ int conntrack_index_new(uint8_t family, const struct ct_frontend *frontends, siz
 struct conntrack_index *conntrack_index_free(struct conntrack_index *x);
 bool conntrack_index_is_stale(const struct conntrack_index *x, const struct inet_addr *orig_dst,
                               uint16_t orig_dport, const struct inet_addr *reply_src, uint16_t reply_sport);
+bool conntrack_index_has_addr(const struct conntrack_index *x, const struct inet_addr *a);
 
 static struct inet_addr ip(const char *s) {
         struct inet_addr a = {0};
@@ -171,6 +172,39 @@ static void test_ipv6_and_family_filter(void) {
         CHECK(conntrack_reconcile_udp(0, fe, 2) == -EINVAL);
 }
 
+/* conntrack_flush_unnatted()'s frontends: an address on any port, which
+ * never stands for an IP:port frontend of the same address (or the other way
+ * round). */
+static bool has(const struct conntrack_index *x, const char *a) {
+        struct inet_addr v = ip(a);
+        return conntrack_index_has_addr(x, &v);
+}
+
+static void test_address_only(void) {
+        const struct ct_frontend fe[] = {
+                {.ip = ip("10.96.0.10"), .port = 80, .any_port = 1},
+                {.ip = ip("fd00:10:96::a"), .any_port = 1},
+                {.ip = ip("10.96.0.20"), .port = 80},
+        };
+        struct conntrack_index *x = NULL;
+
+        CHECK(conntrack_index_new(4, fe, 3, &x) == 0);
+        CHECK(has(x, "10.96.0.10"));
+        CHECK(!has(x, "10.96.0.20"));   /* an IP:port frontend */
+        CHECK(!has(x, "10.96.0.11"));
+        CHECK(!has(x, "fd00:10:96::a"));        /* the other family's index */
+        /* The address-only one is no IP:port frontend, on its port or any. */
+        CHECK(!stale(x, "10.96.0.10", 80, "10.244.1.5", 8080));
+        CHECK(!stale(x, "10.96.0.10", 0, "10.244.1.5", 8080));
+        CHECK(stale(x, "10.96.0.20", 80, "10.244.1.5", 8080));
+        conntrack_index_free(x);
+
+        CHECK(conntrack_index_new(6, fe, 3, &x) == 0);
+        CHECK(has(x, "fd00:10:96::a"));
+        CHECK(!has(x, "10.96.0.10"));
+        conntrack_index_free(x);
+}
+
 /* Thousands of UDP services: building and querying stays fast (a quadratic
  * matcher would take minutes here). */
 static void test_scale(void) {
@@ -223,6 +257,7 @@ int main(void) {
         TEST_RUN(test_ip_frontend_before_node_port);
         TEST_RUN(test_duplicate_frontends);
         TEST_RUN(test_ipv6_and_family_filter);
+        TEST_RUN(test_address_only);
         TEST_RUN(test_scale);
         TEST_DONE();
 }
