@@ -30,7 +30,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "apply/conntrack.h"
 #include "apply/sysctl.h"
 #include "config/config.h"
 #include "ev/ev.h"
@@ -422,46 +421,6 @@ static void addrs_forget(struct backend *b, uint8_t family) {
         }
 }
 
-/* --- switching from a NAT mode --- */
-
-/* The other modes' rules go after this mode's first sync (proxy/proxier.c),
- * but conntrack keeps their bindings: a client that reuses a port of a
- * DNAT-ed connection to a service would have its new connection matched to
- * the old entry, which no NAT hook applies any more, and the listener's
- * answer dropped. So, once, right after that removal, the DNAT-ed entries
- * to the addresses and ports this mode now serves are deleted. Only where
- * conntrack is loaded at all: asking would load it. */
-static void on_nat_flush(struct ev_loop *l, void *userdata) {
-        struct backend *b = userdata;
-        const char *k;
-        void *v;
-        (void) l;
-
-        b->nat_flush = NULL;
-        if (access("/proc/sys/net/netfilter/nf_conntrack_count", F_OK) < 0)
-                return;
-        struct ct_frontend *cf = calloc(b->frontends.len ? b->frontends.len : 1, sizeof *cf);
-        if (!cf)
-                return;
-        for (size_t f = 0; f < b->env.n_families; f++) {
-                uint8_t family = b->env.families[f];
-                size_t n = 0;
-                for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
-                        const struct frontend *fe = v;
-                        if (fe->family == family)
-                                cf[n++] = (struct ct_frontend) {.ip = fe->addr.ip, .port = fe->addr.port,
-                                                                .node_port = inet_addr_is_unspecified(&fe->addr.ip)};
-                }
-                int r = conntrack_flush_dnat(family, cf, n);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to delete IPv%u conntrack entries of the NAT mode before this one",
-                                          family);
-                else if (r > 0)
-                        log_v(2, "Deleted %d IPv%u conntrack entries DNAT-ed by the mode before this one", r, family);
-        }
-        free(cf);
-}
-
 /* --- the sync --- */
 
 static int link_ready(struct backend *b) {
@@ -553,7 +512,7 @@ static int us_sync(struct backend *b, uint8_t family, const struct backend_sync 
         }
         if (!b->nat_flushed) {
                 b->nat_flushed = true;
-                b->nat_flush = ev_timer_add(b->env.loop, 0, on_nat_flush, b);
+                b->nat_flush = ev_timer_add(b->env.loop, 0, userspace_on_nat_flush, b);
         }
         struct nolocal *nl = b->nolocal[family == 6];
         nolocal_update(nl, s->model, s->params, s->all_changed ? NULL : s->changed);
@@ -740,11 +699,8 @@ static bool us_leftovers(const struct host_facts *h, bool running) {
 }
 
 /* Leaving this mode for a NAT mode, after that mode's first sync: the
- * addresses go, and so do conntrack's entries of this mode's connections
- * (made where anything else in the node had conntrack on, or in the instant
- * the other mode's table came or went). Such an entry, not DNAT-ed, would
- * catch a client that reuses its port: the new connection is matched to it,
- * never DNAT-ed, and sent to an address that is no longer local. */
+ * addresses go, then conntrack's entries of their connections
+ * (userspace_flush_own_entries). */
 static int us_remove_leftovers(const struct host_facts *h, bool running) {
         _cleanup_free_ struct inet_addr *addrs = NULL;
         struct ifaddr *ia;
@@ -758,15 +714,8 @@ static int us_remove_leftovers(const struct host_facts *h, bool running) {
                 ifaddr_close(ia);
         }
         int r = link_remove();
-        if (r < 0 || n == 0 || access("/proc/sys/net/netfilter/nf_conntrack_count", F_OK) < 0)
-                return r;
-        for (uint8_t family = 4; family <= 6; family += 2) {
-                int q = conntrack_flush_unnatted(family, addrs, n);
-                if (q < 0)
-                        log_warning_errno(q, "Failed to delete IPv%u conntrack entries of userspace mode", family);
-                else if (q > 0)
-                        log_v(2, "Deleted %d IPv%u conntrack entries of userspace mode's connections", q, family);
-        }
+        if (r >= 0)
+                userspace_flush_own_entries(addrs, n);
         return r;
 }
 

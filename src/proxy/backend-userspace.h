@@ -110,6 +110,10 @@ void userspace_close_unadopted(struct backend *b, uint8_t family);
 void userspace_handover_start(struct backend *b);
 void userspace_quiesce(struct backend *b);
 
+/* backend-userspace-switch.c: conntrack entries of the mode switched from. */
+void userspace_on_nat_flush(struct ev_loop *l, void *userdata);
+void userspace_flush_own_entries(const struct inet_addr *addrs, size_t n);
+
 /* backend-userspace-stats.c */
 void userspace_add_tcp_stats(struct fwd_tcp_stats *t, const struct fwd_tcp_stats *s);
 void userspace_add_udp_stats(struct fwd_udp_stats *t, const struct fwd_udp_stats *s);
