@@ -39,7 +39,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_LIB_SRC := $(sort $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c)))
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 
-all: $(BUILD)/kproxy
+all: $(BUILD)/kproxy $(BUILD)/libkproxy-sockbpf.a
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -51,6 +51,27 @@ $(BUILD)/libkproxy-core.a: $(CORE_OBJ)
 
 $(BUILD)/kproxy: $(MAIN_OBJ) $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Socket load balancing (src/sockbpf): the programs compiled to BPF with
+# clang and embedded as a libbpf skeleton; a library of its own until the
+# daemon uses it, linked by its kernel test (tests/netns/test-sockbpf.sh).
+BPFTOOL  ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+SOCKBPF_SRC := $(filter-out %.bpf.c,$(wildcard src/sockbpf/*.c))
+SOCKBPF_OBJ := $(SOCKBPF_SRC:%.c=$(BUILD)/%.o)
+
+$(BUILD)/sockbpf/sock.bpf.o: src/sockbpf/sock.bpf.c src/sockbpf/maps.h
+	@mkdir -p $(dir $@)
+	clang -O2 -g -Wall -Werror -target bpf -Isrc -I/usr/include/$(shell uname -m)-linux-gnu -c -o $@ $<
+
+$(BUILD)/sockbpf/sock.skel.h: $(BUILD)/sockbpf/sock.bpf.o
+	$(BPFTOOL) gen skeleton $< name sock > $@.tmp && mv $@.tmp $@
+
+$(SOCKBPF_OBJ): $(BUILD)/sockbpf/sock.skel.h
+$(SOCKBPF_OBJ): CFLAGS += -I$(BUILD)/sockbpf
+
+$(BUILD)/libkproxy-sockbpf.a: $(SOCKBPF_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
 
 $(BUILD)/libkproxy-test.a: $(TEST_LIB_OBJ)
 	@rm -f $@
@@ -64,7 +85,7 @@ unit: $(UNIT_BIN)
 
 # Debian packages the build and the tests need. Installs only what is missing.
 DEB_BUILD := build-essential pkg-config libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev \
-             libmicrohttpd-dev libnetfilter-conntrack-dev libmnl-dev clang libclang-rt-14-dev
+             libmicrohttpd-dev libnetfilter-conntrack-dev libmnl-dev clang libclang-rt-14-dev libbpf-dev bpftool
 DEB_TEST  := iptables nftables iproute2 nfacct conntrack curl openssl python3 python3-yaml
 # $(call apt_missing,PACKAGES): installs those of PACKAGES that are not installed.
 apt_missing = missing=$$(for p in $(1); do \

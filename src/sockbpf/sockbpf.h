@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/*
+ * Socket load balancing's kernel side (libbpf): the programs of sock.bpf.c
+ * loaded, their maps and cgroup links pinned in a bpf filesystem directory
+ * so translation goes on while kproxy is stopped, and services written into
+ * the maps in place. A restarted kproxy reopens the pinned maps and swaps
+ * its programs into the pinned links: no instant without translation.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/inet.h"
+
+struct sockbpf;
+
+struct sockbpf_addr {
+        struct inet_addr ip;
+        uint16_t port;                  /* host order */
+};
+
+/* Loads the programs. Maps already pinned in pin_dir (an existing directory
+ * in a bpf filesystem) are reused, with what they hold; missing ones are
+ * created and pinned there. Returns 0 or -errno, with the reason logged
+ * (the verifier's message for a program the kernel refuses). */
+int sockbpf_open(const char *pin_dir, struct sockbpf **ret);
+
+/* Attaches the hooks to a cgroup v2 directory: links already pinned in the
+ * directory get the new programs in place; otherwise new links are pinned. */
+int sockbpf_attach(struct sockbpf *s, const char *cgroup_dir);
+
+/* Sets what service (protocol IPPROTO_TCP or IPPROTO_UDP) translates to;
+ * n == 0 removes it (the packet filter then serves it). */
+int sockbpf_set_service(struct sockbpf *s, int protocol, const struct sockbpf_addr *service,
+                        const struct sockbpf_addr *backends, size_t n);
+
+/* Closes the process's handles; what is pinned stays. */
+void sockbpf_close(struct sockbpf *s);
+
+/* Unpins the links (which detaches them) and the maps of pin_dir. */
+int sockbpf_unpin(const char *pin_dir);

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Drives src/sockbpf against the kernel for tests/netns/test-sockbpf.sh,
+ * one step per run, as kproxy's runs would (nothing stays running: what
+ * translates is what is pinned):
+ *
+ *   sockbpf-drive PIN_DIR attach CGROUP_DIR
+ *   sockbpf-drive PIN_DIR set tcp|udp IP:PORT [BACKEND_IP:PORT...]
+ *   sockbpf-drive PIN_DIR unpin
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sockbpf/sockbpf.h"
+#include "util/inet.h"
+
+static int parse(const char *s, struct sockbpf_addr *ret) {
+        char buf[INET_ADDR_STRLEN + 8];
+        char *colon, *end;
+        unsigned long port;
+
+        if (strlen(s) >= sizeof buf)
+                return -EINVAL;
+        strcpy(buf, s);
+        colon = strrchr(buf, ':');
+        if (!colon)
+                return -EINVAL;
+        *colon = 0;
+        port = strtoul(colon + 1, &end, 10);
+        if (*end || port == 0 || port > 65535 || inet_addr_parse(buf, &ret->ip) < 0)
+                return -EINVAL;
+        ret->port = (uint16_t) port;
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        struct sockbpf *s;
+        int r;
+
+        if (argc < 3) {
+                fprintf(stderr, "usage: %s PIN_DIR attach CGROUP | set tcp|udp IP:PORT [IP:PORT...] | unpin\n", argv[0]);
+                return 2;
+        }
+        if (strcmp(argv[2], "unpin") == 0)
+                return sockbpf_unpin(argv[1]) < 0;
+        r = sockbpf_open(argv[1], &s);
+        if (r < 0) {
+                fprintf(stderr, "sockbpf_open: %s\n", strerror(-r));
+                return 1;
+        }
+        if (strcmp(argv[2], "attach") == 0 && argc == 4) {
+                r = sockbpf_attach(s, argv[3]);
+        } else if (strcmp(argv[2], "set") == 0 && argc >= 5) {
+                struct sockbpf_addr svc, be[64];
+                size_t n = (size_t) argc - 5;
+                int proto = strcmp(argv[3], "udp") == 0 ? IPPROTO_UDP : IPPROTO_TCP;
+
+                r = n > 64 ? -E2BIG : parse(argv[4], &svc);
+                for (size_t i = 0; i < n && r == 0; i++)
+                        r = parse(argv[5 + i], &be[i]);
+                if (r == 0)
+                        r = sockbpf_set_service(s, proto, &svc, be, n);
+        } else {
+                r = -EINVAL;
+        }
+        if (r < 0)
+                fprintf(stderr, "%s: %s\n", argv[2], strerror(-r));
+        sockbpf_close(s);
+        return r < 0;
+}
