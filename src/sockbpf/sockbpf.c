@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,21 +21,42 @@
 
 #include "sock.skel.h"
 #include "sockbpf/maps.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
-/* The hooks, by program and the name of their pinned link. */
-static const char *const link_names[] = {"connect4"};
+/* The maps, by the name they are pinned under. */
+static const char *const map_names[] = {
+        "socklb_services", "socklb_slots", "socklb_revnat", "socklb_affinity", "socklb_translations",
+};
+
+/* The hooks, by the name of their pinned link; in the order of progs(). */
+static const char *const link_names[] = {
+        "connect4", "connect6", "sendmsg4", "sendmsg6", "recvmsg4", "recvmsg6", "getpeername4", "getpeername6",
+};
+#define N_LINKS (sizeof link_names / sizeof *link_names)
 
 struct sockbpf {
         struct sock *skel;
         char *pin_dir;
-        int services_fd, slots_fd;
+        int services_fd, slots_fd, translations_fd;
         uint32_t next_id;
+        size_t n_services, n_slots;
 };
+
+static void progs(struct sock *k, struct bpf_program *ret[N_LINKS]) {
+        ret[0] = k->progs.socklb_connect4;
+        ret[1] = k->progs.socklb_connect6;
+        ret[2] = k->progs.socklb_sendmsg4;
+        ret[3] = k->progs.socklb_sendmsg6;
+        ret[4] = k->progs.socklb_recvmsg4;
+        ret[5] = k->progs.socklb_recvmsg6;
+        ret[6] = k->progs.socklb_getpeername4;
+        ret[7] = k->progs.socklb_getpeername6;
+}
 
 /* libbpf's own messages (the verifier's log among them) go to our log. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
-        char line[1024];
+        char line[4096];
 
         if (level == LIBBPF_DEBUG)
                 return 0;
@@ -54,52 +76,62 @@ static void pin_path(char *buf, size_t size, const char *dir, const char *name) 
         snprintf(buf, size, "%s/%s", dir, name);
 }
 
-/* The largest id in a reused services map, so new ids do not collide. */
-static uint32_t max_id(int services_fd) {
+/* What a reused services map holds: the largest id, so new ones do not
+ * collide, and the counts. */
+static void scan(struct sockbpf *s) {
         struct socklb_service_key k, next;
         struct socklb_service v;
-        uint32_t m = 0;
         void *prev = NULL;
 
-        while (bpf_map_get_next_key(services_fd, prev, &next) == 0) {
-                if (bpf_map_lookup_elem(services_fd, &next, &v) == 0 && v.id > m)
-                        m = v.id;
+        while (bpf_map_get_next_key(s->services_fd, prev, &next) == 0) {
+                if (bpf_map_lookup_elem(s->services_fd, &next, &v) == 0) {
+                        if (v.id >= s->next_id)
+                                s->next_id = v.id + 1;
+                        s->n_services++;
+                        s->n_slots += v.count;
+                }
                 k = next;
                 prev = &k;
         }
-        return m;
 }
 
 int sockbpf_open(const char *pin_dir, struct sockbpf **ret) {
+        struct bpf_map *maps[ELEMENTSOF(map_names)];
         char path[4096];
         struct sockbpf *s;
-        int r;
+        int r = 0;
 
         libbpf_set_print(libbpf_print);
         s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
+        s->next_id = 1;
         s->pin_dir = strdup(pin_dir);
         s->skel = sock__open();
         if (!s->pin_dir || !s->skel) {
                 r = s->skel ? -ENOMEM : -errno;
                 goto fail;
         }
-        pin_path(path, sizeof path, pin_dir, "socklb_services");
-        r = bpf_map__set_pin_path(s->skel->maps.socklb_services, path);
-        pin_path(path, sizeof path, pin_dir, "socklb_slots");
-        if (r == 0)
-                r = bpf_map__set_pin_path(s->skel->maps.socklb_slots, path);
+        maps[0] = s->skel->maps.socklb_services;
+        maps[1] = s->skel->maps.socklb_slots;
+        maps[2] = s->skel->maps.socklb_revnat;
+        maps[3] = s->skel->maps.socklb_affinity;
+        maps[4] = s->skel->maps.socklb_translations;
+        for (size_t i = 0; i < ELEMENTSOF(maps) && r == 0; i++) {
+                pin_path(path, sizeof path, pin_dir, map_names[i]);
+                r = bpf_map__set_pin_path(maps[i], path);
+        }
         if (r < 0)
                 goto fail;
         r = sock__load(s->skel);
         if (r < 0) {
-                log_error_errno(r, "Failed to load the socket load-balancing programs (the kernel's reason is above)");
+                log_error_errno(r, "Failed to load the socket load-balancing programs (libbpf's reason is above)");
                 goto fail;
         }
         s->services_fd = bpf_map__fd(s->skel->maps.socklb_services);
         s->slots_fd = bpf_map__fd(s->skel->maps.socklb_slots);
-        s->next_id = max_id(s->services_fd) + 1;
+        s->translations_fd = bpf_map__fd(s->skel->maps.socklb_translations);
+        scan(s);
         *ret = s;
         return 0;
 fail:
@@ -124,7 +156,7 @@ static int attach_one(struct sockbpf *s, struct bpf_program *prog, const char *n
         }
         link = bpf_program__attach_cgroup(prog, cgroup_fd);
         if (!link)
-                return log_error_errno(-errno, "Failed to attach %s", name);
+                return log_error_errno(-errno, "Failed to attach program %s", name);
         r = bpf_link__pin(link, path);
         if (r < 0)
                 log_error_errno(r, "Failed to pin the %s link at %s", name, path);
@@ -133,14 +165,15 @@ static int attach_one(struct sockbpf *s, struct bpf_program *prog, const char *n
 }
 
 int sockbpf_attach(struct sockbpf *s, const char *cgroup_dir) {
-        struct bpf_program *progs[] = {s->skel->progs.socklb_connect4};
+        struct bpf_program *p[N_LINKS];
         int fd = open(cgroup_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int r = 0;
 
         if (fd < 0)
                 return log_error_errno(-errno, "Failed to open cgroup %s", cgroup_dir);
-        for (size_t i = 0; i < sizeof progs / sizeof *progs && r == 0; i++)
-                r = attach_one(s, progs[i], link_names[i], fd);
+        progs(s->skel, p);
+        for (size_t i = 0; i < N_LINKS && r == 0; i++)
+                r = attach_one(s, p[i], link_names[i], fd);
         close(fd);
         return r;
 }
@@ -153,45 +186,114 @@ static void key_make(struct socklb_service_key *k, int protocol, const struct so
         memcpy(k->addr, a->ip.bytes, a->ip.family == 4 ? 4 : 16);
 }
 
+/* Deletes the slots [from, to) of a service. */
+static void drop_slots(struct sockbpf *s, uint32_t id, uint32_t from, uint32_t to) {
+        for (uint32_t i = from; i < to; i++) {
+                struct socklb_slot_key sk = {.id = id, .slot = i};
+                if (bpf_map_delete_elem(s->slots_fd, &sk) == 0 && s->n_slots > 0)
+                        s->n_slots--;
+        }
+}
+
 int sockbpf_set_service(struct sockbpf *s, int protocol, const struct sockbpf_addr *service,
-                        const struct sockbpf_addr *backends, size_t n) {
+                        const struct sockbpf_addr *backends, size_t n, uint32_t affinity_s) {
         struct socklb_service_key k;
         struct socklb_service v = {0};
         uint32_t old_count = 0;
+        bool existed;
 
-        if ((protocol != IPPROTO_TCP && protocol != IPPROTO_UDP) || n > UINT32_MAX)
+        if ((protocol != IPPROTO_TCP && protocol != IPPROTO_UDP) || n > UINT32_MAX ||
+            (service->ip.family != 4 && service->ip.family != 6))
                 return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (backends[i].ip.family != service->ip.family)
+                        return -EINVAL;
         key_make(&k, protocol, service);
-        if (bpf_map_lookup_elem(s->services_fd, &k, &v) == 0)
+        existed = bpf_map_lookup_elem(s->services_fd, &k, &v) == 0;
+        if (existed)
                 old_count = v.count;
         else
                 v.id = s->next_id++;
         if (n == 0) {
+                if (!existed)
+                        return 0;
                 if (bpf_map_delete_elem(s->services_fd, &k) < 0 && errno != ENOENT)
                         return -errno;
-        } else {
-                /* Slots first, the count last: a connect() never reads a
-                 * slot that is not written. */
-                for (size_t i = 0; i < n; i++) {
-                        struct socklb_slot_key sk = {.id = v.id, .slot = (uint32_t) i};
-                        struct socklb_backend b = {.port = htons(backends[i].port)};
+                s->n_services--;
+                drop_slots(s, v.id, 0, old_count);
+                return 0;
+        }
+        /* Slots first, the count last: a connect() never reads a slot that
+         * is not written. */
+        for (size_t i = 0; i < n; i++) {
+                struct socklb_slot_key sk = {.id = v.id, .slot = (uint32_t) i};
+                struct socklb_backend b = {.port = htons(backends[i].port)};
 
-                        if (backends[i].ip.family != service->ip.family)
-                                return -EINVAL;
-                        memcpy(b.addr, backends[i].ip.bytes, backends[i].ip.family == 4 ? 4 : 16);
-                        if (bpf_map_update_elem(s->slots_fd, &sk, &b, BPF_ANY) < 0)
-                                return -errno;
-                }
-                v.count = (uint32_t) n;
-                if (bpf_map_update_elem(s->services_fd, &k, &v, BPF_ANY) < 0)
+                memcpy(b.addr, backends[i].ip.bytes, backends[i].ip.family == 4 ? 4 : 16);
+                if (bpf_map_update_elem(s->slots_fd, &sk, &b, BPF_ANY) < 0)
                         return -errno;
+                if (i >= old_count)
+                        s->n_slots++;
         }
+        v.count = (uint32_t) n;
+        v.affinity_s = affinity_s;
+        if (bpf_map_update_elem(s->services_fd, &k, &v, BPF_ANY) < 0)
+                return -errno;
+        if (!existed)
+                s->n_services++;
         /* Slots past the new count, once nothing can pick them. */
-        for (uint32_t i = (uint32_t) n; i < old_count; i++) {
-                struct socklb_slot_key sk = {.id = v.id, .slot = i};
-                (void) bpf_map_delete_elem(s->slots_fd, &sk);
-        }
+        drop_slots(s, v.id, (uint32_t) n, old_count);
         return 0;
+}
+
+int sockbpf_each_service(struct sockbpf *s,
+                         void (*each)(struct sockbpf *s, int protocol, const struct sockbpf_addr *service, void *ctx),
+                         void *ctx) {
+        struct socklb_service_key *keys = NULL, k;
+        size_t n = 0, cap = 0;
+        void *prev = NULL;
+
+        /* Keys first: each() may delete, which would upset the walk. */
+        while (bpf_map_get_next_key(s->services_fd, prev, &k) == 0) {
+                if (n == cap) {
+                        size_t c = cap ? cap * 2 : 64;
+                        struct socklb_service_key *v = reallocarray(keys, c, sizeof *v);
+                        if (!v) {
+                                free(keys);
+                                return -ENOMEM;
+                        }
+                        keys = v;
+                        cap = c;
+                }
+                keys[n++] = k;
+                prev = &keys[n - 1];
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct sockbpf_addr a = {.ip = {.family = keys[i].family}, .port = ntohs(keys[i].port)};
+                if (a.ip.family != 4 && a.ip.family != 6)
+                        continue;
+                memcpy(a.ip.bytes, keys[i].addr, a.ip.family == 4 ? 4 : 16);
+                each(s, keys[i].protocol, &a, ctx);
+        }
+        free(keys);
+        return 0;
+}
+
+int sockbpf_stats(struct sockbpf *s, struct sockbpf_stats *ret) {
+        int ncpu = libbpf_num_possible_cpus();
+        uint32_t zero = 0;
+
+        *ret = (struct sockbpf_stats) {.services = s->n_services, .slots = s->n_slots};
+        if (ncpu <= 0)
+                return ncpu < 0 ? ncpu : -EINVAL;
+        uint64_t *v = calloc((size_t) ncpu, sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        int r = bpf_map_lookup_elem(s->translations_fd, &zero, v) < 0 ? -errno : 0;
+        for (int i = 0; r == 0 && i < ncpu; i++)
+                ret->translations += v[i];
+        free(v);
+        return r;
 }
 
 void sockbpf_close(struct sockbpf *s) {
@@ -203,17 +305,12 @@ void sockbpf_close(struct sockbpf *s) {
 }
 
 int sockbpf_unpin(const char *pin_dir) {
-        static const char *const maps[] = {"socklb_services", "socklb_slots"};
         char path[4096];
         int r = 0;
 
-        for (size_t i = 0; i < sizeof link_names / sizeof *link_names; i++) {
-                pin_path(path, sizeof path, pin_dir, link_names[i]);
-                if (unlink(path) < 0 && errno != ENOENT && r == 0)
-                        r = log_error_errno(-errno, "Failed to unpin %s", path);
-        }
-        for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) {
-                pin_path(path, sizeof path, pin_dir, maps[i]);
+        for (size_t i = 0; i < N_LINKS + ELEMENTSOF(map_names); i++) {
+                const char *name = i < N_LINKS ? link_names[i] : map_names[i - N_LINKS];
+                pin_path(path, sizeof path, pin_dir, name);
                 if (unlink(path) < 0 && errno != ENOENT && r == 0)
                         r = log_error_errno(-errno, "Failed to unpin %s", path);
         }

@@ -29,10 +29,25 @@ int sockbpf_open(const char *pin_dir, struct sockbpf **ret);
  * directory get the new programs in place; otherwise new links are pinned. */
 int sockbpf_attach(struct sockbpf *s, const char *cgroup_dir);
 
-/* Sets what service (protocol IPPROTO_TCP or IPPROTO_UDP) translates to;
- * n == 0 removes it (the packet filter then serves it). */
+/* Sets what service (protocol IPPROTO_TCP or IPPROTO_UDP) translates to,
+ * with ClientIP affinity for affinity_s seconds (0: none); n == 0 removes
+ * it (the packet filter then serves it). */
 int sockbpf_set_service(struct sockbpf *s, int protocol, const struct sockbpf_addr *service,
-                        const struct sockbpf_addr *backends, size_t n);
+                        const struct sockbpf_addr *backends, size_t n, uint32_t affinity_s);
+
+/* Calls each() for every service in the maps (also those a previous run
+ * wrote); each() may remove the one it is given. Returns 0 or -errno. */
+int sockbpf_each_service(struct sockbpf *s,
+                         void (*each)(struct sockbpf *s, int protocol, const struct sockbpf_addr *service, void *ctx),
+                         void *ctx);
+
+/* What the maps hold and did, for metrics. */
+struct sockbpf_stats {
+        size_t services;                /* with endpoints */
+        size_t slots;
+        uint64_t translations;          /* connect()s and sends translated, since the maps were made */
+};
+int sockbpf_stats(struct sockbpf *s, struct sockbpf_stats *ret);
 
 /* Closes the process's handles; what is pinned stays. */
 void sockbpf_close(struct sockbpf *s);

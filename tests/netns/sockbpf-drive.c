@@ -5,7 +5,7 @@
  * translates is what is pinned):
  *
  *   sockbpf-drive PIN_DIR attach CGROUP_DIR
- *   sockbpf-drive PIN_DIR set tcp|udp IP:PORT [BACKEND_IP:PORT...]
+ *   sockbpf-drive PIN_DIR set tcp|udp IP:PORT [affinity=SECONDS] [BACKEND_IP:PORT...]
  *   sockbpf-drive PIN_DIR unpin
  */
 #include <errno.h>
@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
         int r;
 
         if (argc < 3) {
-                fprintf(stderr, "usage: %s PIN_DIR attach CGROUP | set tcp|udp IP:PORT [IP:PORT...] | unpin\n", argv[0]);
+                fprintf(stderr, "usage: %s PIN_DIR attach CGROUP | set tcp|udp IP:PORT [affinity=S] [IP:PORT...] | unpin\n", argv[0]);
                 return 2;
         }
         if (strcmp(argv[2], "unpin") == 0)
@@ -55,14 +55,20 @@ int main(int argc, char **argv) {
                 r = sockbpf_attach(s, argv[3]);
         } else if (strcmp(argv[2], "set") == 0 && argc >= 5) {
                 struct sockbpf_addr svc, be[64];
-                size_t n = (size_t) argc - 5;
+                int first = 5;
+                unsigned long affinity = 0;
                 int proto = strcmp(argv[3], "udp") == 0 ? IPPROTO_UDP : IPPROTO_TCP;
 
+                if (argc > 5 && strncmp(argv[5], "affinity=", 9) == 0) {
+                        affinity = strtoul(argv[5] + 9, NULL, 10);
+                        first = 6;
+                }
+                size_t n = (size_t) (argc - first);
                 r = n > 64 ? -E2BIG : parse(argv[4], &svc);
                 for (size_t i = 0; i < n && r == 0; i++)
-                        r = parse(argv[5 + i], &be[i]);
+                        r = parse(argv[first + i], &be[i]);
                 if (r == 0)
-                        r = sockbpf_set_service(s, proto, &svc, be, n);
+                        r = sockbpf_set_service(s, proto, &svc, be, n, (uint32_t) affinity);
         } else {
                 r = -EINVAL;
         }

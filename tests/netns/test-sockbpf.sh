@@ -60,13 +60,15 @@ check() {
 
 build_driver sockbpf-drive "$build/libkproxy-sockbpf.a" $(pkg-config --libs libbpf) || exit 1
 drive() { "$tmp/sockbpf-drive" "$bpffs" "$@"; }
+# in_cgroup CMD...: runs CMD in the test's cgroup.
+in_cgroup() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "$@"; }
 # client [in|out] COUNT: e2e's client against 10.96.0.10:80 from a process
 # in the test's cgroup or outside it; prints its JSON summary.
 client() {
     local where=$1 count=$2
     local cmd=(ip netns exec "$ns" python3 "$here/../e2e/client.py" 10.96.0.10 80 "$count" --timeout 1)
     if [ "$where" = in ]; then
-        sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "${cmd[@]}"
+        in_cgroup "${cmd[@]}"
     else
         "${cmd[@]}"
     fi
@@ -91,9 +93,10 @@ for i in 1 2; do
 done
 
 check "attach to the test's cgroup" drive attach "$cg"
-check "pinned: two maps and the connect4 link" \
-    test "$(pinned)" = "connect4 socklb_services socklb_slots "
+check "pinned: the maps and a link per hook" test "$(pinned)" = \
+    "connect4 connect6 getpeername4 getpeername6 recvmsg4 recvmsg6 sendmsg4 sendmsg6 socklb_affinity socklb_revnat socklb_services socklb_slots socklb_translations "
 check "a service with two endpoints" drive set tcp 10.96.0.10:80 10.77.0.1:8080 10.77.0.2:8080
+check "a UDP one" drive set udp 10.96.0.10:53 10.77.0.1:8081 10.77.0.2:8081
 
 # 400 connections, each endpoint 200 +- 5 sd (10): within 150..250.
 r=$(client in 400)
@@ -101,6 +104,26 @@ check "in the cgroup: every connection translated ($r)" test "$(field "$r" 'sum(
 check "equal chances ($r)" test "$(field "$r" 'all(150 <= r["replies"].get(p, 0) <= 250 for p in ("p1", "p2"))')" = True
 r=$(client out 3)
 check "outside the cgroup: not translated ($r)" test "$(field "$r" 'r["errors"].get("ENETUNREACH", 0)')" = 3
+
+# What the application sees: getpeername() of a TCP socket, and the source
+# of a UDP reply to an unconnected socket's sendto(), are the service's.
+r=$(in_cgroup ip netns exec "$ns" python3 -c '
+import socket
+t = socket.create_connection(("10.96.0.10", 80), timeout=2)
+peer = "%s:%d" % t.getpeername()
+name = t.recv(64).split()[0].decode()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(2)
+u.sendto(b"ping", ("10.96.0.10", 53))
+data, src = u.recvfrom(64)
+print(peer, name in ("p1", "p2"), "%s:%d" % src, data.split()[0].decode() in ("p1", "p2"))
+' 2>&1)
+check "getpeername() and recvfrom() show the service ($r)" test "$r" = "10.96.0.10:80 True 10.96.0.10:53 True"
+
+check "ClientIP affinity" drive set tcp 10.96.0.10:80 affinity=600 10.77.0.1:8080 10.77.0.2:8080
+r=$(client in 60)
+check "one endpoint for every connection ($r)" test "$(field "$r" 'len(r["replies"]) == 1 and sum(r["replies"].values()) == 60')" = True
+check "affinity off again" drive set tcp 10.96.0.10:80 10.77.0.1:8080 10.77.0.2:8080
 
 check "an endpoint removed" drive set tcp 10.96.0.10:80 10.77.0.2:8080
 r=$(client in 50)
