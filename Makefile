@@ -13,11 +13,11 @@
 
 BUILD    ?= build
 CC       ?= cc
-PKGS     := jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack libmnl
+PKGS     := jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack libmnl libbpf
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
             -Wno-missing-field-initializers -Werror
 OPT      ?= -O2 -g
-CFLAGS   += -std=gnu11 $(OPT) $(WARN) -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CFLAGS   += -std=gnu11 $(OPT) $(WARN) -D_GNU_SOURCE -Isrc -Ibuild-gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 CFLAGS   += -DKPROXY_VERSION='"$(VERSION)"'
@@ -29,7 +29,7 @@ endif
 
 CORE_SRC := $(sort $(wildcard src/util/*.c src/config/*.c src/kube/*.c src/model/*.c src/ev/*.c src/http/*.c src/proxy/*.c \
                                src/render/*.c src/apply/*.c src/host/*.c \
-                               src/userspace/*.c))
+                               src/userspace/*.c src/sockbpf/sockbpf.c))
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/src/main.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
@@ -39,7 +39,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_LIB_SRC := $(sort $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c)))
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 
-all: $(BUILD)/kproxy $(BUILD)/libkproxy-sockbpf.a
+all: $(BUILD)/kproxy
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -52,26 +52,20 @@ $(BUILD)/libkproxy-core.a: $(CORE_OBJ)
 $(BUILD)/kproxy: $(MAIN_OBJ) $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Socket load balancing (src/sockbpf): the programs compiled to BPF with
-# clang and embedded as a libbpf skeleton; a library of its own until the
-# daemon uses it, linked by its kernel test (tests/netns/test-sockbpf.sh).
+# Socket load balancing's programs (src/sockbpf/sock.bpf.c), compiled to
+# BPF with clang and embedded as a libbpf skeleton, generated once for
+# every build directory (the fuzz build's too).
+GEN      := build-gen
 BPFTOOL  ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
-SOCKBPF_SRC := $(filter-out %.bpf.c,$(wildcard src/sockbpf/*.c))
-SOCKBPF_OBJ := $(SOCKBPF_SRC:%.c=$(BUILD)/%.o)
 
-$(BUILD)/sockbpf/sock.bpf.o: src/sockbpf/sock.bpf.c src/sockbpf/maps.h
+$(GEN)/sock.bpf.o: src/sockbpf/sock.bpf.c src/sockbpf/maps.h
 	@mkdir -p $(dir $@)
 	clang -O2 -g -Wall -Werror -target bpf -Isrc -I/usr/include/$(shell uname -m)-linux-gnu -c -o $@ $<
 
-$(BUILD)/sockbpf/sock.skel.h: $(BUILD)/sockbpf/sock.bpf.o
+$(GEN)/sock.skel.h: $(GEN)/sock.bpf.o
 	$(BPFTOOL) gen skeleton $< name sock > $@.tmp && mv $@.tmp $@
 
-$(SOCKBPF_OBJ): $(BUILD)/sockbpf/sock.skel.h
-$(SOCKBPF_OBJ): CFLAGS += -I$(BUILD)/sockbpf
-
-$(BUILD)/libkproxy-sockbpf.a: $(SOCKBPF_OBJ)
-	@rm -f $@
-	$(AR) rcs $@ $^
+$(BUILD)/src/sockbpf/sockbpf.o build-fuzz/obj/src/sockbpf/sockbpf.o: $(GEN)/sock.skel.h
 
 $(BUILD)/libkproxy-test.a: $(TEST_LIB_OBJ)
 	@rm -f $@
@@ -112,7 +106,7 @@ check: deps
 # or sanitizer report fails the run and leaves its input in build-fuzz/.
 FUZZ_SECONDS ?= 6
 fuzz-long: FUZZ_SECONDS = 3600
-FUZZ_CFLAGS := -std=gnu11 -g -O1 $(WARN) -D_GNU_SOURCE -DKPROXY_VERSION='"fuzz"' -Isrc \
+FUZZ_CFLAGS := -std=gnu11 -g -O1 $(WARN) -D_GNU_SOURCE -DKPROXY_VERSION='"fuzz"' -Isrc -Ibuild-gen \
                $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -fno-omit-frame-pointer \
                -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_OBJ := $(CORE_SRC:%.c=build-fuzz/obj/%.o)
@@ -264,7 +258,7 @@ uninstall:
 	@rmdir $(DESTDIR)$(DATADIR) 2>/dev/null || true
 
 clean:
-	rm -rf build build-asan build-bench build-fuzz build-prof
+	rm -rf build build-asan build-bench build-fuzz build-prof build-gen
 
 .PHONY: all unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools bench-userspace clean fuzz fuzz-build \
         fuzz-long fuzz-seeds profile install uninstall

@@ -216,6 +216,9 @@ static int file_adopt(struct kproxy_config *c, struct kproxy_config *file) {
         c->write_config_to = TAKE_PTR(old.write_config_to);
         c->master = TAKE_PTR(old.master);
         c->state_dir = TAKE_PTR(old.state_dir);
+        c->socket_lb = old.socket_lb;
+        c->socket_lb_cgroup = TAKE_PTR(old.socket_lb_cgroup);
+        c->socket_lb_pin_dir = TAKE_PTR(old.socket_lb_pin_dir);
         c->cleanup = old.cleanup;
         c->init_only = old.init_only;
         c->show_version = old.show_version;

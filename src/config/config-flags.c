@@ -567,6 +567,17 @@ static const struct config_flag flag_table[] = {
           .type = "string",
           .help = "Previous minor version, as 1.30, whose hidden metrics should still be "
                   "shown." },
+        { .name = "socket-lb", .is_bool = true, .set = flag_set_bool, CFG(socket_lb),
+          .help = "kproxy's own: also translate connections to cluster IPs in the sockets of the "
+                  "--socket-lb-cgroup (eBPF cgroup hooks, docs/socket-lb.md), beside iptables or nftables "
+                  "mode's rules. Kept with --config too." },
+        { .name = "socket-lb-cgroup", .set = flag_set_string, CFG(socket_lb_cgroup), .type = "string",
+          .help = "kproxy's own: the cgroup v2 directory whose sockets --socket-lb translates. Unset: the "
+                  "root of the cgroup v2 mount. Kept with --config too." },
+        { .name = "socket-lb-pin-dir", .set = flag_set_string, CFG(socket_lb_pin_dir), .type = "string",
+          .def = "/sys/fs/bpf/kproxy",
+          .help = "kproxy's own: the directory in a bpf filesystem where --socket-lb pins its maps and "
+                  "links, so translation goes on while kproxy is stopped. Kept with --config too." },
         { .name = "state-dir", .set = flag_set_string, CFG(state_dir), .type = "string",
           .help = "kproxy's own: a directory (on tmpfs, such as /run/kproxy) where iptables mode keeps "
                   "what it knows the kernel holds, so that a restart writes only the chains that changed "
@@ -665,7 +676,8 @@ void config_print_help(const char *usage, const struct config_extra_flag *extra,
         if (!*usage || usage[strlen(usage) - 1] != '\n')
                 putchar('\n');
         printf("\nWhen --config is given, the file replaces every flag but --config, --write-config-to,\n"
-               "--cleanup, --init-only, --master, --hostname-override, --nftables-shards, --state-dir and the\n"
+               "--cleanup, --init-only, --master, --hostname-override, --nftables-shards, --socket-lb*, --state-dir\n"
+               "and the "
                "logging flags "
                "(-v, --vmodule, --logging-format, --log-flush-frequency, --log-*-split-stream, "
                "--log-*-info-buffer-size).\n\n"

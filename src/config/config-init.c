@@ -94,6 +94,8 @@ void config_done(struct kproxy_config *c) {
         free(c->write_config_to);
         free(c->master);
         free(c->state_dir);
+        free(c->socket_lb_cgroup);
+        free(c->socket_lb_pin_dir);
         if (c->cmdline)
                 free(c->cmdline->hostname_override);
         free(c->cmdline);

@@ -110,6 +110,9 @@ struct kproxy_config {
         char *write_config_to;          /* --write-config-to */
         char *master;                   /* --master */
         char *state_dir;                /* --state-dir, kproxy's own: what outlives a restart */
+        bool socket_lb;                 /* --socket-lb, kproxy's own (docs/socket-lb.md) */
+        char *socket_lb_cgroup;         /* --socket-lb-cgroup; NULL: the cgroup v2 root */
+        char *socket_lb_pin_dir;        /* --socket-lb-pin-dir; NULL: /sys/fs/bpf/kproxy */
         bool cleanup;                   /* --cleanup */
         bool init_only;                 /* --init-only */
         bool show_version;              /* --version */

@@ -157,3 +157,6 @@ struct backend_ops {
 const struct backend_ops *backend_for_mode(int mode);
 /* Every backend, for mode switching and --cleanup: NULL-terminated. */
 extern const struct backend_ops *const backend_all[];
+/* The backends that run beside a mode rather than as one (--socket-lb:
+ * create, destroy, sync, cleanup, expose), for --cleanup: NULL-terminated. */
+extern const struct backend_ops *const backend_companions[];

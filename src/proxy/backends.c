@@ -12,6 +12,7 @@
 extern const struct backend_ops backend_iptables;
 extern const struct backend_ops backend_nftables;
 extern const struct backend_ops backend_userspace;
+extern const struct backend_ops backend_socklb;
 
 static const struct backend_ops *const by_mode[_PROXY_MODE_MAX] = {
         [PROXY_MODE_IPTABLES] = &backend_iptables,
@@ -23,6 +24,11 @@ const struct backend_ops *const backend_all[] = {
         &backend_iptables,
         &backend_nftables,
         &backend_userspace,
+        NULL,
+};
+
+const struct backend_ops *const backend_companions[] = {
+        &backend_socklb,
         NULL,
 };
 

@@ -89,6 +89,11 @@ int daemon_cleanup(const struct kproxy_config *c, const struct daemon_opts *o) {
                 if (r == 0 && q < 0)
                         r = q;
         }
+        for (const struct backend_ops *const *b = backend_companions; *b; b++) {
+                int q = (*b)->cleanup(c, &host);
+                if (r == 0 && q < 0)
+                        r = q;
+        }
         host_facts_done(&host);
         if (r < 0) {
                 log_error_errno(r, "Cleanup failed");
@@ -288,6 +293,10 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
 
         if (!ops)
                 return EXIT_FAILURE;
+        if (c->socket_lb && !ops->conntrack) {
+                log_error("--socket-lb works beside iptables or nftables mode, not %s mode", ops->name);
+                return EXIT_FAILURE;
+        }
         signal(SIGPIPE, SIG_IGN);
         /* Restore inputs and table dumps are tens of megabytes at scale.
          * glibc raises its mmap threshold after freeing such a buffer (up to
@@ -329,6 +338,7 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 .service_cidrs = ops->service_cidrs && config_feature_enabled(c, "MultiCIDRServiceAllocator"),
                 .handed_over = on_handed_over,
                 .ctx = &d,
+                .companion = c->socket_lb ? backend_companions[0] : NULL,
         };
         if (proxier_new(d.loop, &po, &d.proxier) < 0 || start_watches(&d, c, o, node, po.service_cidrs) < 0)
                 goto out;

@@ -58,6 +58,9 @@ struct proxier {
         struct udp_stale *udp;
         const struct backend_ops *ops;  /* the mode */
         struct backend *backend;
+        const struct backend_ops *companion_ops;        /* asked for (--socket-lb), or NULL */
+        struct backend *companion;      /* NULL if not asked for or not created */
+        bool companion_stale[2];        /* per family: its last sync failed, the next rewrites everything */
         bool watch_cidrs;               /* ServiceCIDRs come from a watch */
         bool synced[_INTAKE_SOURCE_MAX];
         bool initialized;
@@ -212,7 +215,17 @@ static void on_backend_changed(void *core, uint8_t family, const char *why) {
 /* The mode's own metrics and /debug/backend, on the metrics server. */
 static void expose_backend(void *userdata, struct buf *out) {
         struct proxier *p = userdata;
-        p->ops->expose(p->backend, out);
+        if (p->ops->expose)
+                p->ops->expose(p->backend, out);
+        if (p->companion_ops) {
+                /* The one companion there is, --socket-lb: whether it runs. */
+                buf_printf(out, "# HELP kproxy_socket_lb_enabled Whether --socket-lb runs (0: asked for, but its "
+                           "programs could not be set up; the rules serve everything).\n"
+                           "# TYPE kproxy_socket_lb_enabled gauge\nkproxy_socket_lb_enabled %d\n",
+                           p->companion != NULL);
+                if (p->companion && p->companion_ops->expose)
+                        p->companion_ops->expose(p->companion, out);
+        }
 }
 
 static void describe_backend(void *userdata, struct buf *out) {
@@ -311,6 +324,22 @@ static bool after_rules(struct proxier *p, size_t i, bool full, const struct ren
         return ok;
 }
 
+/* The companion's share of a family's sync, once the rules are in. Its
+ * failure is its own: logged, and the next sync (soon) has it rewrite
+ * everything; the rules stand either way. */
+static void companion_sync(struct proxier *p, size_t i, const struct backend_sync *s) {
+        struct backend_stats st = {0};
+        struct backend_sync c = *s;
+
+        if (!p->companion)
+                return;
+        if (p->companion_stale[i]) {
+                c.kind = BACKEND_SYNC_FULL;
+                c.all_changed = true;
+        }
+        p->companion_stale[i] = p->companion_ops->sync(p->companion, p->fam[i].family, &c, &st) < 0;
+}
+
 /* One family's sync, timed as upstream's per-family proxiers time theirs.
  * Returns 0 or -errno. */
 static int sync_family(struct proxier *p, size_t i, bool full, bool *udp_failed) {
@@ -327,14 +356,14 @@ static int sync_family(struct proxier *p, size_t i, bool full, bool *udp_failed)
         if (warnings.len > 0 && p->n_syncs == 0)
                 log_warning("IPv%u: %.*s", f->family, (int) (warnings.len - 1), warnings.data);
         buf_done(&warnings);
+        struct backend_sync s = {
+                .kind = !full ? BACKEND_SYNC_PARTIAL : f->trusted ? BACKEND_SYNC_RESYNC : BACKEND_SYNC_FULL,
+                .model = m,
+                .params = &rp,
+                .changed = intake_changed(p->intake),
+                .all_changed = p->all_changed,
+        };
         if (r >= 0) {
-                struct backend_sync s = {
-                        .kind = !full ? BACKEND_SYNC_PARTIAL : f->trusted ? BACKEND_SYNC_RESYNC : BACKEND_SYNC_FULL,
-                        .model = m,
-                        .params = &rp,
-                        .changed = intake_changed(p->intake),
-                        .all_changed = p->all_changed,
-                };
                 s.service_cidrs = intake_service_cidrs(p->intake, &s.n_service_cidrs);
                 /* Upstream's per-family lines (its proxiers are one per family). */
                 char what[64];
@@ -356,6 +385,7 @@ static int sync_family(struct proxier *p, size_t i, bool full, bool *udp_failed)
                 family_metrics(p, f->family, &st);
                 if (!after_rules(p, i, full, &rp))
                         *udp_failed = true;
+                companion_sync(p, i, &s);
         }
         metrics_sync_done(p->metrics, f->family, full, r >= 0, realtime_s() - t0);
         render_params_done(&rp);
@@ -448,6 +478,9 @@ static void on_sync_timer(struct ev_loop *l, void *userdata) {
         sync_succeeded(p, full, udp_failed, start, took);
         if (p->need_full) {
                 request_sync(p);
+        } else if (p->companion_stale[0] || p->companion_stale[1]) {
+                /* The companion's maps are retried, as failed syncs are. */
+                schedule_sync(p, config_mode_sync(p->cfg)->sync_period_ms);
         } else if (p->recheck) {
                 /* Others committed during the full sync: check again, in a
                  * while, with a full sync that trusts nothing. */
@@ -519,8 +552,11 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 proxier_free(p);
                 return r;
         }
+        p->companion_ops = o->companion;
+        if (o->companion && o->companion->create(&env, &p->companion) < 0)
+                log_error("Running without %s: the %s rules serve everything", o->companion->name, p->ops->name);
         p->check_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_check, p);
-        metrics_set_backend(p->metrics, p->ops->expose ? expose_backend : NULL,
+        metrics_set_backend(p->metrics, p->ops->expose || p->companion_ops ? expose_backend : NULL,
                             p->ops->describe ? describe_backend : NULL, p);
         *ret = p;
         return 0;
@@ -534,6 +570,8 @@ struct proxier *proxier_free(struct proxier *p) {
         metrics_set_backend(p->metrics, NULL, NULL, NULL);
         if (p->backend)
                 p->ops->destroy(p->backend);
+        if (p->companion)
+                p->companion_ops->destroy(p->companion);
         intake_free(p->intake);
         udp_stale_free(p->udp);
         free(p->node_name);

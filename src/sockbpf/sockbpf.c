@@ -55,6 +55,8 @@ static void progs(struct sock *k, struct bpf_program *ret[N_LINKS]) {
 }
 
 /* libbpf's own messages (the verifier's log among them) go to our log. */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+        __attribute__((format(printf, 2, 0)));
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
         char line[4096];
 

@@ -4,9 +4,8 @@
 
 netns_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-# build_driver NAME [LINK ARGS...]: compiles tests/netns/NAME.c against
-# $build's core library (and LINK ARGS, before it) into $tmp/NAME, with the
-# sanitizers if the library has them.
+# build_driver NAME: compiles tests/netns/NAME.c against $build's core
+# library into $tmp/NAME, with the sanitizers if the library has them.
 # On failure prints the compiler's complaint and returns 1.
 # core_sanitized: whether $build's core library was built with ASan.
 core_sanitized() {
@@ -20,8 +19,8 @@ build_driver() {
     fi
     # shellcheck disable=SC2046,SC2086
     cc -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$netns_dir/../../src" $sanitize \
-        -o "$tmp/$1" "$netns_dir/$1.c" "${@:2}" "$build/libkproxy-core.a" \
-        $(pkg-config --libs jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack libmnl) -lm \
+        -o "$tmp/$1" "$netns_dir/$1.c" "$build/libkproxy-core.a" \
+        $(pkg-config --libs jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack libmnl libbpf) -lm \
         2>"$tmp/cc.err" || { cat "$tmp/cc.err"; return 1; }
 }
 

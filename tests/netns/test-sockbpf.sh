@@ -58,7 +58,7 @@ check() {
     fi
 }
 
-build_driver sockbpf-drive "$build/libkproxy-sockbpf.a" $(pkg-config --libs libbpf) || exit 1
+build_driver sockbpf-drive || exit 1
 drive() { "$tmp/sockbpf-drive" "$bpffs" "$@"; }
 # in_cgroup CMD...: runs CMD in the test's cgroup.
 in_cgroup() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "$@"; }

@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Socket load balancing (--socket-lb) as a backend beside the mode's: the
+ * sync loop hands it every family's sync after the rules' (proxy/proxier.c),
+ * and it writes the cluster IPs' translations into the maps of src/sockbpf.
+ * What a service port translates to is what userspace mode would forward it
+ * to (userspace/plan.h: the internal policy's endpoints, terminating
+ * fallback included, ClientIP affinity); a port with no endpoint has no
+ * entry, so the rules reject it as before. External IPs, load-balancer IPs
+ * and node ports are left to the rules for now (docs/socket-lb.md).
+ */
+#include "proxy/backend-socklb.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "proxy/backend.h"
+#include "sockbpf/sockbpf.h"
+#include "userspace/plan.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+#include "util/hmap.h"
+#include "util/log.h"
+
+#define DEFAULT_PIN_DIR "/sys/fs/bpf/kproxy"
+
+/* What one service wrote into the maps for a family: to delete what it no
+ * longer has. */
+struct written {
+        char *svc_key;                  /* owned; the map's key */
+        struct {
+                int proto;
+                struct sockbpf_addr a;
+        } *fe;
+        size_t n_fe;
+};
+
+struct backend {
+        struct backend_env env;
+        struct sockbpf *bpf;
+        struct hmap written[2];         /* IPv4, IPv6: svc_key -> struct written */
+        uint64_t updates, update_errors;
+        double update_seconds;
+};
+
+static size_t fam_index(uint8_t family) {
+        return family == 6;
+}
+
+static struct written *written_free(struct written *w) {
+        if (w) {
+                free(w->svc_key);
+                free(w->fe);
+                free(w);
+        }
+        return NULL;
+}
+
+static const char *pin_dir(const struct kproxy_config *c) {
+        return c->socket_lb_pin_dir ? c->socket_lb_pin_dir : DEFAULT_PIN_DIR;
+}
+
+/* The first cgroup v2 mount: the unified hierarchy's root. */
+static int cgroup2_root(char *buf, size_t size) {
+        FILE *f = fopen("/proc/self/mounts", "re");
+        char dev[256], dir[4096], type[64];
+        int r = -ENOENT;
+
+        if (!f)
+                return -errno;
+        while (r < 0 && fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3)
+                if (strcmp(type, "cgroup2") == 0) {
+                        snprintf(buf, size, "%s", dir);
+                        r = 0;
+                }
+        fclose(f);
+        return r;
+}
+
+static int socklb_create(const struct backend_env *env, struct backend **ret) {
+        const struct kproxy_config *c = env->config;
+        char root[4096];
+        const char *cgroup = c->socket_lb_cgroup;
+        struct backend *b;
+        int r;
+
+        if (!cgroup) {
+                r = cgroup2_root(root, sizeof root);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to find the cgroup v2 mount for --socket-lb");
+                cgroup = root;
+        }
+        if (mkdir(pin_dir(c), 0700) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "Failed to create --socket-lb-pin-dir %s", pin_dir(c));
+        b = calloc(1, sizeof *b);
+        if (!b)
+                return -ENOMEM;
+        b->env = *env;
+        for (size_t i = 0; i < 2; i++)
+                b->written[i] = (struct hmap) HMAP_INIT_KEYED(struct written, svc_key);
+        r = sockbpf_open(pin_dir(c), &b->bpf);
+        if (r >= 0)
+                r = sockbpf_attach(b->bpf, cgroup);
+        if (r < 0) {
+                sockbpf_close(b->bpf);
+                free(b);
+                return r;
+        }
+        log_info("Socket load balancing on: cgroup %s, maps and links pinned in %s", cgroup, pin_dir(c));
+        *ret = b;
+        return 0;
+}
+
+static struct backend *socklb_destroy(struct backend *b) {
+        const char *k;
+        void *v;
+
+        if (!b)
+                return NULL;
+        for (size_t f = 0; f < 2; f++) {
+                for (size_t i = 0; hmap_next(&b->written[f], &i, &k, &v);)
+                        written_free(v);
+                hmap_done(&b->written[f]);
+        }
+        sockbpf_close(b->bpf);  /* what is pinned stays: translation goes on */
+        free(b);
+        return NULL;
+}
+
+/* The frontends socket LB serves: cluster IPs (internal policy). */
+static bool served(const struct userspace_frontend *fe) {
+        return !fe->external;
+}
+
+static void to_sockbpf(const struct fwd_addr *a, struct sockbpf_addr *ret) {
+        ret->ip = a->ip;
+        ret->port = a->port;
+}
+
+static int set_frontend(struct backend *b, const struct userspace_frontend *fe) {
+        _cleanup_free_ struct sockbpf_addr *eps = calloc(fe->n_eps, sizeof *eps);
+        struct sockbpf_addr svc;
+
+        if (!eps)
+                return -ENOMEM;
+        to_sockbpf(&fe->addr, &svc);
+        for (size_t i = 0; i < fe->n_eps; i++)
+                to_sockbpf(&fe->eps[i], &eps[i]);
+        return sockbpf_set_service(b->bpf, fe->proto, &svc, eps, fe->n_eps, fe->affinity_timeout);
+}
+
+/* Records what svc_key now has in the family (its frontends in pl), and
+ * deletes from the maps what it had before and has no more. */
+static int written_update(struct backend *b, uint8_t family, const char *svc_key, const struct userspace_plan *pl) {
+        struct hmap *m = &b->written[fam_index(family)];
+        struct written *old = hmap_remove(m, svc_key), *w = NULL;
+        size_t n = 0;
+        int err = 0;
+
+        for (size_t i = 0; i < pl->n_fe; i++)
+                n += served(&pl->fe[i]) && strcmp(pl->fe[i].svc_key, svc_key) == 0;
+        if (n > 0) {
+                w = calloc(1, sizeof *w);
+                if (!w || !(w->svc_key = strdup(svc_key)) || !(w->fe = calloc(n, sizeof *w->fe))) {
+                        written_free(w);
+                        written_free(old);
+                        return -ENOMEM;
+                }
+                for (size_t i = 0; i < pl->n_fe; i++)
+                        if (served(&pl->fe[i]) && strcmp(pl->fe[i].svc_key, svc_key) == 0) {
+                                w->fe[w->n_fe].proto = pl->fe[i].proto;
+                                to_sockbpf(&pl->fe[i].addr, &w->fe[w->n_fe].a);
+                                w->n_fe++;
+                        }
+                hmap_put(m, w->svc_key, w);
+        }
+        for (size_t i = 0; old && i < old->n_fe; i++) {
+                bool kept = false;
+                for (size_t j = 0; w && j < w->n_fe && !kept; j++)
+                        kept = w->fe[j].proto == old->fe[i].proto &&
+                               inet_addr_equal(&w->fe[j].a.ip, &old->fe[i].a.ip) &&
+                               w->fe[j].a.port == old->fe[i].a.port;
+                if (!kept) {
+                        int r = sockbpf_set_service(b->bpf, old->fe[i].proto, &old->fe[i].a, NULL, 0, 0);
+                        if (r < 0 && !err)
+                                err = r;
+                }
+        }
+        written_free(old);
+        return err;
+}
+
+struct prune {
+        struct backend *b;
+        uint8_t family;
+        int err;
+};
+
+/* A full sync: an entry of the family in the maps that no service wrote
+ * (a previous run's, for a service deleted while kproxy was stopped). */
+static void prune_one(struct sockbpf *s, int proto, const struct sockbpf_addr *a, void *ctx) {
+        struct prune *p = ctx;
+        const char *k;
+        void *v;
+
+        if (a->ip.family != p->family)
+                return;
+        for (size_t i = 0; hmap_next(&p->b->written[fam_index(p->family)], &i, &k, &v);) {
+                const struct written *w = v;
+                for (size_t j = 0; j < w->n_fe; j++)
+                        if (w->fe[j].proto == proto && inet_addr_equal(&w->fe[j].a.ip, &a->ip) &&
+                            w->fe[j].a.port == a->port)
+                                return;
+        }
+        int r = sockbpf_set_service(s, proto, a, NULL, 0, 0);
+        if (r < 0 && !p->err)
+                p->err = r;
+}
+
+static int socklb_sync(struct backend *b, uint8_t family, const struct backend_sync *s, struct backend_stats *ret) {
+        const struct hmap *only = s->kind == BACKEND_SYNC_PARTIAL && !s->all_changed ? s->changed : NULL;
+        struct hmap *m = &b->written[fam_index(family)];
+        struct userspace_plan pl;
+        struct timespec t0, t1;
+        const char *k;
+        int r, err = 0;
+
+        *ret = (struct backend_stats) {0};
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        r = userspace_plan_build(s->model, s->params, only, &pl);
+        if (r < 0)
+                return r;
+        /* New translations first (slots, then counts: sockbpf.h). */
+        for (size_t i = 0; i < pl.n_fe; i++) {
+                if (!served(&pl.fe[i]) || pl.fe[i].addr.ip.family != family)
+                        continue;
+                r = set_frontend(b, &pl.fe[i]);
+                if (r < 0 && !err)
+                        err = r;
+        }
+        /* Then what each service had and has no more. */
+        if (only) {
+                for (size_t i = 0; hmap_next(only, &i, &k, NULL);)
+                        if ((r = written_update(b, family, k, &pl)) < 0 && !err)
+                                err = r;
+        } else {
+                _cleanup_(hmap_done) struct hmap keys = HMAP_INIT_STRINGS;
+                for (size_t i = 0; hmap_next(m, &i, &k, NULL);)
+                        hmap_put(&keys, k, (void *) k);
+                for (size_t i = 0; i < pl.n_fe; i++)
+                        hmap_put(&keys, pl.fe[i].svc_key, (void *) pl.fe[i].svc_key);
+                /* Keys point into the written entries (freed as they are
+                 * replaced) and the plan: copied before use. */
+                char **copy = calloc(keys.len + 1, sizeof *copy);
+                size_t n = 0;
+                for (size_t i = 0; copy && hmap_next(&keys, &i, &k, NULL);)
+                        copy[n++] = strdup(k);
+                for (size_t i = 0; i < n; i++) {
+                        if (copy[i] && (r = written_update(b, family, copy[i], &pl)) < 0 && !err)
+                                err = r;
+                        free(copy[i]);
+                }
+                if (!copy)
+                        err = -ENOMEM;
+                free(copy);
+        }
+        if (s->kind == BACKEND_SYNC_FULL) {
+                struct prune p = {b, family, 0};
+                r = sockbpf_each_service(b->bpf, prune_one, &p);
+                if ((r < 0 || p.err < 0) && !err)
+                        err = r < 0 ? r : p.err;
+        }
+        userspace_plan_done(&pl);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        b->updates++;
+        b->update_seconds += (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if (err < 0) {
+                b->update_errors++;
+                ret->kernel_refused = true;
+                return log_error_errno(err, "Failed to update the socket load-balancing maps (IPv%u)", family);
+        }
+        return 0;
+}
+
+static void socklb_expose(struct backend *b, struct buf *out) {
+        struct sockbpf_stats st;
+
+        if (sockbpf_stats(b->bpf, &st) < 0)
+                return;
+        buf_printf(out,
+                   "# HELP kproxy_socket_lb_services Service ports socket load balancing translates.\n"
+                   "# TYPE kproxy_socket_lb_services gauge\n"
+                   "kproxy_socket_lb_services %zu\n"
+                   "# HELP kproxy_socket_lb_backends Endpoint slots in the socket load-balancing maps.\n"
+                   "# TYPE kproxy_socket_lb_backends gauge\n"
+                   "kproxy_socket_lb_backends %zu\n"
+                   "# HELP kproxy_socket_lb_translations_total Connects and sends translated to an endpoint.\n"
+                   "# TYPE kproxy_socket_lb_translations_total counter\n"
+                   "kproxy_socket_lb_translations_total %llu\n"
+                   "# HELP kproxy_socket_lb_updates_total Syncs of the socket load-balancing maps.\n"
+                   "# TYPE kproxy_socket_lb_updates_total counter\n"
+                   "kproxy_socket_lb_updates_total %llu\n"
+                   "# HELP kproxy_socket_lb_update_errors_total Syncs of the maps that failed.\n"
+                   "# TYPE kproxy_socket_lb_update_errors_total counter\n"
+                   "kproxy_socket_lb_update_errors_total %llu\n"
+                   "# HELP kproxy_socket_lb_update_seconds_total Time spent syncing the maps.\n"
+                   "# TYPE kproxy_socket_lb_update_seconds_total counter\n"
+                   "kproxy_socket_lb_update_seconds_total %.6f\n",
+                   st.services, st.slots, (unsigned long long) st.translations, (unsigned long long) b->updates,
+                   (unsigned long long) b->update_errors, b->update_seconds);
+}
+
+static int socklb_cleanup(const struct kproxy_config *c, const struct host_facts *h) {
+        (void) h;
+        return sockbpf_unpin(pin_dir(c));
+}
+
+const struct backend_ops backend_socklb = {
+        .name = "socket-lb",
+        .create = socklb_create,
+        .destroy = socklb_destroy,
+        .sync = socklb_sync,
+        .cleanup = socklb_cleanup,
+        .expose = socklb_expose,
+};

@@ -1,0 +1,231 @@
+# SPDX-License-Identifier: Apache-2.0
+"""--socket-lb beside nftables mode, end to end: the lab of test_e2e, with
+kproxy's hooks attached to a cgroup this test creates (under a cgroup2
+mount of its own) and pinned in a bpf filesystem it mounts; the clients of
+the pod namespace run inside that cgroup unless a test says otherwise.
+What the sockets do is checked from outside: the endpoints reached, the
+source they see, conntrack holding no DNAT entry for translated
+connections, the address getpeername() returns, and that a client outside
+the cgroup is still served by the rules.
+
+Run as root: KPROXY_BUILD=build python3 tests/e2e/test_socketlb.py
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netlab import service, slice_, wait_for  # noqa: E402
+import promtext  # noqa: E402
+from test_e2e import Suite  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class E2ESocketLB(unittest.TestCase):
+    MODE, OTHER = "nftables", "iptables"
+    lab = None
+
+    @classmethod
+    def setUpClass(cls):
+        Suite.setUpClass.__func__(cls)
+        lab = cls.lab
+        cls.cgroot = os.path.join(lab.tmp, "cgroup2")
+        cls.bpffs = os.path.join(lab.tmp, "bpffs")
+        os.makedirs(cls.cgroot)
+        os.makedirs(cls.bpffs)
+        try:
+            lab.run(["mount", "-t", "cgroup2", "none", cls.cgroot])
+            lab.run(["mount", "-t", "bpf", "bpf", cls.bpffs])
+        except Exception:
+            cls.tearDownClass()
+            raise
+        cls.cg = os.path.join(cls.cgroot, "kp-e2e-%d" % os.getpid())
+        os.makedirs(cls.cg)
+        cls.pins = os.path.join(cls.bpffs, "kproxy")
+
+    @classmethod
+    def tearDownClass(cls):
+        lab = cls.lab
+        if lab:
+            for key in list(lab.procs):
+                lab.kill(key)
+            if os.path.isdir(getattr(cls, "cg", "")):
+                # Nothing of ours is left in it; then it can go.
+                for pid in open(os.path.join(cls.cg, "cgroup.procs")).read().split():
+                    subprocess.run(["kill", "-9", pid], stderr=subprocess.DEVNULL)
+                wait_for("the test cgroup empty", lambda: not open(os.path.join(cls.cg, "cgroup.procs")).read())
+                os.rmdir(cls.cg)
+            for m in (getattr(cls, "bpffs", None), getattr(cls, "cgroot", None)):
+                if m and os.path.ismount(m):
+                    subprocess.run(["umount", m])
+        Suite.tearDownClass.__func__(cls)
+
+    # --- helpers ---
+
+    def start(self, *extra):
+        self.lab.start_kproxy("--socket-lb", "--socket-lb-cgroup", self.cg, "--socket-lb-pin-dir", self.pins,
+                              *extra)
+        self.lab.wait_healthy()
+
+    def in_cgroup(self, args, timeout=120):
+        """Runs args (a command in the pod namespace p-cl) inside the test's cgroup."""
+        cmd = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.cg,
+               "ip", "netns", "exec", self.lab.ns("p-cl")] + list(args)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True).stdout
+
+    def client(self, host, port, count, *flags, inside=True):
+        args = [sys.executable, os.path.join(HERE, "client.py"), host, str(port), str(count)] + list(flags)
+        if inside:
+            return json.loads(self.in_cgroup(args))
+        return self.lab.client("p-cl", host, port, count, *flags)
+
+    def dnat_entries(self, ip):
+        out = self.lab.run(["conntrack", "-L", "-d", ip], ns="n1", check=False).stdout
+        return [l for l in out.splitlines() if "src=10.244." in l.split("dst=%s" % ip, 1)[-1]]
+
+    def replace_slice(self, obj):
+        self.lab.apply_objects("replace", [obj])
+
+    def wait_served(self, what, *pods, host="10.96.0.10", port=80):
+        """Waits until clients in the cgroup reach exactly these pods."""
+        want = set(pods)
+        wait_for(what, lambda: set(self.client(host, port, 30)["replies"]) == want, timeout=15)
+
+    def scrape(self):
+        out = self.lab.run(["curl", "-sf", "http://127.0.0.1:10249/metrics"], ns="n1").stdout
+        return promtext.parse(out)
+
+    def metric(self, name):
+        fam = self.scrape().get(name)
+        return list(fam["samples"].values())[0] if fam and fam["samples"] else None
+
+    # --- the tests, in order ---
+
+    def test_01_translated_in_the_socket(self):
+        lab, ip = self.lab, self.ip
+        lab.run(["conntrack", "-F"], ns="n1", check=False)
+        self.start()
+        self.assertEqual(sorted(os.listdir(self.pins)), [
+            "connect4", "connect6", "getpeername4", "getpeername6", "recvmsg4", "recvmsg6", "sendmsg4",
+            "sendmsg6", "socklb_affinity", "socklb_revnat", "socklb_services", "socklb_slots",
+            "socklb_translations"])
+        r = self.client("10.96.0.10", 80, 100)
+        self.assertEqual(r["replies"], {"a1": 100}, r)
+        # The pod sees the client itself, and no DNAT happened: the
+        # connection went to the pod's address from the start.
+        self.assertEqual(r["peers"], {ip["cl"]: 100}, r)
+        self.assertEqual(self.dnat_entries("10.96.0.10"), [])
+        self.assertEqual(self.metric("kproxy_socket_lb_enabled"), 1)
+        self.assertGreaterEqual(self.metric("kproxy_socket_lb_translations_total"), 100)
+        self.assertGreaterEqual(self.metric("kproxy_socket_lb_services"), 4)
+
+    def test_02_outside_the_cgroup_the_rules_serve(self):
+        r = self.client("10.96.0.10", 80, 20, inside=False)
+        self.assertEqual(r["replies"], {"a1": 20}, r)
+        self.assertGreater(len(self.dnat_entries("10.96.0.10")), 0)
+
+    def test_03_spread_and_removal(self):
+        ip = self.ip
+        self.lab.run(["conntrack", "-F"], ns="n1", check=False)
+        self.replace_slice(slice_("web-1", "web", [(ip[p], "node-1") for p in ("a1", "a2", "a4")]))
+        self.wait_served("web at a1, a2, a4", "a1", "a2", "a4")
+        r = self.client("10.96.0.10", 80, 600)
+        self.assertEqual(r["errors"], {}, r)
+        # Each 200 +- 5 sd (sqrt(600 * 1/3 * 2/3) = 11.5).
+        for p in ("a1", "a2", "a4"):
+            self.assertLessEqual(abs(r["replies"].get(p, 0) - 200), 58, r)
+        self.assertEqual(self.dnat_entries("10.96.0.10"), [], "served by the rules, not the maps")
+        self.replace_slice(slice_("web-1", "web", [(ip["a2"], "node-1")]))
+        self.wait_served("web at a2 only", "a2")
+
+    def test_04_the_application_sees_the_service_address(self):
+        out = self.in_cgroup([sys.executable, "-c", """
+import socket
+t = socket.create_connection(("10.96.0.10", 80), timeout=2)
+print("%s:%d" % t.getpeername(), t.recv(64).split()[0].decode())
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(2)
+u.sendto(b"ping", ("10.96.0.53", 53))
+data, src = u.recvfrom(64)
+print("%s:%d" % src, data.split()[0].decode())
+"""])
+        self.assertEqual(out.split("\n")[:2], ["10.96.0.10:80 a2", "10.96.0.53:53 a1"])
+
+    def test_05_affinity(self):
+        r = self.client("10.96.0.40", 80, 60)
+        self.assertEqual(r["errors"], {}, r)
+        self.assertEqual(len(r["replies"]), 1, r)
+        self.assertEqual(self.dnat_entries("10.96.0.40"), [], "served by the rules, not the maps")
+
+    def test_05b_internal_traffic_policy_local(self):
+        # Endpoints on both nodes; this node's clients reach only its own.
+        lab, ip = self.lab, self.ip
+        svc = service("itl", "10.96.0.50")
+        svc["spec"]["internalTrafficPolicy"] = "Local"
+        lab.apply_objects("create", [svc, slice_("itl-1", "itl", [(ip["a3"], "node-1"), (ip["b1"], "node-2")])])
+        wait_for("itl translated", lambda: self.client("10.96.0.50", 80, 1)["replies"], timeout=15)
+        lab.run(["conntrack", "-F"], ns="n1", check=False)     # a try the rules took before the maps
+        r = self.client("10.96.0.50", 80, 60)
+        self.assertEqual(r["replies"], {"a3": 60}, r)
+        self.assertEqual(self.dnat_entries("10.96.0.50"), [], "served by the rules, not the maps")
+
+    def test_06_no_endpoints_left_to_the_rules(self):
+        # No entry in the maps: the rules reject it, as before.
+        r = self.client("10.96.0.30", 80, 3)
+        self.assertEqual(r["errors"], {"ECONNREFUSED": 3}, r)
+
+    def test_07_stopped_keeps_translating_restart_applies_changes(self):
+        lab, ip = self.lab, self.ip
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.run(["conntrack", "-F"], ns="n1", check=False)
+        r = self.client("10.96.0.10", 80, 50)
+        self.assertEqual(r["replies"], {"a2": 50}, r)
+        self.assertEqual(self.dnat_entries("10.96.0.10"), [])
+        self.replace_slice(slice_("web-1", "web", [(ip["a3"], "node-1")]))
+        lab.kubectl("delete", "service", "itl")
+        r = self.client("10.96.0.10", 80, 20)
+        self.assertEqual(r["replies"], {"a2": 20}, "a change applied with kproxy stopped: %s" % r)
+        self.assertTrue(self.client("10.96.0.50", 80, 1)["replies"], "a deletion applied while stopped")
+        self.start()
+        self.wait_served("web at a3 after the restart", "a3")
+        # The service deleted meanwhile is gone from the maps too: the
+        # rules answer for its address (nothing there now).
+        r = self.client("10.96.0.50", 80, 1, "--timeout", "0.5")
+        self.assertEqual(r["replies"], {}, r)
+
+    def test_08_sigkill_restart_under_traffic_fails_no_connection(self):
+        lab = self.lab
+        result = {}
+
+        def loop():
+            result["r"] = self.client("10.96.0.10", 80, 0, "--until-seconds", "5", "--interval", "0.001")
+        t = threading.Thread(target=loop)
+        t.start()
+        time.sleep(1)
+        lab.stop_kproxy(signal.SIGKILL)
+        self.start()
+        t.join(timeout=60)
+        r = result["r"]
+        self.assertEqual(r["errors"], {}, r)
+        self.assertEqual(r["replies"], {"a3": r["attempts"]}, r)
+        self.assertGreater(r["attempts"], 100)
+
+    def test_09_cleanup_unpins(self):
+        lab = self.lab
+        lab.stop_kproxy(signal.SIGTERM)
+        lab.run([lab.kproxy_bin, "--cleanup", "--socket-lb-pin-dir", self.pins], ns="n1")
+        self.assertEqual(os.listdir(self.pins), [])
+        # Nothing translates any more (and --cleanup took the rules too).
+        r = self.client("10.96.0.10", 80, 3)
+        self.assertNotIn("a3", r["replies"], r)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
