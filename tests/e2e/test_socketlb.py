@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""--socket-lb beside nftables mode, end to end: the lab of test_e2e, with
+"""--socket-lb beside nftables and iptables mode, end to end: the lab of test_e2e, with
 kproxy's hooks attached to a cgroup this test creates (under a cgroup2
 mount of its own) and pinned in a bpf filesystem it mounts; the clients of
 the pod namespace run inside that cgroup unless a test says otherwise.
@@ -28,8 +28,9 @@ from test_e2e import Suite  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class E2ESocketLB(unittest.TestCase):
-    MODE, OTHER = "nftables", "iptables"
+class SocketLB:
+    """The tests, beside the mode a subclass (also a TestCase) names."""
+    MODE = OTHER = None
     lab = None
 
     @classmethod
@@ -200,22 +201,40 @@ print("%s:%d" % src, data.split()[0].decode())
         r = self.client("10.96.0.50", 80, 1, "--timeout", "0.5")
         self.assertEqual(r["replies"], {}, r)
 
-    def test_08_sigkill_restart_under_traffic_fails_no_connection(self):
-        lab = self.lab
-        result = {}
-
-        def loop():
-            result["r"] = self.client("10.96.0.10", 80, 0, "--until-seconds", "5", "--interval", "0.001")
-        t = threading.Thread(target=loop)
-        t.start()
+    def test_07b_udp_follows_a_replaced_endpoint(self):
+        # Unconnected UDP: each datagram is translated when it is sent, so
+        # the flow moves with the maps (no conntrack entry to go stale).
+        proc = subprocess.Popen(
+            ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.cg, "ip", "netns", "exec",
+             self.lab.ns("p-cl"), sys.executable, os.path.join(HERE, "client.py"), "10.96.0.53", "53", "0", "--udp",
+             "--same-socket", "--until-seconds", "6", "--timeout", "0.2", "--interval", "0.01"],
+            stdout=subprocess.PIPE, text=True)
         time.sleep(1)
-        lab.stop_kproxy(signal.SIGKILL)
-        self.start()
-        t.join(timeout=60)
-        r = result["r"]
+        self.replace_slice(slice_("dns-1", "dns", [(self.ip["a2"], "node-1")], port=5353, proto="UDP"))
+        out, _ = proc.communicate(timeout=30)
+        r = json.loads(out)
+        self.assertGreater(r["replies"].get("a1", 0), 0, r)
+        self.assertGreater(r["replies"].get("a2", 0), 0, "the UDP flow never reached the new endpoint: %s" % r)
         self.assertEqual(r["errors"], {}, r)
-        self.assertEqual(r["replies"], {"a3": r["attempts"]}, r)
-        self.assertGreater(r["attempts"], 100)
+        self.assertEqual(self.client("10.96.0.53", 53, 10, "--udp")["replies"], {"a2": 10})
+
+    def test_08_restarts_under_traffic_fail_no_connection(self):
+        lab = self.lab
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            result = {}
+
+            def loop():
+                result["r"] = self.client("10.96.0.10", 80, 0, "--until-seconds", "5", "--interval", "0.001")
+            t = threading.Thread(target=loop)
+            t.start()
+            time.sleep(1)
+            lab.stop_kproxy(sig)
+            self.start()
+            t.join(timeout=60)
+            r = result["r"]
+            self.assertEqual(r["errors"], {}, "%s: %s" % (sig, r))
+            self.assertEqual(r["replies"], {"a3": r["attempts"]}, r)
+            self.assertGreater(r["attempts"], 100)
 
     def test_09_cleanup_unpins(self):
         lab = self.lab
@@ -225,6 +244,14 @@ print("%s:%d" % src, data.split()[0].decode())
         # Nothing translates any more (and --cleanup took the rules too).
         r = self.client("10.96.0.10", 80, 3)
         self.assertNotIn("a3", r["replies"], r)
+
+
+class E2ESocketLBNftables(SocketLB, unittest.TestCase):
+    MODE, OTHER = "nftables", "iptables"
+
+
+class E2ESocketLBIptables(SocketLB, unittest.TestCase):
+    MODE, OTHER = "iptables", "nftables"
 
 
 if __name__ == "__main__":
