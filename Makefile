@@ -156,6 +156,7 @@ bench: deps bench-deps
 	bench/run.sh build-bench $(BENCH_SIZES) $(BENCH_XL)
 	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES) $(BENCH_XL)
 	bench/userspace.py build-bench $(BENCH_USERSPACE_SIZES)
+	bench/socketlb.py build-bench $(BENCH_SOCKET_LB_SIZES)
 	bench/plot.py bench/results.json bench/plots
 
 # Only userspace mode beside nftables mode (bench/userspace.py): connections/s,
@@ -163,6 +164,12 @@ bench: deps bench-deps
 bench-userspace: deps bench-deps
 	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all bench-tools
 	bench/userspace.py build-bench $(BENCH_USERSPACE_SIZES)
+
+# --socket-lb beside nftables mode alone (bench/socketlb.py): change
+# latency, cold start, connections/s, RSS at 1 and 20k services.
+bench-socket-lb: deps bench-deps
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all bench-tools
+	bench/socketlb.py build-bench $(BENCH_SOCKET_LB_SIZES)
 
 # What only the benchmarks need: gnuplot for the plots, perf for --perf.
 DEB_BENCH := gnuplot-nox linux-perf
@@ -260,7 +267,8 @@ uninstall:
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof build-gen
 
-.PHONY: all unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools bench-userspace clean fuzz fuzz-build \
+.PHONY: all unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools bench-userspace \
+        bench-socket-lb clean fuzz fuzz-build \
         fuzz-long fuzz-seeds profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \
          $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d $(FUZZ_OBJ:.o=.d) $(FUZZ_HELPER_OBJ:.o=.d) \

@@ -163,11 +163,12 @@ def report(results, args):
     return "\n".join(lines) + "\n"
 
 
-def write_section(path, text):
+def write_section(path, text, section=SECTION):
+    """Replaces (or appends) section's part of the results file."""
     old = open(path).read() if os.path.exists(path) else "# kproxy benchmark results\n\n"
-    i = old.find(SECTION)
+    i = old.find(section)
     if i >= 0:
-        j = old.find("\n## ", i + len(SECTION))
+        j = old.find("\n## ", i + len(section))
         old = old[:i] + (old[j + 1:] if j >= 0 else "")
     with open(path, "w") as f:
         f.write(old.rstrip("\n") + "\n\n" + text)

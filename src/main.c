@@ -279,7 +279,8 @@ static int cmd_render(int argc, char **argv) {
                                   "script) that kproxy would apply on a first full sync for the cluster\n"
                                   "state in STATE (files as printed by `kubectl get\n"
                                   "services,endpointslices,nodes -A -o json|yaml`, or YAML manifests; - is\n"
-                                  "stdin).\n",
+                                  "stdin). With --socket-lb: what its maps would hold instead, a line per\n"
+                                  "translated service port.\n",
                                   render_flags, ELEMENTSOF(render_flags));
                 ret = 0;
                 goto out;
@@ -330,7 +331,8 @@ static int cmd_render(int argc, char **argv) {
         log_lines(&warnings);
         if (r < 0)
                 goto out;
-        const struct backend_ops *ops = backend_for_mode(cfg.mode);
+        /* --socket-lb: what its maps would hold, instead of the rules. */
+        const struct backend_ops *ops = cfg.socket_lb ? backend_companions[0] : backend_for_mode(cfg.mode);
         r = ops ? ops->render(o.model, &params, cidrs, n_cidrs, o.netlink, &out) : -EOPNOTSUPP;
         render_params_done(&params);
         if (r < 0) {

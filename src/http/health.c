@@ -62,6 +62,7 @@ struct health_server {
         bool synced_once;               /* a sync has succeeded since start */
         struct metrics *metrics;        /* counts answers by code; may be NULL */
         struct health_family_state families[_HEALTH_FAMILY_MAX];
+        char *socket_lb;                /* owned; NULL: not shown */
 };
 
 static uint64_t health_monotonic_ns(void) {
@@ -209,6 +210,8 @@ static unsigned health_body(const struct health_server *h, bool node, struct buf
         if (node)
                 buf_printf(b, ",\"nodeEligible\":%s", h->node_eligible ? "true" : "false");
         buf_printf(b, ",\"healthy\":%s", healthy ? "true" : "false");
+        if (h->socket_lb)
+                buf_printf(b, ",\"socketLB\":\"%s\"", h->socket_lb);
         if (any) {
                 const char *sep = "";
 
@@ -297,6 +300,17 @@ struct health_server *health_server_free(struct health_server *h) {
         if (!h)
                 return NULL;
         mhd_server_free(h->server);
+        free(h->socket_lb);
         free(h);
         return NULL;
+}
+
+void health_server_set_socket_lb(struct health_server *h, const char *state) {
+        if (!h)
+                return;
+        free(h->socket_lb);
+        h->socket_lb = NULL;
+        /* Our own words only: nothing in them to escape for JSON. */
+        if (state && state[strcspn(state, "\"\\\n")] == 0)
+                h->socket_lb = strdup(state);
 }

@@ -44,5 +44,12 @@ void health_server_synced(struct health_server *h, int family);    /* a sync suc
  * upstream's does. NULL h is a no-op. */
 void health_server_set_node_eligible(struct health_server *h, bool eligible);
 
+/* kproxy's own member of the JSON bodies, "socketLB": "on", or "off: WHY"
+ * when --socket-lb was asked for and could not be set up (then the rules
+ * serve everything: not a health failure). NULL (the default) leaves it
+ * out, so the body is upstream's; so is a state with a quote, backslash or
+ * newline (it is not escaped). NULL h is a no-op. */
+void health_server_set_socket_lb(struct health_server *h, const char *state);
+
 /* The TCP port the server listens on, or 0 for a NULL (disabled) server. */
 int health_server_port(const struct health_server *h);

@@ -39,12 +39,14 @@ struct written {
                 struct sockbpf_addr a;
         } *fe;
         size_t n_fe;
+        uint64_t gen;                   /* the sync that last wrote it */
 };
 
 struct backend {
         struct backend_env env;
         struct sockbpf *bpf;
         struct hmap written[2];         /* IPv4, IPv6: svc_key -> struct written */
+        uint64_t gen;
         uint64_t updates, update_errors;
         double update_seconds;
 };
@@ -155,16 +157,19 @@ static int set_frontend(struct backend *b, const struct userspace_frontend *fe) 
         return sockbpf_set_service(b->bpf, fe->proto, &svc, eps, fe->n_eps, fe->affinity_timeout);
 }
 
-/* Records what svc_key now has in the family (its frontends in pl), and
- * deletes from the maps what it had before and has no more. */
-static int written_update(struct backend *b, uint8_t family, const char *svc_key, const struct userspace_plan *pl) {
+static bool same_frontend(int proto, const struct sockbpf_addr *a, int proto2, const struct sockbpf_addr *b) {
+        return proto == proto2 && a->port == b->port && inet_addr_equal(&a->ip, &b->ip);
+}
+
+/* Records what svc_key now has in the family (fe, n of them: its served
+ * frontends, already written into the maps) and deletes from the maps
+ * what it had before and has no more. */
+static int written_update(struct backend *b, uint8_t family, const char *svc_key,
+                          const struct userspace_frontend *const *fe, size_t n) {
         struct hmap *m = &b->written[fam_index(family)];
         struct written *old = hmap_remove(m, svc_key), *w = NULL;
-        size_t n = 0;
         int err = 0;
 
-        for (size_t i = 0; i < pl->n_fe; i++)
-                n += served(&pl->fe[i]) && strcmp(pl->fe[i].svc_key, svc_key) == 0;
         if (n > 0) {
                 w = calloc(1, sizeof *w);
                 if (!w || !(w->svc_key = strdup(svc_key)) || !(w->fe = calloc(n, sizeof *w->fe))) {
@@ -172,20 +177,18 @@ static int written_update(struct backend *b, uint8_t family, const char *svc_key
                         written_free(old);
                         return -ENOMEM;
                 }
-                for (size_t i = 0; i < pl->n_fe; i++)
-                        if (served(&pl->fe[i]) && strcmp(pl->fe[i].svc_key, svc_key) == 0) {
-                                w->fe[w->n_fe].proto = pl->fe[i].proto;
-                                to_sockbpf(&pl->fe[i].addr, &w->fe[w->n_fe].a);
-                                w->n_fe++;
-                        }
+                for (size_t i = 0; i < n; i++) {
+                        w->fe[i].proto = fe[i]->proto;
+                        to_sockbpf(&fe[i]->addr, &w->fe[i].a);
+                }
+                w->n_fe = n;
+                w->gen = b->gen;
                 hmap_put(m, w->svc_key, w);
         }
         for (size_t i = 0; old && i < old->n_fe; i++) {
                 bool kept = false;
                 for (size_t j = 0; w && j < w->n_fe && !kept; j++)
-                        kept = w->fe[j].proto == old->fe[i].proto &&
-                               inet_addr_equal(&w->fe[j].a.ip, &old->fe[i].a.ip) &&
-                               w->fe[j].a.port == old->fe[i].a.port;
+                        kept = same_frontend(w->fe[j].proto, &w->fe[j].a, old->fe[i].proto, &old->fe[i].a);
                 if (!kept) {
                         int r = sockbpf_set_service(b->bpf, old->fe[i].proto, &old->fe[i].a, NULL, 0, 0);
                         if (r < 0 && !err)
@@ -196,9 +199,22 @@ static int written_update(struct backend *b, uint8_t family, const char *svc_key
         return err;
 }
 
+static int cmp_by_service(const void *x, const void *y) {
+        const struct userspace_frontend *const *a = x, *const *b = y;
+        return strcmp((*a)->svc_key, (*b)->svc_key);
+}
+
+/* A frontend as a string key: "6 10.96.0.10 80" (protocol, address, port). */
+#define FE_KEY_LEN (4 + INET_ADDR_STRLEN + 8)
+static void fe_key(char *buf, int proto, const struct sockbpf_addr *a) {
+        char ip[INET_ADDR_STRLEN];
+        snprintf(buf, FE_KEY_LEN, "%d %s %u", proto, inet_addr_format(&a->ip, ip), a->port);
+}
+
 struct prune {
         struct backend *b;
         uint8_t family;
+        struct hmap keep;               /* fe_key() strings of what the services wrote */
         int err;
 };
 
@@ -206,29 +222,53 @@ struct prune {
  * (a previous run's, for a service deleted while kproxy was stopped). */
 static void prune_one(struct sockbpf *s, int proto, const struct sockbpf_addr *a, void *ctx) {
         struct prune *p = ctx;
-        const char *k;
-        void *v;
+        char key[FE_KEY_LEN];
 
         if (a->ip.family != p->family)
                 return;
-        for (size_t i = 0; hmap_next(&p->b->written[fam_index(p->family)], &i, &k, &v);) {
-                const struct written *w = v;
-                for (size_t j = 0; j < w->n_fe; j++)
-                        if (w->fe[j].proto == proto && inet_addr_equal(&w->fe[j].a.ip, &a->ip) &&
-                            w->fe[j].a.port == a->port)
-                                return;
-        }
+        fe_key(key, proto, a);
+        if (hmap_get(&p->keep, key))
+                return;
         int r = sockbpf_set_service(s, proto, a, NULL, 0, 0);
         if (r < 0 && !p->err)
                 p->err = r;
 }
 
+static int prune(struct backend *b, uint8_t family) {
+        struct hmap *m = &b->written[fam_index(family)];
+        struct prune p = {b, family, HMAP_INIT_STRINGS, 0};
+        size_t total = 0, at = 0;
+        const char *k;
+        void *v;
+        int r;
+
+        for (size_t i = 0; hmap_next(m, &i, &k, &v);)
+                total += ((struct written *) v)->n_fe;
+        char *keys = calloc(total + 1, FE_KEY_LEN);
+        if (!keys)
+                return -ENOMEM;
+        for (size_t i = 0; hmap_next(m, &i, &k, &v);) {
+                const struct written *w = v;
+                for (size_t j = 0; j < w->n_fe; j++, at++) {
+                        fe_key(keys + at * FE_KEY_LEN, w->fe[j].proto, &w->fe[j].a);
+                        hmap_put(&p.keep, keys + at * FE_KEY_LEN, keys + at * FE_KEY_LEN);
+                }
+        }
+        r = sockbpf_each_service(b->bpf, prune_one, &p);
+        hmap_done(&p.keep);
+        free(keys);
+        return r < 0 ? r : p.err;
+}
+
 static int socklb_sync(struct backend *b, uint8_t family, const struct backend_sync *s, struct backend_stats *ret) {
         const struct hmap *only = s->kind == BACKEND_SYNC_PARTIAL && !s->all_changed ? s->changed : NULL;
         struct hmap *m = &b->written[fam_index(family)];
+        const struct userspace_frontend **fe = NULL;
         struct userspace_plan pl;
         struct timespec t0, t1;
+        size_t n = 0;
         const char *k;
+        void *v;
         int r, err = 0;
 
         *ret = (struct backend_stats) {0};
@@ -236,50 +276,63 @@ static int socklb_sync(struct backend *b, uint8_t family, const struct backend_s
         r = userspace_plan_build(s->model, s->params, only, &pl);
         if (r < 0)
                 return r;
-        /* New translations first (slots, then counts: sockbpf.h). */
-        for (size_t i = 0; i < pl.n_fe; i++) {
-                if (!served(&pl.fe[i]) || pl.fe[i].addr.ip.family != family)
-                        continue;
-                r = set_frontend(b, &pl.fe[i]);
-                if (r < 0 && !err)
+        b->gen++;
+        /* The served frontends, grouped by service; each written into the
+         * maps (slots, then counts: sockbpf.h). */
+        fe = calloc(pl.n_fe + 1, sizeof *fe);
+        if (!fe) {
+                userspace_plan_done(&pl);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < pl.n_fe; i++)
+                if (served(&pl.fe[i]) && pl.fe[i].addr.ip.family == family)
+                        fe[n++] = &pl.fe[i];
+        qsort(fe, n, sizeof *fe, cmp_by_service);
+        for (size_t i = 0; i < n; i++)
+                if ((r = set_frontend(b, fe[i])) < 0 && !err)
+                        err = r;
+        for (size_t i = 0, j; i < n; i = j) {
+                for (j = i + 1; j < n && strcmp(fe[j]->svc_key, fe[i]->svc_key) == 0; j++)
+                        ;
+                if ((r = written_update(b, family, fe[i]->svc_key, fe + i, j - i)) < 0 && !err)
                         err = r;
         }
-        /* Then what each service had and has no more. */
+        /* Then what the services this sync looked at had and have no more:
+         * the changed ones, or every one. */
         if (only) {
-                for (size_t i = 0; hmap_next(only, &i, &k, NULL);)
-                        if ((r = written_update(b, family, k, &pl)) < 0 && !err)
+                for (size_t i = 0; hmap_next(only, &i, &k, NULL);) {
+                        const struct written *w = hmap_get(m, k);
+                        if (w && w->gen != b->gen && (r = written_update(b, family, k, NULL, 0)) < 0 && !err)
                                 err = r;
-        } else {
-                _cleanup_(hmap_done) struct hmap keys = HMAP_INIT_STRINGS;
-                for (size_t i = 0; hmap_next(m, &i, &k, NULL);)
-                        hmap_put(&keys, k, (void *) k);
-                for (size_t i = 0; i < pl.n_fe; i++)
-                        hmap_put(&keys, pl.fe[i].svc_key, (void *) pl.fe[i].svc_key);
-                /* Keys point into the written entries (freed as they are
-                 * replaced) and the plan: copied before use. */
-                char **copy = calloc(keys.len + 1, sizeof *copy);
-                size_t n = 0;
-                for (size_t i = 0; copy && hmap_next(&keys, &i, &k, NULL);)
-                        copy[n++] = strdup(k);
-                for (size_t i = 0; i < n; i++) {
-                        if (copy[i] && (r = written_update(b, family, copy[i], &pl)) < 0 && !err)
-                                err = r;
-                        free(copy[i]);
                 }
-                if (!copy)
+        } else {
+                /* The services not in the plan any more: their keys first
+                 * (written_update() frees the entry whose key it is given). */
+                char **gone = calloc(m->len + 1, sizeof *gone);
+                size_t n_gone = 0;
+                for (size_t i = 0; gone && hmap_next(m, &i, &k, &v);)
+                        if (((struct written *) v)->gen != b->gen)
+                                gone[n_gone++] = strdup(k);
+                for (size_t i = 0; i < n_gone; i++) {
+                        r = gone[i] ? written_update(b, family, gone[i], NULL, 0) : -ENOMEM;
+                        if (r < 0 && !err)
+                                err = r;
+                        free(gone[i]);
+                }
+                if (!gone)
                         err = -ENOMEM;
-                free(copy);
+                free(gone);
         }
-        if (s->kind == BACKEND_SYNC_FULL) {
-                struct prune p = {b, family, 0};
-                r = sockbpf_each_service(b->bpf, prune_one, &p);
-                if ((r < 0 || p.err < 0) && !err)
-                        err = r < 0 ? r : p.err;
-        }
-        userspace_plan_done(&pl);
+        if (s->kind == BACKEND_SYNC_FULL && (r = prune(b, family)) < 0 && !err)
+                err = r;
         clock_gettime(CLOCK_MONOTONIC, &t1);
         b->updates++;
         b->update_seconds += (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if (s->kind == BACKEND_SYNC_FULL)
+                log_v(2, "Socket load balancing maps (IPv%u): %zu services written (%zu frontends planned) in %.1f ms", family,
+                      m->len, pl.n_fe, ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9) * 1e3);
+        free(fe);
+        userspace_plan_done(&pl);
         if (err < 0) {
                 b->update_errors++;
                 ret->kernel_refused = true;
@@ -321,11 +374,32 @@ static int socklb_cleanup(const struct kproxy_config *c, const struct host_facts
         return sockbpf_unpin(pin_dir(c));
 }
 
+/* `kproxy render --socket-lb`: what the maps hold for a state, one line per
+ * translated service port, as userspace mode's plan prints its frontends:
+ *   tcp 10.96.0.10:80 default/web:http internal -> 10.244.1.5:8080 10.244.2.7:8080 */
+static int socklb_render(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
+                         size_t n_service_cidrs, bool netlink, struct buf *out) {
+        struct userspace_plan pl;
+        (void) service_cidrs, (void) n_service_cidrs, (void) netlink;
+
+        int r = userspace_plan_build(m, p, NULL, &pl);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < pl.n_fe; i++)
+                if (served(&pl.fe[i])) {
+                        userspace_frontend_format(&pl.fe[i], out);
+                        buf_putc(out, '\n');
+                }
+        userspace_plan_done(&pl);
+        return 0;
+}
+
 const struct backend_ops backend_socklb = {
         .name = "socket-lb",
         .create = socklb_create,
         .destroy = socklb_destroy,
         .sync = socklb_sync,
         .cleanup = socklb_cleanup,
+        .render = socklb_render,
         .expose = socklb_expose,
 };

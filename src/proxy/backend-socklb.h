@@ -3,7 +3,8 @@
 /*
  * --socket-lb: socket load balancing as a backend the sync loop runs
  * beside the mode's (proxy/proxier.h's companion), not a mode of its own.
- * Implements create, destroy, sync, cleanup and expose of backend_ops.
+ * Implements create, destroy, sync, cleanup, render and expose of
+ * backend_ops.
  */
 #include "proxy/backend.h"
 

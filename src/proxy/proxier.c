@@ -142,6 +142,14 @@ static void on_marked(void *ctx, const char *key) {
 }
 
 void proxier_object(struct proxier *p, enum intake_source src, const char *key, const json_t *obj) {
+        static const char *const kinds[_INTAKE_SOURCE_MAX] = {
+                [INTAKE_SERVICES] = "Service",
+                [INTAKE_SLICES] = "EndpointSlice",
+                [INTAKE_NODE] = "Node",
+                [INTAKE_SERVICE_CIDRS] = "ServiceCIDR",
+        };
+        /* Each object as it arrives (benchmarks time changes by it). */
+        log_v(5, "%s %s: %s", kinds[src], key, obj ? "upsert" : "delete");
         unsigned fx = intake_object(p->intake, src, key, obj);
 
         if (fx & INTAKE_SERVICE_CHANGE)
@@ -324,9 +332,9 @@ static bool after_rules(struct proxier *p, size_t i, bool full, const struct ren
         return ok;
 }
 
-/* The companion's share of a family's sync, once the rules are in. Its
+/* The companion's share of a family's sync, just before the rules. Its
  * failure is its own: logged, and the next sync (soon) has it rewrite
- * everything; the rules stand either way. */
+ * everything; the rules are synced either way. */
 static void companion_sync(struct proxier *p, size_t i, const struct backend_sync *s) {
         struct backend_stats st = {0};
         struct backend_sync c = *s;
@@ -370,6 +378,9 @@ static int sync_family(struct proxier *p, size_t i, bool full, bool *udp_failed)
                 snprintf(what, sizeof what, "Syncing %s rules", p->ops->name);
                 log_v_kv(2, what, KV_STR("ipFamily", family_name(f->family)), KV_BOOL("fullSync", full));
                 f->trusted = false;     /* until the sync succeeds */
+                /* The companion first: its few map writes do not wait
+                 * behind the kernel's check of a large rule set. */
+                companion_sync(p, i, &s);
                 r = p->ops->sync(p->backend, f->family, &s, &st);
                 if (r < 0 && st.kernel_refused)
                         metrics_apply_failed(p->metrics, f->family, !full);
@@ -385,7 +396,6 @@ static int sync_family(struct proxier *p, size_t i, bool full, bool *udp_failed)
                 family_metrics(p, f->family, &st);
                 if (!after_rules(p, i, full, &rp))
                         *udp_failed = true;
-                companion_sync(p, i, &s);
         }
         metrics_sync_done(p->metrics, f->family, full, r >= 0, realtime_s() - t0);
         render_params_done(&rp);
@@ -553,8 +563,13 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 return r;
         }
         p->companion_ops = o->companion;
-        if (o->companion && o->companion->create(&env, &p->companion) < 0)
+        if (o->companion && o->companion->create(&env, &p->companion) < 0) {
                 log_error("Running without %s: the %s rules serve everything", o->companion->name, p->ops->name);
+                health_server_set_socket_lb(p->health, "off: its programs could not be set up (see the log); "
+                                                       "the rules serve everything");
+        } else if (o->companion) {
+                health_server_set_socket_lb(p->health, "on");
+        }
         p->check_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_check, p);
         metrics_set_backend(p->metrics, p->ops->expose || p->companion_ops ? expose_backend : NULL,
                             p->ops->describe ? describe_backend : NULL, p);

@@ -109,10 +109,31 @@ class SocketLB:
 
     # --- the tests, in order ---
 
+    def test_00_render_prints_the_maps(self):
+        # `kproxy render --socket-lb`: what the maps would hold for the
+        # cluster as the API has it, one line per translated service port.
+        lab = self.lab
+        state = os.path.join(lab.tmp, "state.json")
+        with open(state, "w") as f:
+            f.write(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
+        out = subprocess.run([lab.kproxy_bin, "render", "--socket-lb", "--proxy-mode", self.MODE,
+                              "--hostname-override", "node-1", state], capture_output=True, text=True,
+                             check=True).stdout
+        lines = out.splitlines()
+        self.assertIn("tcp 10.96.0.10:80 default/web:p internal -> %s:8080" % self.ip["a1"], lines)
+        self.assertIn("udp 10.96.0.53:53 default/dns:p internal -> %s:5353" % self.ip["a1"], lines)
+        self.assertTrue(any(l.startswith("tcp 10.96.0.40:80 default/sticky:p internal affinity=") for l in lines),
+                        out)
+        # No entry for a port without endpoints, and none for node ports.
+        self.assertNotIn("10.96.0.30", out)
+        self.assertNotIn(":30080", out)
+
     def test_01_translated_in_the_socket(self):
         lab, ip = self.lab, self.ip
         lab.run(["conntrack", "-F"], ns="n1", check=False)
         self.start()
+        body = json.loads(lab.run(["curl", "-s", "http://127.0.0.1:10256/healthz"], ns="n1").stdout)
+        self.assertEqual(body["socketLB"], "on", body)
         self.assertEqual(sorted(os.listdir(self.pins)), [
             "connect4", "connect6", "getpeername4", "getpeername6", "recvmsg4", "recvmsg6", "sendmsg4",
             "sendmsg6", "socklb_affinity", "socklb_revnat", "socklb_services", "socklb_slots",
@@ -242,8 +263,29 @@ print("%s:%d" % src, data.split()[0].decode())
         lab.run([lab.kproxy_bin, "--cleanup", "--socket-lb-pin-dir", self.pins], ns="n1")
         self.assertEqual(os.listdir(self.pins), [])
         # Nothing translates any more (and --cleanup took the rules too).
-        r = self.client("10.96.0.10", 80, 3)
+        r = self.client("10.96.0.10", 80, 3, "--timeout", "0.5")
         self.assertNotIn("a3", r["replies"], r)
+
+
+    def test_10_programs_not_set_up_the_rules_serve(self):
+        # A cgroup that does not exist: the hooks cannot attach. kproxy
+        # says so (log, /healthz, metric) and runs on the rules alone.
+        lab = self.lab
+        mark = len(lab.kproxy_output())
+        lab.start_kproxy("--socket-lb", "--socket-lb-cgroup", "/nonexistent-kp-cgroup", "--socket-lb-pin-dir",
+                         self.pins)
+        lab.wait_healthy()
+        body = json.loads(lab.run(["curl", "-s", "http://127.0.0.1:10256/healthz"], ns="n1").stdout)
+        self.assertTrue(body["socketLB"].startswith("off: "), body)
+        self.assertEqual(self.metric("kproxy_socket_lb_enabled"), 0)
+        log = lab.kproxy_output()[mark:]
+        self.assertRegex(log, r"(?m)^E\d{4} .*Failed to open cgroup /nonexistent-kp-cgroup")
+        self.assertRegex(log, r"(?m)^E\d{4} .*Running without socket-lb")
+        lab.run(["conntrack", "-F"], ns="n1", check=False)
+        r = self.client("10.96.0.10", 80, 20)
+        self.assertEqual(r["replies"], {"a3": 20}, r)
+        self.assertGreater(len(self.dnat_entries("10.96.0.10")), 0, "not served by the rules")
+        lab.stop_kproxy(signal.SIGTERM)
 
 
 class E2ESocketLBNftables(SocketLB, unittest.TestCase):
