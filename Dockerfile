@@ -9,13 +9,13 @@
 # runtime stage installs the package of every shared library the binary
 # loads.
 
-# --- build: the Makefile's build dependencies (DEB_BUILD), less clang,
-# which only the fuzzer needs.
+# --- build: the Makefile's build dependencies (DEB_BUILD), less the
+# fuzzer's runtime (clang compiles --socket-lb's programs to BPF).
 FROM debian:12 AS build
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential pkg-config libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev \
-        libmicrohttpd-dev libnetfilter-conntrack-dev libmnl-dev \
+        libmicrohttpd-dev libnetfilter-conntrack-dev libmnl-dev clang libbpf-dev bpftool \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile VERSION ./
@@ -35,7 +35,7 @@ FROM debian:12-slim AS runtime
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         libjansson4 libyaml-0-2 libssl3 libcurl4 libmicrohttpd12 libnetfilter-conntrack3 libnfnetlink0 libmnl0 \
-        iptables nftables conntrack \
+        libbpf1 iptables nftables conntrack \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/local/bin/kproxy /usr/local/bin/kproxy
 RUN ln -s kproxy /usr/local/bin/kube-proxy
