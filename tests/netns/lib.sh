@@ -50,3 +50,16 @@ for k in sorted(rules):
     for r in rules[k]: print("  " + r)
 '
 }
+
+# check WHAT CMD...: runs CMD and counts it in $passed or $failed (the
+# caller starts both at 0), printing "FAIL: WHAT" when it fails.
+check() {
+    local what=$1
+    shift
+    if "$@"; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL: $what"
+        failed=$((failed + 1))
+    fi
+}

@@ -44,17 +44,6 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 1" INT TERM
 
-check() {
-    local what=$1
-    shift
-    if "$@"; then
-        passed=$((passed + 1))
-    else
-        echo "FAIL: $what"
-        failed=$((failed + 1))
-    fi
-}
-
 # wait_for FILE TEXT: until FILE holds TEXT (a process said it is ready), 10 s at most.
 wait_for() {
     for _ in $(seq 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done

@@ -31,17 +31,6 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 1" INT TERM
 
-check() {
-    local what=$1
-    shift
-    if "$@"; then
-        passed=$((passed + 1))
-    else
-        echo "FAIL: $what"
-        failed=$((failed + 1))
-    fi
-}
-
 in_ns() { ip netns exec "$ns" "$@"; }
 drive() { in_ns "$tmp/ifaddr-drive" kube-proxy0 "$@"; }
 # What the namespace holds besides kube-proxy0: links, addresses, all routes.

@@ -47,17 +47,6 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 1" INT TERM
 
-check() {
-    local what=$1
-    shift
-    if "$@"; then
-        passed=$((passed + 1))
-    else
-        echo "FAIL: $what"
-        failed=$((failed + 1))
-    fi
-}
-
 build_driver sockbpf-drive || exit 1
 drive() { "$tmp/sockbpf-drive" "$bpffs" "$@"; }
 # in_cgroup CMD...: runs CMD in the test's cgroup.
