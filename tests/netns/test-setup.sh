@@ -37,16 +37,8 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 1" INT TERM
 
-check() {
-    local what=$1
-    shift
-    if "$@"; then
-        passed=$((passed + 1))
-    else
-        echo "FAIL: $what"
-        failed=$((failed + 1))
-    fi
-}
+# check WHAT CMD...
+. "$(dirname "$0")/lib.sh"
 
 in_ns() { ip netns exec "$ns" "$@"; }
 nsget() { in_ns cat "$1"; }
