@@ -245,6 +245,30 @@ static void insert_rule(struct rm_chain *c, size_t at, const char *rule, size_t 
         c->n++;
 }
 
+/* How many -j/-g words a rule has (quoted words skipped whole): the tool
+ * refuses a rule with more than one ("multiple -j flags not allowed"). */
+static size_t count_targets(const char *p, size_t n) {
+        const char *end = p + n;
+        size_t count = 0;
+        while (p < end) {
+                while (p < end && *p == ' ')
+                        p++;
+                if (p == end)
+                        break;
+                const char *tok = p;
+                if (*p == '"') {
+                        const char *q = memchr(p + 1, '"', (size_t) (end - p - 1));
+                        p = q ? q + 1 : end;
+                } else {
+                        while (p < end && *p != ' ')
+                                p++;
+                }
+                if (p - tok == 2 && tok[0] == '-' && (tok[1] == 'j' || tok[1] == 'g'))
+                        count++;
+        }
+        return count;
+}
+
 /* One line of a section onto table t: 0, -1 (the tool would fail), -2. */
 static int apply_line(struct rm_state *s, struct rm_table *t, const char *p, size_t n) {
         const char *end = p + n;
@@ -272,6 +296,8 @@ static int apply_line(struct rm_state *s, struct rm_table *t, const char *p, siz
         if (w == 0)
                 return -2;
         struct rm_chain *c = find_chain(t, name, w);
+        if (p[1] != 'X' && count_targets(rest, rest_n) > 1)
+                return -1;
         switch (p[1]) {
         case 'A':
                 if (!c)
