@@ -3,11 +3,12 @@
  * Socket load balancing (--socket-lb) as a backend beside the mode's: the
  * sync loop hands it every family's sync after the rules' (proxy/proxier.c),
  * and it writes the cluster IPs' translations into the maps of src/sockbpf.
- * What a service port translates to is what userspace mode would forward it
- * to (userspace/plan.h: the internal policy's endpoints, terminating
- * fallback included, ClientIP affinity); a port with no endpoint has no
- * entry, so the rules reject it as before. External IPs, load-balancer IPs
- * and node ports are left to the rules for now (docs/socket-lb.md).
+ * What a service address translates to is what userspace mode would forward
+ * it to as this node's clients see it (userspace/plan.h,
+ * userspace_plan_build_local(): cluster IPs by the internal policy, node
+ * ports on every node address, external and load-balancer IPs to the
+ * cluster endpoints, terminating fallback, ClientIP affinity); a port with
+ * no endpoint has no entry, so the rules reject it as before.
  */
 #include "proxy/backend-socklb.h"
 
@@ -20,6 +21,7 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "host/host.h"
 #include "proxy/backend.h"
 #include "sockbpf/sockbpf.h"
 #include "userspace/plan.h"
@@ -135,9 +137,16 @@ static struct backend *socklb_destroy(struct backend *b) {
         return NULL;
 }
 
-/* The frontends socket LB serves: cluster IPs (internal policy). */
-static bool served(const struct userspace_frontend *fe) {
-        return !fe->external;
+/* One map entry: a frontend of the plan at one address (a node port on
+ * every node address is one entry per address). */
+struct entry {
+        const struct userspace_frontend *fe;
+        struct sockbpf_addr a;
+};
+
+static int cmp_by_service(const void *x, const void *y) {
+        const struct entry *a = x, *b = y;
+        return strcmp(a->fe->svc_key, b->fe->svc_key);
 }
 
 static void to_sockbpf(const struct fwd_addr *a, struct sockbpf_addr *ret) {
@@ -145,27 +154,60 @@ static void to_sockbpf(const struct fwd_addr *a, struct sockbpf_addr *ret) {
         ret->port = a->port;
 }
 
-static int set_frontend(struct backend *b, const struct userspace_frontend *fe) {
+static int set_entry(struct backend *b, const struct entry *e) {
+        const struct userspace_frontend *fe = e->fe;
         _cleanup_free_ struct sockbpf_addr *eps = calloc(fe->n_eps, sizeof *eps);
-        struct sockbpf_addr svc;
 
         if (!eps)
                 return -ENOMEM;
-        to_sockbpf(&fe->addr, &svc);
         for (size_t i = 0; i < fe->n_eps; i++)
                 to_sockbpf(&fe->eps[i], &eps[i]);
-        return sockbpf_set_service(b->bpf, fe->proto, &svc, eps, fe->n_eps, fe->affinity_timeout);
+        return sockbpf_set_service(b->bpf, fe->proto, &e->a, eps, fe->n_eps, fe->affinity_timeout);
+}
+
+/* The entries of the plan's frontends of family, grouped by service: a
+ * wildcard (node ports on every address) becomes one per address of the
+ * node, but loopback ones (a pod's loopback is its own). */
+static int plan_entries(const struct userspace_plan *pl, uint8_t family, const struct host_facts *h,
+                        struct entry **ret, size_t *ret_n) {
+        size_t n_host = 0, n = 0;
+        for (size_t i = 0; h && i < h->n_addrs; i++)
+                n_host += h->addrs[i].addr.family == family && !inet_addr_is_loopback(&h->addrs[i].addr);
+        size_t cap = 1;
+        for (size_t i = 0; i < pl->n_fe; i++)
+                cap += inet_addr_is_unspecified(&pl->fe[i].addr.ip) ? n_host : 1;
+        struct entry *v = calloc(cap, sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < pl->n_fe; i++) {
+                const struct userspace_frontend *fe = &pl->fe[i];
+                if (fe->addr.ip.family != family)
+                        continue;
+                if (!inet_addr_is_unspecified(&fe->addr.ip)) {
+                        v[n] = (struct entry) {fe, {fe->addr.ip, fe->addr.port}};
+                        n++;
+                        continue;
+                }
+                for (size_t j = 0; h && j < h->n_addrs; j++) {
+                        const struct inet_addr *a = &h->addrs[j].addr;
+                        if (a->family == family && !inet_addr_is_loopback(a))
+                                v[n++] = (struct entry) {fe, {*a, fe->addr.port}};
+                }
+        }
+        qsort(v, n, sizeof *v, cmp_by_service);
+        *ret = v;
+        *ret_n = n;
+        return 0;
 }
 
 static bool same_frontend(int proto, const struct sockbpf_addr *a, int proto2, const struct sockbpf_addr *b) {
         return proto == proto2 && a->port == b->port && inet_addr_equal(&a->ip, &b->ip);
 }
 
-/* Records what svc_key now has in the family (fe, n of them: its served
- * frontends, already written into the maps) and deletes from the maps
- * what it had before and has no more. */
-static int written_update(struct backend *b, uint8_t family, const char *svc_key,
-                          const struct userspace_frontend *const *fe, size_t n) {
+/* Records what svc_key now has in the family (e, n of them: its entries,
+ * already written into the maps) and deletes from the maps what it had
+ * before and has no more. */
+static int written_update(struct backend *b, uint8_t family, const char *svc_key, const struct entry *e, size_t n) {
         struct hmap *m = &b->written[fam_index(family)];
         struct written *old = hmap_remove(m, svc_key), *w = NULL;
         int err = 0;
@@ -178,8 +220,8 @@ static int written_update(struct backend *b, uint8_t family, const char *svc_key
                         return -ENOMEM;
                 }
                 for (size_t i = 0; i < n; i++) {
-                        w->fe[i].proto = fe[i]->proto;
-                        to_sockbpf(&fe[i]->addr, &w->fe[i].a);
+                        w->fe[i].proto = e[i].fe->proto;
+                        w->fe[i].a = e[i].a;
                 }
                 w->n_fe = n;
                 w->gen = b->gen;
@@ -197,11 +239,6 @@ static int written_update(struct backend *b, uint8_t family, const char *svc_key
         }
         written_free(old);
         return err;
-}
-
-static int cmp_by_service(const void *x, const void *y) {
-        const struct userspace_frontend *const *a = x, *const *b = y;
-        return strcmp((*a)->svc_key, (*b)->svc_key);
 }
 
 /* A frontend as a string key: "6 10.96.0.10 80" (protocol, address, port). */
@@ -263,7 +300,7 @@ static int prune(struct backend *b, uint8_t family) {
 static int socklb_sync(struct backend *b, uint8_t family, const struct backend_sync *s, struct backend_stats *ret) {
         const struct hmap *only = s->kind == BACKEND_SYNC_PARTIAL && !s->all_changed ? s->changed : NULL;
         struct hmap *m = &b->written[fam_index(family)];
-        const struct userspace_frontend **fe = NULL;
+        struct entry *e = NULL;
         struct userspace_plan pl;
         struct timespec t0, t1;
         size_t n = 0;
@@ -273,28 +310,23 @@ static int socklb_sync(struct backend *b, uint8_t family, const struct backend_s
 
         *ret = (struct backend_stats) {0};
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        r = userspace_plan_build(s->model, s->params, only, &pl);
+        r = userspace_plan_build_local(s->model, s->params, only, &pl);
         if (r < 0)
                 return r;
         b->gen++;
-        /* The served frontends, grouped by service; each written into the
-         * maps (slots, then counts: sockbpf.h). */
-        fe = calloc(pl.n_fe + 1, sizeof *fe);
-        if (!fe) {
+        /* The entries, grouped by service; each written into the maps
+         * (slots, then counts: sockbpf.h). */
+        if ((r = plan_entries(&pl, family, b->env.host, &e, &n)) < 0) {
                 userspace_plan_done(&pl);
-                return -ENOMEM;
+                return r;
         }
-        for (size_t i = 0; i < pl.n_fe; i++)
-                if (served(&pl.fe[i]) && pl.fe[i].addr.ip.family == family)
-                        fe[n++] = &pl.fe[i];
-        qsort(fe, n, sizeof *fe, cmp_by_service);
         for (size_t i = 0; i < n; i++)
-                if ((r = set_frontend(b, fe[i])) < 0 && !err)
+                if ((r = set_entry(b, &e[i])) < 0 && !err)
                         err = r;
         for (size_t i = 0, j; i < n; i = j) {
-                for (j = i + 1; j < n && strcmp(fe[j]->svc_key, fe[i]->svc_key) == 0; j++)
+                for (j = i + 1; j < n && strcmp(e[j].fe->svc_key, e[i].fe->svc_key) == 0; j++)
                         ;
-                if ((r = written_update(b, family, fe[i]->svc_key, fe + i, j - i)) < 0 && !err)
+                if ((r = written_update(b, family, e[i].fe->svc_key, e + i, j - i)) < 0 && !err)
                         err = r;
         }
         /* Then what the services this sync looked at had and have no more:
@@ -331,7 +363,7 @@ static int socklb_sync(struct backend *b, uint8_t family, const struct backend_s
         if (s->kind == BACKEND_SYNC_FULL)
                 log_v(2, "Socket load balancing maps (IPv%u): %zu services written (%zu frontends planned) in %.1f ms", family,
                       m->len, pl.n_fe, ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9) * 1e3);
-        free(fe);
+        free(e);
         userspace_plan_done(&pl);
         if (err < 0) {
                 b->update_errors++;
@@ -375,21 +407,22 @@ static int socklb_cleanup(const struct kproxy_config *c, const struct host_facts
 }
 
 /* `kproxy render --socket-lb`: what the maps hold for a state, one line per
- * translated service port, as userspace mode's plan prints its frontends:
- *   tcp 10.96.0.10:80 default/web:http internal -> 10.244.1.5:8080 10.244.2.7:8080 */
+ * translated service address, as userspace mode's plan prints its
+ * frontends (a node port on 0.0.0.0 is one entry per node address):
+ *   tcp 10.96.0.10:80 default/web:http internal -> 10.244.1.5:8080 10.244.2.7:8080
+ *   tcp 0.0.0.0:30080 default/web:http external -> 10.244.1.5:8080 10.244.2.7:8080 */
 static int socklb_render(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
                          size_t n_service_cidrs, bool netlink, struct buf *out) {
         struct userspace_plan pl;
         (void) service_cidrs, (void) n_service_cidrs, (void) netlink;
 
-        int r = userspace_plan_build(m, p, NULL, &pl);
+        int r = userspace_plan_build_local(m, p, NULL, &pl);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < pl.n_fe; i++)
-                if (served(&pl.fe[i])) {
-                        userspace_frontend_format(&pl.fe[i], out);
-                        buf_putc(out, '\n');
-                }
+        for (size_t i = 0; i < pl.n_fe; i++) {
+                userspace_frontend_format(&pl.fe[i], out);
+                buf_putc(out, '\n');
+        }
         userspace_plan_done(&pl);
         return 0;
 }

@@ -17,6 +17,7 @@
 struct build {
         struct userspace_plan *pl;
         size_t cap_addrs, cap_fe;
+        bool local_clients;             /* userspace_plan_build_local() */
 };
 
 static int add_addr(struct build *b, const struct svc *s, const struct inet_addr *a) {
@@ -96,12 +97,23 @@ static int add_port(struct build *b, const struct svc *s, const struct svc_port 
         size_t n_in = !plan.has_internal ? 0 : plan.internal_policy_local ? e.n_local : e.n_cluster;
         struct endpoint *const *ex = plan.external_policy_local ? e.local : e.cluster;
         size_t n_ex = !plan.has_external ? 0 : plan.external_policy_local ? e.n_local : e.n_cluster;
+        if (b->local_clients) {
+                /* This node's pods and processes reach external addresses
+                 * through the cluster chain under either policy (the
+                 * "route LOCAL traffic" short circuit): e.cluster holds
+                 * the endpoints whenever the port is externally reachable. */
+                ex = e.cluster;
+                n_ex = e.n_cluster;
+        }
 
         r = add_frontend(b, s, port, cip, port->port, false, in, n_in);
         for (size_t i = 0; r == 0 && i < s->n_external_ips; i++)
                 if (s->external_ips[i].family == p->family)
                         r = add_frontend(b, s, port, &s->external_ips[i], port->port, true, ex, n_ex);
-        for (size_t i = 0; r == 0 && i < s->n_lb_ips; i++)
+        /* Local clients of a load-balancer IP whose sources are filtered
+         * are left to the rules, which filter them. */
+        bool filtered = b->local_clients && plan.n_source_ranges > 0;
+        for (size_t i = 0; r == 0 && !filtered && i < s->n_lb_ips; i++)
                 if (s->lb_ips[i].family == p->family)
                         r = add_frontend(b, s, port, &s->lb_ips[i], port->port, true, ex, n_ex);
         if (r == 0 && port->node_port) {
@@ -109,8 +121,12 @@ static int add_port(struct build *b, const struct svc *s, const struct svc_port 
                         const struct inet_addr any = {.family = p->family};
                         r = add_frontend(b, s, port, &any, port->node_port, true, ex, n_ex);
                 }
-                for (size_t i = 0; r == 0 && !p->nodeports_match_all && i < p->n_nodeport_ips; i++)
+                for (size_t i = 0; r == 0 && !p->nodeports_match_all && i < p->n_nodeport_ips; i++) {
+                        /* A local client's loopback is its own (a pod's, not the node's). */
+                        if (b->local_clients && inet_addr_is_loopback(&p->nodeport_ips[i]))
+                                continue;
                         r = add_frontend(b, s, port, &p->nodeport_ips[i], port->node_port, true, ex, n_ex);
+                }
         }
         endpoints_done(&e);
         return r;
@@ -190,9 +206,9 @@ static int add_only(struct build *b, const struct model *m, const struct render_
         return r;
 }
 
-int userspace_plan_build(const struct model *m, const struct render_params *p, const struct hmap *only,
-                         struct userspace_plan *ret) {
-        struct build b = {.pl = ret};
+static int build(const struct model *m, const struct render_params *p, const struct hmap *only, bool local_clients,
+                 struct userspace_plan *ret) {
+        struct build b = {.pl = ret, .local_clients = local_clients};
         int r;
 
         *ret = (struct userspace_plan) {0};
@@ -226,6 +242,16 @@ int userspace_plan_build(const struct model *m, const struct render_params *p, c
         }
         ret->n_fe = k;
         return 0;
+}
+
+int userspace_plan_build(const struct model *m, const struct render_params *p, const struct hmap *only,
+                         struct userspace_plan *ret) {
+        return build(m, p, only, false, ret);
+}
+
+int userspace_plan_build_local(const struct model *m, const struct render_params *p, const struct hmap *only,
+                               struct userspace_plan *ret) {
+        return build(m, p, only, true, ret);
 }
 
 void userspace_plan_done(struct userspace_plan *pl) {

@@ -62,6 +62,13 @@ struct userspace_plan {
  * Returns 0 or -ENOMEM (ret empty). */
 int userspace_plan_build(const struct model *m, const struct render_params *p, const struct hmap *only,
                          struct userspace_plan *ret);
+/* The same as this node's own clients (pods, processes) see it, for
+ * socket load balancing: node ports, external and load-balancer IPs go to
+ * the cluster endpoints under either external policy, as the rules route
+ * local traffic to them (upstream's short circuit); load-balancer IPs with
+ * source ranges and loopback node-port addresses are left out. */
+int userspace_plan_build_local(const struct model *m, const struct render_params *p, const struct hmap *only,
+                               struct userspace_plan *ret);
 void userspace_plan_done(struct userspace_plan *pl);
 /* The frontend of key, or NULL. */
 const struct userspace_frontend *userspace_plan_find(const struct userspace_plan *pl, const char *key);

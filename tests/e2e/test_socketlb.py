@@ -59,9 +59,12 @@ class SocketLB:
                 lab.kill(key)
             if os.path.isdir(getattr(cls, "cg", "")):
                 # Nothing of ours is left in it; then it can go.
-                for pid in open(os.path.join(cls.cg, "cgroup.procs")).read().split():
+                def procs():
+                    with open(os.path.join(cls.cg, "cgroup.procs")) as f:
+                        return f.read().split()
+                for pid in procs():
                     subprocess.run(["kill", "-9", pid], stderr=subprocess.DEVNULL)
-                wait_for("the test cgroup empty", lambda: not open(os.path.join(cls.cg, "cgroup.procs")).read())
+                wait_for("the test cgroup empty", lambda: not procs())
                 os.rmdir(cls.cg)
             for m in (getattr(cls, "bpffs", None), getattr(cls, "cgroot", None)):
                 if m and os.path.ismount(m):
@@ -116,17 +119,23 @@ class SocketLB:
         state = os.path.join(lab.tmp, "state.json")
         with open(state, "w") as f:
             f.write(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
-        out = subprocess.run([lab.kproxy_bin, "render", "--socket-lb", "--proxy-mode", self.MODE,
-                              "--hostname-override", "node-1", state], capture_output=True, text=True,
-                             check=True).stdout
+        # On the node: node ports are on its addresses.
+        out = lab.run([lab.kproxy_bin, "render", "--socket-lb", "--proxy-mode", self.MODE,
+                       "--hostname-override", "node-1", state], ns="n1").stdout
         lines = out.splitlines()
         self.assertIn("tcp 10.96.0.10:80 default/web:p internal -> %s:8080" % self.ip["a1"], lines)
         self.assertIn("udp 10.96.0.53:53 default/dns:p internal -> %s:5353" % self.ip["a1"], lines)
         self.assertTrue(any(l.startswith("tcp 10.96.0.40:80 default/sticky:p internal affinity=") for l in lines),
                         out)
-        # No entry for a port without endpoints, and none for node ports.
+        # No entry for a port without endpoints.
         self.assertNotIn("10.96.0.30", out)
-        self.assertNotIn(":30080", out)
+        # Node ports, on every node address (iptables mode's default) or the
+        # node's InternalIP (nftables mode's); ETP Local too goes to the
+        # cluster endpoints for this node's own clients.
+        self.assertRegex(out, r"(?m)^tcp (0\.0\.0\.0|192\.168\.50\.11):30080 default/np:p external -> "
+                         r"%s:8080 %s:8080$" % (re.escape(self.ip["a1"]), re.escape(self.ip["b1"])))
+        self.assertRegex(out, r"(?m)^tcp (0\.0\.0\.0|192\.168\.50\.11):30081 default/npl:p external -> "
+                         r"%s:8080 %s:8080$" % (re.escape(self.ip["a2"]), re.escape(self.ip["b2"])))
 
     def test_01_translated_in_the_socket(self):
         lab, ip = self.lab, self.ip
@@ -202,6 +211,31 @@ print("%s:%d" % src, data.split()[0].decode())
         # No entry in the maps: the rules reject it, as before.
         r = self.client("10.96.0.30", 80, 3)
         self.assertEqual(r["errors"], {"ECONNREFUSED": 3}, r)
+
+    def test_06b_node_ports_and_external_ips_for_local_clients(self):
+        # The node's own address on a node port, and an external IP: the
+        # clients of this node connect to an endpoint directly (it sees the
+        # client, conntrack has no DNAT entry), to the cluster's endpoints
+        # also under ETP Local, as the rules route this node's traffic.
+        lab, ip = self.lab, self.ip
+        node_ip = "192.168.50.11"
+        ext = service("ext", "10.96.0.70")
+        ext["spec"]["externalIPs"] = ["192.0.2.70"]
+        lab.apply_objects("create", [ext, slice_("ext-1", "ext", [(ip["a3"], "node-1")])])
+        wait_for("ext translated", lambda: self.client("192.0.2.70", 80, 1, "--timeout", "0.5")["replies"],
+                 timeout=15)
+        lab.run(["conntrack", "-F"], ns="n1", check=False)
+        for host, port, pods in ((node_ip, 30080, {"a1", "b1"}), (node_ip, 30081, {"a2", "b2"}),
+                                 ("192.0.2.70", 80, {"a3"})):
+            r = self.client(host, port, 60)
+            self.assertEqual(r["errors"], {}, r)
+            self.assertEqual(set(r["replies"]), pods, "%s:%d %s" % (host, port, r))
+            self.assertEqual(r["peers"], {ip["cl"]: 60}, "%s:%d %s" % (host, port, r))
+            self.assertEqual(self.dnat_entries(host), [], "%s:%d served by the rules" % (host, port))
+        # Deleted: the entry goes with it.
+        lab.kubectl("delete", "service", "ext")
+        wait_for("ext no longer translated",
+                 lambda: not self.client("192.0.2.70", 80, 1, "--timeout", "0.5")["replies"], timeout=15)
 
     def test_07_stopped_keeps_translating_restart_applies_changes(self):
         lab, ip = self.lab, self.ip

@@ -8,7 +8,11 @@
  *    with none on this node has no frontend);
  *  - node ports on the wildcard address, or on nodePortAddresses' match;
  *  - affinity timeouts carried; two services claiming one address and
- *    port: the first in key order; a plan of some services only.
+ *    port: the first in key order; a plan of some services only;
+ *  - as this node's clients see it (socket load balancing): external
+ *    addresses go to the cluster endpoints under either policy, also on a
+ *    node with no endpoint of an ETP Local service; a load-balancer IP
+ *    with source ranges and a loopback node-port address are left out.
  */
 #include "userspace/plan.h"
 
@@ -170,10 +174,78 @@ static void test_claims_and_partial_plans(void) {
         fixture_done(&f);
 }
 
+static void test_local_clients(void) {
+        struct fixture f;
+
+        fixture_init(&f, NULL);
+        cluster_service(f.m, &(struct cluster_svc) {.name = "svc-f", .ip = "10.96.0.15", .type = "LoadBalancer",
+                                                    .port = 80, .node_port = 30005, .lb = "198.51.100.2",
+                                                    .ranges = {"203.0.113.0/25"}});
+        cluster_endpoints(f.m, "svc-f", 5, 2);
+        /* Seen from outside, svc-c's (ETP Local) external side has node-1's
+         * endpoints only; from this node, all four, as its cluster IP. */
+        CHECK(userspace_plan_build_local(f.m, &f.p, NULL, &f.pl) == 0);
+        CHECK_STREQ(line(&f.pl, "tcp 198.51.100.1:80"), "tcp 198.51.100.1:80 ns/svc-c:http external -> "
+                                                        "10.244.3.10:8080 10.244.3.11:8080 10.244.3.12:8080 "
+                                                        "10.244.3.13:8080");
+        CHECK_STREQ(line(&f.pl, "tcp 0.0.0.0:30002"), "tcp 0.0.0.0:30002 ns/svc-c:http external -> "
+                                                      "10.244.3.10:8080 10.244.3.11:8080 10.244.3.12:8080 "
+                                                      "10.244.3.13:8080");
+        CHECK_STREQ(line(&f.pl, "tcp 0.0.0.0:30001"), "tcp 0.0.0.0:30001 ns/svc-b:http external -> "
+                                                      "10.244.2.10:8080 10.244.2.11:8080 10.244.2.12:8080");
+        /* svc-f's load-balancer IP filters sources: the rules keep it; its
+         * cluster IP and node port are translated. */
+        CHECK_STREQ(line(&f.pl, "tcp 198.51.100.2:80"), "");
+        CHECK(strstr(line(&f.pl, "tcp 10.96.0.15:80"), "ns/svc-f:http internal"));
+        CHECK(strstr(line(&f.pl, "tcp 0.0.0.0:30005"), "ns/svc-f:http external"));
+        userspace_plan_done(&f.pl);
+        /* A node with no endpoint of svc-c still sends its own clients to
+         * the cluster's. */
+        render_params_done(&f.p);
+        CHECK(render_params_init(&f.p, 4, &f.cfg, "node-3", NULL, &f.host, NULL) == 0);
+        CHECK(userspace_plan_build_local(f.m, &f.p, NULL, &f.pl) == 0);
+        CHECK(strstr(line(&f.pl, "tcp 198.51.100.1:80"), "external -> 10.244.3.10:8080 10.244.3.11:8080 "));
+        userspace_plan_done(&f.pl);
+        /* userspace mode's own plan (outside clients) has none there. */
+        CHECK(userspace_plan_build(f.m, &f.p, NULL, &f.pl) == 0);
+        CHECK_STREQ(line(&f.pl, "tcp 198.51.100.1:80"), "");
+        CHECK_STREQ(line(&f.pl, "tcp 198.51.100.2:80"), "tcp 198.51.100.2:80 ns/svc-f:http external -> "
+                                                        "10.244.5.10:8080 10.244.5.11:8080");
+        fixture_done(&f);
+}
+
+static void test_local_clients_loopback_nodeports(void) {
+        struct fixture f;
+        struct inet_cidr addrs[2];
+
+        fixture_init(&f, "0.0.0.0/0");
+        render_params_done(&f.p);
+        free(f.cfg.nodeport_addresses[0]);
+        f.cfg.nodeport_addresses[0] = strdup("127.0.0.0/8");
+        CHECK(config_value_strv_push(&f.cfg.nodeport_addresses, &f.cfg.n_nodeport_addresses, "192.168.0.0/24",
+                                     strlen("192.168.0.0/24")) == 0);
+        inet_cidr_parse("127.0.0.1/32", &addrs[0]);
+        addrs[1] = f.hostaddr;
+        f.host.addrs = addrs;
+        f.host.n_addrs = 2;
+        CHECK(render_params_init(&f.p, 4, &f.cfg, "node-1", NULL, &f.host, NULL) == 0);
+        CHECK(userspace_plan_build(f.m, &f.p, NULL, &f.pl) == 0);
+        CHECK(strstr(line(&f.pl, "tcp 127.0.0.1:30001"), "ns/svc-b:http external"));
+        userspace_plan_done(&f.pl);
+        CHECK(userspace_plan_build_local(f.m, &f.p, NULL, &f.pl) == 0);
+        CHECK_STREQ(line(&f.pl, "tcp 127.0.0.1:30001"), "");
+        CHECK(strstr(line(&f.pl, "tcp 192.168.0.2:30001"), "ns/svc-b:http external"));
+        f.host.addrs = &f.hostaddr;
+        f.host.n_addrs = 1;
+        fixture_done(&f);
+}
+
 int main(void) {
         TEST_RUN(test_whole_plan);
         TEST_RUN(test_nodeport_addresses);
         TEST_RUN(test_local_policy_without_local_endpoints);
         TEST_RUN(test_claims_and_partial_plans);
+        TEST_RUN(test_local_clients);
+        TEST_RUN(test_local_clients_loopback_nodeports);
         TEST_DONE();
 }
