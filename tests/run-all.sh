@@ -45,6 +45,8 @@ run style-checker python3 "$here/style/test_check_sizes.py"
 run style-sizes python3 "$here/../tools/check-sizes.py"
 run golden "$here/golden/run.sh" "$build"
 run golden-nft "$here/golden-nft/run.sh" "$build"
+# Socket load balancing sends this node's traffic where those rules do.
+run golden-socket-lb python3 "$here/golden/socketlb.py" "$build"
 run netns-restore "$here/netns/test-restore.sh" "$build"
 run netns-restore-split "$here/netns/test-restore-split.sh" "$build"
 run netns-restore-delta "$here/netns/test-restore-delta.sh" "$build"
