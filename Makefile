@@ -152,7 +152,7 @@ demo: deps
 	examples/demo.sh $(BUILD) $(PROXY_MODE)
 
 bench: deps bench-deps
-	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render build-bench/bench-nftsync bench-tools
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render build-bench/bench-nftsync build-bench/bench-socklb bench-tools
 	bench/run.sh build-bench $(BENCH_SIZES) $(BENCH_XL)
 	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES) $(BENCH_XL)
 	bench/userspace.py build-bench $(BENCH_USERSPACE_SIZES)
@@ -166,9 +166,10 @@ bench-userspace: deps bench-deps
 	bench/userspace.py build-bench $(BENCH_USERSPACE_SIZES)
 
 # --socket-lb beside nftables mode alone (bench/socketlb.py): change
-# latency, cold start, connections/s, RSS at 1 and 20k services.
+# latency, cold start, connections/s, RSS at 1 and 20k services; the maps'
+# cold start at 20k and 100k (bench-socklb).
 bench-socket-lb: deps bench-deps
-	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all bench-tools
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-socklb bench-tools
 	bench/socketlb.py build-bench $(BENCH_SOCKET_LB_SIZES)
 
 # What only the benchmarks need: gnuplot for the plots, perf for --perf.
@@ -214,6 +215,8 @@ BENCH_PROG_SIZES ?= $(if $(filter command line environment,$(origin BENCH_SIZES)
 # there, no kernel floor, no iptables mode: see bench/README.md).
 BENCH_XL := $(if $(filter 1,$(BENCH_100K)),100000)
 $(BUILD)/bench-render: $(BUILD)/bench/bench-render.o $(BUILD)/libkproxy-core.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/bench-socklb: $(BUILD)/bench/bench-socklb.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench-nftsync: $(BUILD)/bench/bench-nftsync.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -271,5 +274,5 @@ clean:
         bench-socket-lb clean fuzz fuzz-build \
         fuzz-long fuzz-seeds profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \
-         $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d $(FUZZ_OBJ:.o=.d) $(FUZZ_HELPER_OBJ:.o=.d) \
+         $(BUILD)/bench/bench-render.d $(BUILD)/bench/bench-nftsync.d $(BUILD)/bench/bench-socklb.d $(FUZZ_OBJ:.o=.d) $(FUZZ_HELPER_OBJ:.o=.d) \
          $(FUZZ_BIN:%=%.d)

@@ -23,7 +23,12 @@ nftables mode with --socket-lb (alternating per size):
    (bench/dp_client, closed loop, client on CPU 0, server on CPU 1);
    kproxy runs on CPU 0, the prober and whoami.py on CPU 1 (a large
    nftables commit keeps its CPU busy in the kernel);
- - kproxy's RSS.
+ - kproxy's RSS;
+
+and, for each N in --cold-sizes (default 20000 100000), the maps' cold
+start without the API server (build/bench-socklb in a scratch namespace):
+the plan, the first full sync into empty maps, and a restart's full sync
+over the full pinned maps (best of --cold-runs).
 
 The hooks attach to the run's cgroup (under a cgroup2 mount of its own)
 and pin in a bpf filesystem it mounts; both go with the run.
@@ -177,6 +182,46 @@ def one(run, mounts, args, n, socket_lb):
     return res
 
 
+def cold(run, mounts, n, runs):
+    """bench-socklb on n services x 10 endpoints: best of runs, per figure."""
+    p = subprocess.run([sys.executable, os.path.join(pg.HERE, "gen_cluster.py"), "--unique-nodeports", str(n), "10",
+                        pg.NODE], stdout=subprocess.PIPE, check=True)
+    state = os.path.join(run.tmp, "cold-%d.json" % n)
+    with open(state, "wb") as f:
+        f.write(p.stdout)
+    del p
+    run.add_ns("cold")
+    best = {}
+    try:
+        for i in range(runs):
+            cg = os.path.join(mounts.cg, "cold")
+            os.makedirs(cg, exist_ok=True)
+            out = run.sh([os.path.join(run.build, "bench-socklb"), state, pg.NODE,
+                          os.path.join(mounts.bpffs, "cold-%d" % n), cg, "3"], ns="cold").stdout
+            r = dict(kv.split("=") for kv in out.split())
+            for k, v in r.items():
+                v = float(v)
+                best[k] = min(best.get(k, v), v) if k.endswith("_s") else v
+            os.rmdir(cg)
+    finally:
+        run.del_ns("cold")
+        os.unlink(state)
+    best["n"] = n
+    return best
+
+
+def cold_report(rows, runs):
+    lines = ["", "Cold start of the maps, kproxy's part (`bench/bench-socklb.c`: the state loaded from a file, no "
+             "API server; %d endpoints per service, best of %d runs; writes batched, 64k slots per "
+             "`bpf_map_update_batch`):" % (10, runs), "",
+             "| services | map entries | slots | plan s | first full sync s | restart's full sync s |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append("| %d | %d | %d | %.3f | %.3f | %.3f |" % (r["n"], r["entries"], r["slots"], r["plan_s"],
+                                                              r["cold_s"], r["restart_s"]))
+    return "\n".join(lines) + "\n"
+
+
 def pct(v, p):
     v = sorted(v)
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
@@ -232,6 +277,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--modes", default="nftables socket-lb", help="which of the two, in this order per size")
     ap.add_argument("--results", default=os.path.join(pg.HERE, "RESULTS.md"), help="'' to write no file")
+    ap.add_argument("--cold-sizes", default="20000 100000", help="'' for none")
+    ap.add_argument("--cold-runs", type=int, default=3)
     args = ap.parse_args()
     sizes = args.sizes or [1, 20000]
     args.no_affinity = True
@@ -242,8 +289,12 @@ def main():
     os.environ.setdefault("BENCH_KPROXY_WRAP", "taskset -c 0")
     run = pg.Run(args.build, args)
     mounts = Mounts(run)
-    results = []
+    results, cold_rows = [], []
     try:
+        for n in [int(x) for x in args.cold_sizes.split()]:
+            pg.log("== the maps' cold start, %d services" % n)
+            cold_rows.append(cold(run, mounts, n, args.cold_runs))
+            pg.log("  %s" % cold_rows[-1])
         for n in sizes:
             for socket_lb in [m == "socket-lb" for m in args.modes.split()]:
                 pg.log("== nftables mode%s, %d services" % (" with --socket-lb" if socket_lb else "", n))
@@ -260,7 +311,7 @@ def main():
         problems = run.verify_clean()
         if problems:
             pg.log("NOT CLEAN: " + "; ".join(problems))
-    text = report(results, args)
+    text = report(results, args) + (cold_report(cold_rows, args.cold_runs) if cold_rows else "")
     print(text)
     if args.results:
         userspace.write_section(args.results, text, SECTION)

@@ -314,15 +314,18 @@ static int socklb_sync(struct backend *b, uint8_t family, const struct backend_s
         if (r < 0)
                 return r;
         b->gen++;
-        /* The entries, grouped by service; each written into the maps
-         * (slots, then counts: sockbpf.h). */
+        /* The entries, grouped by service; written into the maps in
+         * batches (slots, then counts: sockbpf.h). */
         if ((r = plan_entries(&pl, family, b->env.host, &e, &n)) < 0) {
                 userspace_plan_done(&pl);
                 return r;
         }
+        sockbpf_batch_begin(b->bpf);
         for (size_t i = 0; i < n; i++)
                 if ((r = set_entry(b, &e[i])) < 0 && !err)
                         err = r;
+        if ((r = sockbpf_batch_end(b->bpf)) < 0 && !err)
+                err = r;
         for (size_t i = 0, j; i < n; i = j) {
                 for (j = i + 1; j < n && strcmp(e[j].fe->svc_key, e[i].fe->svc_key) == 0; j++)
                         ;

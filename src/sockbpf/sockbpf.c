@@ -35,12 +35,32 @@ static const char *const link_names[] = {
 };
 #define N_LINKS (sizeof link_names / sizeof *link_names)
 
+/* Writes held for bpf_map_update_batch() (sockbpf_batch_begin()): whole
+ * services, each one's slots before its entry. */
+#define BATCH_SLOTS 65536
+struct pending {
+        struct socklb_slot_key *slot_keys;
+        struct socklb_backend *slots;
+        size_t n_slots, cap_slot_keys, cap_slots;
+        struct socklb_service_key *svc_keys;
+        struct socklb_service *svcs;
+        size_t n_svcs, cap_svc_keys, cap_svcs;
+        struct {
+                uint32_t id, from, to;  /* slots to delete once the counts are written */
+        } *drops;
+        size_t n_drops, cap_drops;
+        size_t added_slots, added_svcs; /* what the counters gain when it is written */
+};
+
 struct sockbpf {
         struct sock *skel;
         char *pin_dir;
         int services_fd, slots_fd, translations_fd;
         uint32_t next_id;
         size_t n_services, n_slots;
+        bool batching;
+        struct pending p;
+        int batch_err;                  /* the first failure since sockbpf_batch_begin() */
 };
 
 static void progs(struct sock *k, struct bpf_program *ret[N_LINKS]) {
@@ -197,12 +217,115 @@ static void drop_slots(struct sockbpf *s, uint32_t id, uint32_t from, uint32_t t
         }
 }
 
+/* Writes n (keys, values) pairs, in batches where the kernel has them. */
+static int update_many(int fd, const void *keys, size_t key_size, const void *values, size_t value_size, size_t n) {
+        LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+        static bool no_batch;
+
+        for (size_t at = 0; at < n;) {
+                uint32_t count = (uint32_t) (n - at < BATCH_SLOTS ? n - at : BATCH_SLOTS);
+                const char *k = (const char *) keys + at * key_size, *v = (const char *) values + at * value_size;
+                if (!no_batch) {
+                        if (bpf_map_update_batch(fd, k, v, &count, &opts) == 0) {
+                                at += count;
+                                continue;
+                        }
+                        if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
+                                return -errno;
+                        no_batch = true;        /* a kernel before 5.6: one at a time */
+                        count = (uint32_t) (n - at < BATCH_SLOTS ? n - at : BATCH_SLOTS);
+                }
+                for (uint32_t i = 0; i < count; i++)
+                        if (bpf_map_update_elem(fd, k + i * key_size, v + i * value_size, BPF_ANY) < 0)
+                                return -errno;
+                at += count;
+        }
+        return 0;
+}
+
+/* Writes what is pending: slots, then the services' entries (their
+ * counts), then the slots past the new counts. */
+static int flush(struct sockbpf *s) {
+        struct pending *p = &s->p;
+        int r = update_many(s->slots_fd, p->slot_keys, sizeof *p->slot_keys, p->slots, sizeof *p->slots, p->n_slots);
+        if (r == 0) {
+                s->n_slots += p->added_slots;
+                r = update_many(s->services_fd, p->svc_keys, sizeof *p->svc_keys, p->svcs, sizeof *p->svcs,
+                                p->n_svcs);
+        }
+        if (r == 0) {
+                s->n_services += p->added_svcs;
+                for (size_t i = 0; i < p->n_drops; i++)
+                        drop_slots(s, p->drops[i].id, p->drops[i].from, p->drops[i].to);
+        }
+        p->n_slots = p->n_svcs = p->n_drops = p->added_slots = p->added_svcs = 0;
+        if (r < 0 && s->batch_err == 0)
+                s->batch_err = r;
+        return r;
+}
+
+static bool grow(void **v, size_t *cap, size_t want, size_t size) {
+        if (want <= *cap)
+                return true;
+        size_t c = *cap ? *cap : 64;
+        while (c < want)
+                c *= 2;
+        void *n = reallocarray(*v, c, size);
+        if (!n)
+                return false;
+        *v = n;
+        *cap = c;
+        return true;
+}
+
+/* Holds one service's writes (n slots) for the next flush. */
+static int hold(struct sockbpf *s, const struct socklb_service_key *k, const struct socklb_service *v,
+                const struct sockbpf_addr *backends, size_t n, uint32_t old_count, bool existed) {
+        struct pending *p = &s->p;
+
+        if (!grow((void **) &p->slot_keys, &p->cap_slot_keys, p->n_slots + n, sizeof *p->slot_keys) ||
+            !grow((void **) &p->slots, &p->cap_slots, p->n_slots + n, sizeof *p->slots) ||
+            !grow((void **) &p->svc_keys, &p->cap_svc_keys, p->n_svcs + 1, sizeof *p->svc_keys) ||
+            !grow((void **) &p->svcs, &p->cap_svcs, p->n_svcs + 1, sizeof *p->svcs) ||
+            !grow((void **) &p->drops, &p->cap_drops, p->n_drops + 1, sizeof *p->drops))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct socklb_backend *b = &p->slots[p->n_slots];
+                p->slot_keys[p->n_slots] = (struct socklb_slot_key) {.id = v->id, .slot = (uint32_t) i};
+                *b = (struct socklb_backend) {.port = htons(backends[i].port)};
+                memcpy(b->addr, backends[i].ip.bytes, backends[i].ip.family == 4 ? 4 : 16);
+                p->n_slots++;
+        }
+        p->added_slots += n > old_count ? n - old_count : 0;
+        p->svc_keys[p->n_svcs] = *k;
+        p->svcs[p->n_svcs++] = *v;
+        p->added_svcs += !existed;
+        if (old_count > n) {
+                p->drops[p->n_drops].id = v->id;
+                p->drops[p->n_drops].from = (uint32_t) n;
+                p->drops[p->n_drops++].to = old_count;
+        }
+        return 0;
+}
+
+void sockbpf_batch_begin(struct sockbpf *s) {
+        s->batching = true;
+        s->batch_err = 0;
+}
+
+int sockbpf_batch_end(struct sockbpf *s) {
+        flush(s);
+        s->batching = false;
+        return s->batch_err;
+}
+
 int sockbpf_set_service(struct sockbpf *s, int protocol, const struct sockbpf_addr *service,
                         const struct sockbpf_addr *backends, size_t n, uint32_t affinity_s) {
         struct socklb_service_key k;
         struct socklb_service v = {0};
         uint32_t old_count = 0;
         bool existed;
+        int r;
 
         if ((protocol != IPPROTO_TCP && protocol != IPPROTO_UDP) || n > UINT32_MAX ||
             (service->ip.family != 4 && service->ip.family != 6))
@@ -211,6 +334,9 @@ int sockbpf_set_service(struct sockbpf *s, int protocol, const struct sockbpf_ad
                 if (backends[i].ip.family != service->ip.family)
                         return -EINVAL;
         key_make(&k, protocol, service);
+        /* What is held could be this service's: written first. */
+        if (s->batching && (n == 0 || s->p.n_slots + n > BATCH_SLOTS) && (s->p.n_svcs > 0 || s->p.n_drops > 0))
+                flush(s);
         existed = bpf_map_lookup_elem(s->services_fd, &k, &v) == 0;
         if (existed)
                 old_count = v.count;
@@ -225,27 +351,12 @@ int sockbpf_set_service(struct sockbpf *s, int protocol, const struct sockbpf_ad
                 drop_slots(s, v.id, 0, old_count);
                 return 0;
         }
-        /* Slots first, the count last: a connect() never reads a slot that
-         * is not written. */
-        for (size_t i = 0; i < n; i++) {
-                struct socklb_slot_key sk = {.id = v.id, .slot = (uint32_t) i};
-                struct socklb_backend b = {.port = htons(backends[i].port)};
-
-                memcpy(b.addr, backends[i].ip.bytes, backends[i].ip.family == 4 ? 4 : 16);
-                if (bpf_map_update_elem(s->slots_fd, &sk, &b, BPF_ANY) < 0)
-                        return -errno;
-                if (i >= old_count)
-                        s->n_slots++;
-        }
         v.count = (uint32_t) n;
         v.affinity_s = affinity_s;
-        if (bpf_map_update_elem(s->services_fd, &k, &v, BPF_ANY) < 0)
-                return -errno;
-        if (!existed)
-                s->n_services++;
-        /* Slots past the new count, once nothing can pick them. */
-        drop_slots(s, v.id, (uint32_t) n, old_count);
-        return 0;
+        r = hold(s, &k, &v, backends, n, old_count, existed);
+        /* Unless batching, at once: slots first, the count last, so a
+         * connect() never reads a slot that is not written. */
+        return r < 0 || s->batching ? r : flush(s);
 }
 
 int sockbpf_each_service(struct sockbpf *s,
@@ -301,6 +412,11 @@ int sockbpf_stats(struct sockbpf *s, struct sockbpf_stats *ret) {
 void sockbpf_close(struct sockbpf *s) {
         if (!s)
                 return;
+        free(s->p.slot_keys);
+        free(s->p.slots);
+        free(s->p.svc_keys);
+        free(s->p.svcs);
+        free(s->p.drops);
         sock__destroy(s->skel);
         free(s->pin_dir);
         free(s);

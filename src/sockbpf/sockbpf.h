@@ -35,6 +35,15 @@ int sockbpf_attach(struct sockbpf *s, const char *cgroup_dir);
 int sockbpf_set_service(struct sockbpf *s, int protocol, const struct sockbpf_addr *service,
                         const struct sockbpf_addr *backends, size_t n, uint32_t affinity_s);
 
+/* Between these two, sockbpf_set_service() holds its writes and sends them
+ * in batches (bpf_map_update_batch(), 64k slots at a time): whole services,
+ * every slot before the entry that publishes its count; a removal first
+ * writes what is held. set_service() then returns only its own failures
+ * (arguments, memory, reading the entry); batch_end() writes the rest and
+ * returns the first failure of the kernel's since batch_begin(). */
+void sockbpf_batch_begin(struct sockbpf *s);
+int sockbpf_batch_end(struct sockbpf *s);
+
 /* Calls each() for every service in the maps (also those a previous run
  * wrote); each() may remove the one it is given. Returns 0 or -errno. */
 int sockbpf_each_service(struct sockbpf *s,

@@ -6,6 +6,9 @@
  *
  *   sockbpf-drive PIN_DIR attach CGROUP_DIR
  *   sockbpf-drive PIN_DIR set tcp|udp IP:PORT [affinity=SECONDS] [BACKEND_IP:PORT...]
+ *   sockbpf-drive PIN_DIR bulk N SLOTS   N services 10.98.x.y:80 of SLOTS slots each
+ *                                        (10.77.0.1:8080 and .2 by turns), in one batch
+ *   sockbpf-drive PIN_DIR stats          "services=S slots=L" as the maps hold them
  *   sockbpf-drive PIN_DIR unpin
  */
 #include <errno.h>
@@ -41,7 +44,8 @@ int main(int argc, char **argv) {
         int r;
 
         if (argc < 3) {
-                fprintf(stderr, "usage: %s PIN_DIR attach CGROUP | set tcp|udp IP:PORT [affinity=S] [IP:PORT...] | unpin\n", argv[0]);
+                fprintf(stderr, "usage: %s PIN_DIR attach CGROUP | set tcp|udp IP:PORT [affinity=S] [IP:PORT...] | "
+                        "bulk N SLOTS | stats | unpin\n", argv[0]);
                 return 2;
         }
         if (strcmp(argv[2], "unpin") == 0)
@@ -69,6 +73,29 @@ int main(int argc, char **argv) {
                         r = parse(argv[first + i], &be[i]);
                 if (r == 0)
                         r = sockbpf_set_service(s, proto, &svc, be, n, (uint32_t) affinity);
+        } else if (strcmp(argv[2], "bulk") == 0 && argc == 5) {
+                unsigned long n = strtoul(argv[3], NULL, 10), slots = strtoul(argv[4], NULL, 10);
+                struct sockbpf_addr svc = {.port = 80}, be[64];
+
+                r = n > 65536 || slots > 64 ? -E2BIG : 0;
+                for (unsigned long i = 0; i < slots && r == 0; i++)
+                        r = parse(i % 2 ? "10.77.0.2:8080" : "10.77.0.1:8080", &be[i]);
+                sockbpf_batch_begin(s);
+                for (unsigned long i = 0; i < n && r == 0; i++) {
+                        char ip[32];
+                        snprintf(ip, sizeof ip, "10.98.%lu.%lu", i / 256, i % 256);
+                        r = inet_addr_parse(ip, &svc.ip);
+                        if (r == 0)
+                                r = sockbpf_set_service(s, IPPROTO_TCP, &svc, be, slots, 0);
+                }
+                int e = sockbpf_batch_end(s);
+                if (r == 0)
+                        r = e;
+        } else if (strcmp(argv[2], "stats") == 0 && argc == 3) {
+                struct sockbpf_stats st;
+                r = sockbpf_stats(s, &st);
+                if (r == 0)
+                        printf("services=%zu slots=%zu\n", st.services, st.slots);
         } else {
                 r = -EINVAL;
         }

@@ -130,6 +130,18 @@ check "the first set to no endpoints" drive set tcp 10.96.0.10:80
 r=$(client in 3)
 check "no endpoints: passed on untranslated ($r)" test "$(field "$r" 'r["errors"].get("ENETUNREACH", 0)')" = 3
 
+# Batched writes (what a sync does): 7000 services of 10 slots in one
+# batch is more than one 64k-slot bulk write; then all shrunk to 2 (the
+# slots past the counts deleted after the counts are written).
+check "7000 services written in one batch" drive bulk 7000 10
+check "counted: 7002 services, 70003 slots" test "$(drive stats)" = "services=7002 slots=70003"
+r=$(in_cgroup ip netns exec "$ns" python3 "$here/../e2e/client.py" 10.98.27.87 80 40 --timeout 1)
+check "the last of them translated ($r)" test "$(field "$r" 'sorted(r["replies"])')" = "['p1', 'p2']"
+check "all shrunk to two slots in one batch" drive bulk 7000 2
+check "counted: 7002 services, 14003 slots" test "$(drive stats)" = "services=7002 slots=14003"
+r=$(in_cgroup ip netns exec "$ns" python3 "$here/../e2e/client.py" 10.98.0.0 80 40 --timeout 1)
+check "the first of them translated ($r)" test "$(field "$r" 'sorted(r["replies"])')" = "['p1', 'p2']"
+
 check "set again, then unpinned" sh -c "$tmp/sockbpf-drive $bpffs set tcp 10.96.0.10:80 10.77.0.1:8080 && $tmp/sockbpf-drive $bpffs unpin"
 check "nothing left pinned" test -z "$(pinned)"
 r=$(client in 3)
