@@ -4,7 +4,7 @@
 
 usage: bench/socketlb.py [options] BUILD_DIR [SIZES...]     (as root)
 
-For each N in SIZES (default 1 20000; services of 10 endpoints from
+For each N in SIZES (default 1 20000 100000; services of 10 endpoints from
 bench/gen_cluster.py, as bench/programming.py builds them: a node namespace
 with kproxy and the stand-in API server, a pod namespace holding the first
 plain ClusterIP service's endpoints and ten spare addresses, a client pod
@@ -139,7 +139,8 @@ def one(run, mounts, args, n, socket_lb):
     target = cluster.plain[0]
     pg.build_node(run)
     spares = [pg.ip_str(SPARE_BASE + i) for i in range(1, 11)]
-    res = {"n": n, "mode": "nftables + socket-lb" if socket_lb else "nftables"}
+    res = {"n": n, "mode": ("nftables + socket-lb" if socket_lb else "nftables") +
+           (" (%d shards)" % pg.SHARDS if pg.SHARDS else "")}
     extra = ["-v=5"] + (["--socket-lb", "--socket-lb-cgroup", mounts.cg, "--socket-lb-pin-dir", mounts.pins(n)]
                         if socket_lb else [])
     try:
@@ -259,9 +260,9 @@ def report(results, args):
               "kernel's, up to the start of the first connection that shows the change."]
     lines.append("")
     for n in sorted({r["n"] for r in results}):
-        by = {r["mode"]: summary(r) for r in results if r["n"] == n}
+        by = {"socket-lb" in r["mode"]: summary(r) for r in results if r["n"] == n}
         if len(by) == 2:
-            a, b = by["nftables + socket-lb"], by["nftables"]
+            a, b = by[True], by[False]
             lines.append("- %d services: with / without socket-lb = %.3g for change p99 (%.3g after the API), %.2f "
                          "for conns/s." % (n, a["p99"] / b["p99"], a["own_p99"] / b["own_p99"], a["cps"] / b["cps"]))
     return "\n".join(lines) + "\n"
@@ -277,10 +278,13 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--modes", default="nftables socket-lb", help="which of the two, in this order per size")
     ap.add_argument("--results", default=os.path.join(pg.HERE, "RESULTS.md"), help="'' to write no file")
+    ap.add_argument("--nft-shards", type=int, default=16,
+                    help="nftables mode with --nftables-shards N at sizes over 20k (the rules' part of a change "
+                         "then fits between changes; 0: one table)")
     ap.add_argument("--cold-sizes", default="20000 100000", help="'' for none")
     ap.add_argument("--cold-runs", type=int, default=3)
     args = ap.parse_args()
-    sizes = args.sizes or [1, 20000]
+    sizes = args.sizes or [1, 20000, 100000]
     args.no_affinity = True
     # kproxy on CPU 0, the prober and the pod's server on CPU 1: a large
     # nftables commit keeps a CPU busy in the kernel for half a second, and
@@ -296,6 +300,7 @@ def main():
             cold_rows.append(cold(run, mounts, n, args.cold_runs))
             pg.log("  %s" % cold_rows[-1])
         for n in sizes:
+            pg.SHARDS = args.nft_shards if n > 20000 else 0
             for socket_lb in [m == "socket-lb" for m in args.modes.split()]:
                 pg.log("== nftables mode%s, %d services" % (" with --socket-lb" if socket_lb else "", n))
                 r = one(run, mounts, args, n, socket_lb)
