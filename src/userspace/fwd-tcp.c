@@ -42,6 +42,7 @@
 #include "ev/ev.h"
 #include "userspace/fwd-addr.h"
 #include "userspace/fwd-pipes.h"
+#include "userspace/fwd-sock.h"
 #include "util/cleanup.h"
 
 /* Accepts per listener wake-up, so one busy service cannot starve the
@@ -501,40 +502,6 @@ static void fwd_tcp_freep(struct fwd_tcp **f) {
         fwd_tcp_free(*f);
 }
 
-/* The listening socket, bound and listening. Returns the fd or -errno. */
-static int fwd_listen(const struct fwd_addr *addr, int backlog, struct fwd_addr *ret_local) {
-        _cleanup_close_ int fd = -1;
-        struct sockaddr_storage ss;
-        socklen_t len;
-        const int one = 1;
-        int r;
-
-        r = fwd_addr_to_sockaddr(addr, &ss, &len);
-        if (r < 0)
-                return r;
-        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
-        if (fd < 0)
-                return -errno;
-        /* SO_REUSEPORT: a successor (restart, rolling update) can listen on
-         * the same address beside this socket before it closes. */
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
-                return -errno;
-        if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
-                return -errno;
-        if (bind(fd, (struct sockaddr *) &ss, len) < 0 || listen(fd, backlog) < 0)
-                return -errno;
-        len = sizeof ss;
-        if (getsockname(fd, (struct sockaddr *) &ss, &len) < 0)
-                return -errno;
-        r = fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, ret_local);
-        if (r < 0)
-                return r;
-        r = fd;
-        fd = -1;
-        return r;
-}
-
 /* The forwarder around a listening socket lfd, taken only on success. */
 static int fwd_tcp_make(struct ev_loop *l, int lfd, const struct fwd_addr *local, const struct fwd_tcp_params *params,
                         fwd_tcp_pick_fn pick, void *userdata, struct fwd_tcp **ret) {
@@ -584,7 +551,7 @@ int fwd_tcp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd
 
         if (!addr || !params_valid(l, params, pick))
                 return -EINVAL;
-        fd = fwd_listen(addr, params->backlog ? params->backlog : SOMAXCONN, &local);
+        fd = fwd_sock_open(addr, SOCK_STREAM, params->backlog ? params->backlog : SOMAXCONN, &local);
         if (fd < 0)
                 return fd;
         r = fwd_tcp_make(l, fd, &local, params, pick, userdata, ret);
@@ -595,21 +562,14 @@ int fwd_tcp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd
 
 int fwd_tcp_adopt(struct ev_loop *l, int fd, const struct fwd_tcp_params *params, fwd_tcp_pick_fn pick,
                   void *userdata, struct fwd_tcp **ret) {
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
         struct fwd_addr local;
-        int listening = 0, flags;
-        socklen_t ilen = sizeof listening;
+        int r;
 
         if (fd < 0 || !params_valid(l, params, pick))
                 return -EINVAL;
-        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ilen) < 0 || !listening ||
-            getsockname(fd, (struct sockaddr *) &ss, &len) < 0 ||
-            fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &local) < 0)
-                return -ENOTSOCK;
-        flags = fcntl(fd, F_GETFL);
-        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
-                return -errno;
+        r = fwd_sock_adopt(fd, SOCK_STREAM, &local);
+        if (r < 0)
+                return r;
         return fwd_tcp_make(l, fd, &local, params, pick, userdata, ret);
 }
 

@@ -25,6 +25,7 @@
 
 #include "ev/ev.h"
 #include "userspace/fwd-addr.h"
+#include "userspace/fwd-sock.h"
 #include "util/cleanup.h"
 #include "util/hmap.h"
 
@@ -330,36 +331,6 @@ static void fwd_udp_freep(struct fwd_udp **f) {
         fwd_udp_free(*f);
 }
 
-static int fwd_udp_bind(const struct fwd_addr *addr, struct fwd_addr *ret_local) {
-        _cleanup_close_ int fd = -1;
-        struct sockaddr_storage ss;
-        socklen_t len;
-        const int one = 1;
-        int r;
-
-        r = fwd_addr_to_sockaddr(addr, &ss, &len);
-        if (r < 0)
-                return r;
-        fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
-        if (fd < 0)
-                return -errno;
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
-                return -errno;
-        if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
-                return -errno;
-        if (bind(fd, (struct sockaddr *) &ss, len) < 0)
-                return -errno;
-        len = sizeof ss;
-        if (getsockname(fd, (struct sockaddr *) &ss, &len) < 0)
-                return -errno;
-        r = fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, ret_local);
-        if (r < 0)
-                return r;
-        r = fd;
-        fd = -1;
-        return r;
-}
-
 /* The forwarder around a bound socket fd, taken only on success. */
 static int fwd_udp_make(struct ev_loop *l, int fd, const struct fwd_addr *local, const struct fwd_udp_params *params,
                         fwd_udp_pick_fn pick, void *userdata, struct fwd_udp **ret) {
@@ -405,7 +376,7 @@ int fwd_udp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd
 
         if (!addr || !params_valid(l, params, pick))
                 return -EINVAL;
-        fd = fwd_udp_bind(addr, &local);
+        fd = fwd_sock_open(addr, SOCK_DGRAM, 0, &local);
         if (fd < 0)
                 return fd;
         r = fwd_udp_make(l, fd, &local, params, pick, userdata, ret);
@@ -416,21 +387,14 @@ int fwd_udp_new(struct ev_loop *l, const struct fwd_addr *addr, const struct fwd
 
 int fwd_udp_adopt(struct ev_loop *l, int fd, const struct fwd_udp_params *params, fwd_udp_pick_fn pick,
                   void *userdata, struct fwd_udp **ret) {
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
         struct fwd_addr local;
-        int proto = 0, flags;
-        socklen_t ilen = sizeof proto;
+        int r;
 
         if (fd < 0 || !params_valid(l, params, pick))
                 return -EINVAL;
-        if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &ilen) < 0 || proto != IPPROTO_UDP ||
-            getsockname(fd, (struct sockaddr *) &ss, &len) < 0 ||
-            fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &local) < 0 || local.port == 0)
-                return -ENOTSOCK;
-        flags = fcntl(fd, F_GETFL);
-        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
-                return -errno;
+        r = fwd_sock_adopt(fd, SOCK_DGRAM, &local);
+        if (r < 0)
+                return r;
         return fwd_udp_make(l, fd, &local, params, pick, userdata, ret);
 }
 

@@ -3,7 +3,8 @@
 /*
  * Scope-bound cleanup, the small subset kproxy needs (gcc/clang only).
  * A variable marked _cleanup_free_ is freed when it leaves scope; TAKE_PTR()
- * hands ownership out of such a variable.
+ * hands ownership out of such a variable, TAKE_FD() out of a
+ * _cleanup_close_ one.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -24,6 +25,13 @@ static inline void closep(int *fd) {
                 __typeof__(p) _ptr_ = (p);           \
                 (p) = NULL;                          \
                 _ptr_;                               \
+        })
+
+#define TAKE_FD(fd)                                  \
+        ({                                           \
+                int _fd_ = (fd);                     \
+                (fd) = -1;                           \
+                _fd_;                                \
         })
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
