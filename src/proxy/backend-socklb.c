@@ -149,6 +149,27 @@ static int cmp_by_service(const void *x, const void *y) {
         return strcmp(a->fe->svc_key, b->fe->svc_key);
 }
 
+static bool expanded(const struct entry *e) {
+        return inet_addr_is_unspecified(&e->fe->addr.ip);
+}
+
+/* By map key; of two with one key, an address of the service's own (an
+ * external IP) before a node port's expansion, as the rules match it
+ * first; then by service, as the plan orders two claims. */
+static int cmp_by_key(const void *x, const void *y) {
+        const struct entry *a = x, *b = y;
+        int c = a->fe->proto - b->fe->proto;
+        if (!c)
+                c = (int) a->a.ip.family - (int) b->a.ip.family;
+        if (!c)
+                c = memcmp(a->a.ip.bytes, b->a.ip.bytes, a->a.ip.family == 4 ? 4 : 16);
+        if (!c)
+                c = (int) a->a.port - (int) b->a.port;
+        if (!c)
+                c = (int) expanded(a) - (int) expanded(b);
+        return c ? c : strcmp(a->fe->svc_key, b->fe->svc_key);
+}
+
 static void to_sockbpf(const struct fwd_addr *a, struct sockbpf_addr *ret) {
         ret->ip = a->ip;
         ret->port = a->port;
@@ -167,7 +188,7 @@ static int set_entry(struct backend *b, const struct entry *e) {
 
 /* The entries of the plan's frontends of family, grouped by service: a
  * wildcard (node ports on every address) becomes one per address of the
- * node, but loopback ones (a pod's loopback is its own). */
+ * node, but loopback ones (a pod's loopback is its own); one per key. */
 static int plan_entries(const struct userspace_plan *pl, uint8_t family, const struct host_facts *h,
                         struct entry **ret, size_t *ret_n) {
         size_t n_host = 0, n = 0;
@@ -194,6 +215,15 @@ static int plan_entries(const struct userspace_plan *pl, uint8_t family, const s
                                 v[n++] = (struct entry) {fe, {*a, fe->addr.port}};
                 }
         }
+        /* One entry per key: a second one in a batch would take a new id
+         * and leave the first one's slots behind. */
+        qsort(v, n, sizeof *v, cmp_by_key);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (k == 0 || v[k - 1].fe->proto != v[i].fe->proto || v[k - 1].a.port != v[i].a.port ||
+                    !inet_addr_equal(&v[k - 1].a.ip, &v[i].a.ip))
+                        v[k++] = v[i];
+        n = k;
         qsort(v, n, sizeof *v, cmp_by_service);
         *ret = v;
         *ret_n = n;

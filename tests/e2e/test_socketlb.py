@@ -237,6 +237,27 @@ print("%s:%d" % src, data.split()[0].decode())
         wait_for("ext no longer translated",
                  lambda: not self.client("192.0.2.70", 80, 1, "--timeout", "0.5")["replies"], timeout=15)
 
+    def test_06c_an_external_ip_on_a_node_port(self):
+        # A service whose external IP and port are the node's address and
+        # np's node port: the rules match the external IP first, and so do
+        # the maps, also after a restart's full sync plans both at once.
+        lab, ip = self.lab, self.ip
+        node_ip = "192.168.50.11"
+        clash = service("clash", "10.96.0.71", port=30080)
+        clash["spec"]["externalIPs"] = [node_ip]
+        lab.apply_objects("create", [clash, slice_("clash-1", "clash", [(ip["a4"], "node-1")])])
+        wait_for("the external IP translated", lambda: self.client(node_ip, 30080, 5)["replies"] == {"a4": 5},
+                 timeout=15)
+        lab.stop_kproxy(signal.SIGTERM)
+        self.start()
+        lab.run(["conntrack", "-F"], ns="n1", check=False)
+        r = self.client(node_ip, 30080, 30)
+        self.assertEqual(r["replies"], {"a4": 30}, r)
+        self.assertEqual(r["peers"], {ip["cl"]: 30}, r)
+        lab.kubectl("delete", "service", "clash")
+        wait_for("np's node port again", lambda: set(self.client(node_ip, 30080, 30)["replies"]) == {"a1", "b1"},
+                 timeout=15)
+
     def test_07_stopped_keeps_translating_restart_applies_changes(self):
         lab, ip = self.lab, self.ip
         lab.stop_kproxy(signal.SIGTERM)
