@@ -340,7 +340,8 @@ static int cmd_render(int argc, char **argv) {
                 ret = EXIT_FAILURE;
                 goto out;
         }
-        if (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+        /* Nothing to print leaves out.data NULL (no service translated). */
+        if ((out.len && fwrite(out.data, 1, out.len, stdout) != out.len) || fflush(stdout) != 0) {
                 log_error_errno(-errno, "Failed to write the rules");
                 ret = EXIT_FAILURE;
                 goto out;
