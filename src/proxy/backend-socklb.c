@@ -149,6 +149,10 @@ static int cmp_by_service(const void *x, const void *y) {
         return strcmp(a->fe->svc_key, b->fe->svc_key);
 }
 
+static bool same_frontend(int proto, const struct sockbpf_addr *a, int proto2, const struct sockbpf_addr *b) {
+        return proto == proto2 && a->port == b->port && inet_addr_equal(&a->ip, &b->ip);
+}
+
 static bool expanded(const struct entry *e) {
         return inet_addr_is_unspecified(&e->fe->addr.ip);
 }
@@ -220,18 +224,13 @@ static int plan_entries(const struct userspace_plan *pl, uint8_t family, const s
         qsort(v, n, sizeof *v, cmp_by_key);
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
-                if (k == 0 || v[k - 1].fe->proto != v[i].fe->proto || v[k - 1].a.port != v[i].a.port ||
-                    !inet_addr_equal(&v[k - 1].a.ip, &v[i].a.ip))
+                if (k == 0 || !same_frontend(v[k - 1].fe->proto, &v[k - 1].a, v[i].fe->proto, &v[i].a))
                         v[k++] = v[i];
         n = k;
         qsort(v, n, sizeof *v, cmp_by_service);
         *ret = v;
         *ret_n = n;
         return 0;
-}
-
-static bool same_frontend(int proto, const struct sockbpf_addr *a, int proto2, const struct sockbpf_addr *b) {
-        return proto == proto2 && a->port == b->port && inet_addr_equal(&a->ip, &b->ip);
 }
 
 /* Records what svc_key now has in the family (e, n of them: its entries,
