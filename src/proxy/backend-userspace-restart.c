@@ -17,6 +17,8 @@
 
 #include "config/config.h"
 #include "ev/ev.h"
+#include "userspace/synrecv.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
 /* The socket a predecessor handed over for want, taken out of the list;
@@ -123,14 +125,17 @@ void userspace_handover_start(struct backend *b) {
         }
 }
 
-/* Stopping without a successor: listeners close (new connections are
- * refused from now on), UDP sockets too (port unreachable), and the open
- * TCP connections go on while the core waits for them. */
+/* Stopping without a successor: each listener drops new SYNs and closes
+ * once no handshake of its own is under way (closing earlier would reset
+ * it: userspace/synrecv.h), then refuses; UDP sockets close at once (port
+ * unreachable); the open TCP connections go on while the core waits for
+ * them (userspace_busy() closes the listeners as their handshakes end). */
 void userspace_quiesce(struct backend *b) {
         const char *k;
         void *v;
 
         b->retired = true;
+        b->stopping = true;
         if (b->handover_fd >= 0) {
                 ev_io_del(b->env.loop, b->handover_fd);
                 close(b->handover_fd);
@@ -138,8 +143,49 @@ void userspace_quiesce(struct backend *b) {
         }
         for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
                 struct frontend *fe = v;
-                if (fe->tcp)
-                        fwd_tcp_close_listener(fe->tcp);
+                if (fe->tcp && fwd_tcp_listener(fe->tcp) >= 0) {
+                        int r = fwd_tcp_refuse_syns(fe->tcp);
+                        if (r < 0) {
+                                log_warning_errno(r, "Failed to stop SYNs to %s: closing it now", fe->key);
+                                fwd_tcp_close_listener(fe->tcp);
+                        } else {
+                                b->listening++;
+                        }
+                }
                 userspace_udp_close(fe);
         }
+        userspace_close_settled(b);
+}
+
+static void synrecv_freep(struct synrecv **s) {
+        synrecv_free(*s);
+}
+
+/* Closes the stopping listeners that have no handshake under way (all of
+ * them if the kernel cannot say). Returns how many stay open. */
+size_t userspace_close_settled(struct backend *b) {
+        _cleanup_(synrecv_freep) struct synrecv *s = NULL;
+        size_t open = 0;
+        const char *k;
+        void *v;
+
+        if (!b->stopping || !b->listening)
+                return 0;
+        int r = synrecv_dump(&s);
+        if (r < 0)
+                log_warning_errno(r, "Failed to list the TCP handshakes under way, closing the listeners now");
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
+                struct frontend *fe = v;
+                struct fwd_addr local;
+                if (!fe->tcp || fwd_tcp_listener(fe->tcp) < 0)
+                        continue;
+                fwd_tcp_local(fe->tcp, &local);
+                if (s && synrecv_has(s, &local)) {
+                        open++;
+                        continue;
+                }
+                fwd_tcp_close_listener(fe->tcp);
+        }
+        b->listening = open;
+        return open;
 }

@@ -107,16 +107,17 @@ void userspace_expose(struct backend *b, struct buf *out) {
         }
 }
 
-/* Open TCP connections. UDP sessions are not waited for: a late reply
- * is lost as a datagram may be, and the client's next one is served by
- * the successor (or refused). */
+/* Open TCP connections, and on a stop the listeners whose handshakes are
+ * still under way. UDP sessions are not waited for: a late reply is lost
+ * as a datagram may be, and the client's next one is served by the
+ * successor (or refused). */
 size_t userspace_busy(struct backend *b) {
         struct fwd_tcp_stats t;
         struct fwd_udp_stats u;
-        size_t n_fe;
+        size_t n_fe, listening = userspace_close_settled(b);
 
         totals(b, &t, &u, &n_fe);
-        return (size_t) t.active;
+        return (size_t) t.active + listening;
 }
 
 void userspace_describe(struct backend *b, struct buf *out) {

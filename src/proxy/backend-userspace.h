@@ -94,6 +94,8 @@ struct backend {
         bool nat_flushed;
         struct nolocal *nolocal[2];     /* per family: Local policies without local endpoints */
         bool link_ready;
+        bool stopping;                  /* quiesced: the listeners refuse SYNs, then close */
+        size_t listening;               /* stopping listeners still open (handshakes under way) */
 };
 
 /* backend-userspace.c */
@@ -109,6 +111,9 @@ void userspace_close_unadopted(struct backend *b, uint8_t family);
 /* At the first sync: a predecessor's sockets taken, a successor listened for. */
 void userspace_handover_start(struct backend *b);
 void userspace_quiesce(struct backend *b);
+/* Stopping: closes the listeners with no handshake under way; returns how
+ * many stay open. */
+size_t userspace_close_settled(struct backend *b);
 
 /* backend-userspace-switch.c: conntrack entries of the mode switched from. */
 void userspace_on_nat_flush(struct ev_loop *l, void *userdata);

@@ -31,7 +31,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -590,6 +592,26 @@ void fwd_tcp_close_listener(struct fwd_tcp *f) {
                         break;
         }
         fwd_tcp_stop_accepting(f);
+}
+
+/* A socket filter sees a TCP segment from its header on: byte 13 holds
+ * the flags. A SYN without ACK opens a handshake; everything else (the
+ * ACK that completes one, data, RST) passes. */
+int fwd_tcp_refuse_syns(struct fwd_tcp *f) {
+        static struct sock_filter drop_syn[] = {
+                BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
+                BPF_STMT(BPF_ALU | BPF_AND | BPF_K, TH_SYN | TH_ACK),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TH_SYN, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, 0),
+                BPF_STMT(BPF_RET | BPF_K, UINT32_MAX),
+        };
+        const struct sock_fprog prog = {.len = ELEMENTSOF(drop_syn), .filter = drop_syn};
+
+        if (f->lfd < 0)
+                return 0;
+        if (setsockopt(f->lfd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) < 0)
+                return -errno;
+        return 0;
 }
 
 void fwd_tcp_stop_accepting(struct fwd_tcp *f) {

@@ -72,3 +72,8 @@ void fwd_tcp_stop_accepting(struct fwd_tcp *f);
  * taken and forwarded first, as closing it would reset them; new ones are
  * refused from then on. */
 void fwd_tcp_close_listener(struct fwd_tcp *f);
+/* The listener drops new SYNs from now on (their clients retry in a
+ * second) and goes on accepting: the handshakes already under way finish
+ * into its queue. Before a close that must reset none of them
+ * (userspace/synrecv.h says when none is left). Returns 0 or -errno. */
+int fwd_tcp_refuse_syns(struct fwd_tcp *f);

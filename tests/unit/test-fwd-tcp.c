@@ -14,6 +14,9 @@
  *    not answer within the connect timeout; two refusals, or no endpoint,
  *    reset the client;
  *  - the idle timeout closes a quiet connection, not a busy one;
+ *  - a listener refusing SYNs finishes the handshake under way (held
+ *    half-way by tcp-held.h) and drops a new one, which is refused once
+ *    the listener closes;
  *  - 300 connections at once, each echoed, with a pool of spare pipes;
  *  - after each test: no connection left open, fds back to where they were.
  */
@@ -37,6 +40,7 @@
 #include <unistd.h>
 
 #include "ev/ev.h"
+#include "tcp-held.h"
 #include "test.h"
 #include "util/inet.h"
 
@@ -461,6 +465,68 @@ static void test_close_listener_takes_the_queue(void) {
         CHECK(count_fds() == before);
 }
 
+/* A listener refusing SYNs drops a new client's (which retransmits it)
+ * while a handshake already under way completes and is forwarded; closed
+ * once none is left, it resets nothing, and the new client's next SYN
+ * is refused. */
+static void test_refuse_syns_finishes_handshakes(void) {
+        int before = count_fds();
+        struct rig r = {0};
+        struct hellos h = {.n = 1};
+        struct fwd_tcp_stats st;
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(int);
+        char buf[16] = {0};
+        unsigned retrans = 0;
+        pthread_t t;
+        int held, late, err = 0;
+
+        h.fd = bound(4, true, &r.eps[0]);
+        r.n_eps = 1;
+        rig_start(&r, 4, &defaults);
+        CHECK(pthread_create(&t, NULL, hellos_server, &h) == 0);
+        held = tcp_held_connect(&r.service);
+        while (!tcp_held_listed(&r.service))
+                poll(NULL, 0, 5);
+        CHECK(fwd_tcp_refuse_syns(r.fwd) == 0);
+        late = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        CHECK(fwd_addr_to_sockaddr(&r.service, &ss, &len) == 0);
+        CHECK(connect(late, (struct sockaddr *) &ss, len) < 0 && errno == EINPROGRESS);
+        /* The held one completes at the listener's next SYN-ACK and is
+         * forwarded; the late one's SYN went unanswered. */
+        tcp_held_release(held);
+        CHECK(fcntl(held, F_SETFL, 0) == 0);
+        struct pollfd pfd = {.fd = held, .events = POLLIN};
+        CHECK(poll(&pfd, 1, 10000) == 1);
+        CHECK(read_all(held, buf, sizeof buf - 1) == 5);
+        CHECK_STREQ(buf, "hello");
+        CHECK(pthread_join(t, NULL) == 0);
+        while (tcp_held_state(late, &retrans) == TCP_SYN_SENT && retrans == 0)
+                poll(NULL, 0, 5);
+        CHECK(tcp_held_state(late, NULL) == TCP_SYN_SENT);
+        CHECK(!tcp_held_listed(&r.service));
+        /* Closed now (the loop stopped first: it owns the listener), the
+         * late client's retransmitted SYN meets no listener. */
+        CHECK(write(r.stop[1], "x", 1) == 1);
+        CHECK(pthread_join(r.thread, NULL) == 0);
+        fwd_tcp_close_listener(r.fwd);
+        pfd = (struct pollfd) {.fd = late, .events = POLLOUT};
+        CHECK(poll(&pfd, 1, 10000) == 1);
+        len = sizeof err;
+        CHECK(getsockopt(late, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == ECONNREFUSED);
+        fwd_tcp_get_stats(r.fwd, &st);
+        CHECK(st.accepted == 1 && st.resets == 0 && st.refused == 0);
+        r.fwd = fwd_tcp_free(r.fwd);
+        ev_io_del(r.loop, r.stop[0]);
+        close(r.stop[0]);
+        close(r.stop[1]);
+        r.loop = ev_loop_free(r.loop);
+        close(held);
+        close(late);
+        close(h.fd);
+        CHECK(count_fds() == before);
+}
+
 static void test_all_refused_resets_client(void) {
         int before = count_fds();
         struct rig r = {0};
@@ -728,6 +794,7 @@ int main(void) {
         TEST_RUN(test_refused_endpoint_retried);
         TEST_RUN(test_all_refused_resets_client);
         TEST_RUN(test_close_listener_takes_the_queue);
+        TEST_RUN(test_refuse_syns_finishes_handshakes);
         TEST_RUN(test_connect_timeout_retried);
         TEST_RUN(test_idle_timeout);
         TEST_RUN(test_many_concurrent);
