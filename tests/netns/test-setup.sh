@@ -142,12 +142,17 @@ for adj in 500 -999; do
     ip netns exec "$ns" "$build/kproxy" "${master[@]}" --oom-score-adj "$adj" \
         >"$tmp/daemon" 2>&1 &
     pid=$!
+    # Until the value is set or the warning is out (which comes first on
+    # a loaded machine can take seconds: once it waited for a log line for
+    # 5 s and read the value before the daemon had got to it).
     got=""
-    for _ in $(seq 100); do
-        grep -q "running for node" "$tmp/daemon" 2>/dev/null && break
+    for _ in $(seq 400); do
+        got=$(cat "/proc/$pid/oom_score_adj" 2>/dev/null)
+        [ "$got" = "$adj" ] && break
+        grep -q "^W.*oom_score_adj to $adj" "$tmp/daemon" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || break
         sleep 0.05
     done
-    got=$(cat "/proc/$pid/oom_score_adj" 2>/dev/null)
     alive=0
     kill -0 "$pid" 2>/dev/null && alive=1
     kill "$pid" 2>/dev/null
