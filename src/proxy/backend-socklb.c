@@ -23,6 +23,7 @@
 #include "config/config.h"
 #include "host/host.h"
 #include "proxy/backend.h"
+#include "proxy/socklb-reaper.h"
 #include "sockbpf/sockbpf.h"
 #include "userspace/plan.h"
 #include "util/buf.h"
@@ -51,6 +52,8 @@ struct backend {
         uint64_t gen;
         uint64_t updates, update_errors;
         double update_seconds;
+        struct socklb_reaper *reaper;   /* connected UDP sockets of endpoints that left; NULL: no loop */
+        bool udp_changed;               /* this sync wrote or deleted a UDP entry */
 };
 
 static size_t fam_index(uint8_t family) {
@@ -116,6 +119,11 @@ static int socklb_create(const struct backend_env *env, struct backend **ret) {
                 free(b);
                 return r;
         }
+        if (env->loop && (r = socklb_reaper_new(env->loop, b->bpf, cgroup, &b->reaper)) < 0) {
+                sockbpf_close(b->bpf);
+                free(b);
+                return r;
+        }
         log_info("Socket load balancing on: cgroup %s, maps and links pinned in %s", cgroup, pin_dir(c));
         *ret = b;
         return 0;
@@ -132,6 +140,7 @@ static struct backend *socklb_destroy(struct backend *b) {
                         written_free(v);
                 hmap_done(&b->written[f]);
         }
+        b->reaper = socklb_reaper_free(b->reaper);
         sockbpf_close(b->bpf);  /* what is pinned stays: translation goes on */
         free(b);
         return NULL;
@@ -187,6 +196,7 @@ static int set_entry(struct backend *b, const struct entry *e) {
                 return -ENOMEM;
         for (size_t i = 0; i < fe->n_eps; i++)
                 to_sockbpf(&fe->eps[i], &eps[i]);
+        b->udp_changed |= fe->proto == IPPROTO_UDP;
         return sockbpf_set_service(b->bpf, fe->proto, &e->a, eps, fe->n_eps, fe->affinity_timeout);
 }
 
@@ -261,6 +271,7 @@ static int written_update(struct backend *b, uint8_t family, const char *svc_key
                 for (size_t j = 0; w && j < w->n_fe && !kept; j++)
                         kept = same_frontend(w->fe[j].proto, &w->fe[j].a, old->fe[i].proto, &old->fe[i].a);
                 if (!kept) {
+                        b->udp_changed |= old->fe[i].proto == IPPROTO_UDP;
                         int r = sockbpf_set_service(b->bpf, old->fe[i].proto, &old->fe[i].a, NULL, 0, 0);
                         if (r < 0 && !err)
                                 err = r;
@@ -295,6 +306,7 @@ static void prune_one(struct sockbpf *s, int proto, const struct sockbpf_addr *a
         fe_key(key, proto, a);
         if (hmap_get(&p->keep, key))
                 return;
+        p->b->udp_changed |= proto == IPPROTO_UDP;
         int r = sockbpf_set_service(s, proto, a, NULL, 0, 0);
         if (r < 0 && !p->err)
                 p->err = r;
@@ -397,6 +409,9 @@ static int socklb_sync(struct backend *b, uint8_t family, const struct backend_s
                       m->len, pl.n_fe, ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9) * 1e3);
         free(e);
         userspace_plan_done(&pl);
+        if (b->udp_changed)
+                socklb_reaper_kick(b->reaper);
+        b->udp_changed = false;
         if (err < 0) {
                 b->update_errors++;
                 ret->kernel_refused = true;
@@ -428,9 +443,14 @@ static void socklb_expose(struct backend *b, struct buf *out) {
                    "kproxy_socket_lb_update_errors_total %llu\n"
                    "# HELP kproxy_socket_lb_update_seconds_total Time spent syncing the maps.\n"
                    "# TYPE kproxy_socket_lb_update_seconds_total counter\n"
-                   "kproxy_socket_lb_update_seconds_total %.6f\n",
+                   "kproxy_socket_lb_update_seconds_total %.6f\n"
+                   "# HELP kproxy_socket_lb_udp_sockets_closed_total Connected UDP sockets closed because their "
+                   "endpoint left the service.\n"
+                   "# TYPE kproxy_socket_lb_udp_sockets_closed_total counter\n"
+                   "kproxy_socket_lb_udp_sockets_closed_total %llu\n",
                    st.services, st.slots, (unsigned long long) st.translations, (unsigned long long) b->updates,
-                   (unsigned long long) b->update_errors, b->update_seconds);
+                   (unsigned long long) b->update_errors, b->update_seconds,
+                   (unsigned long long) socklb_reaper_closed(b->reaper));
 }
 
 static int socklb_cleanup(const struct kproxy_config *c, const struct host_facts *h) {

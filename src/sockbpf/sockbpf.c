@@ -55,7 +55,7 @@ struct pending {
 struct sockbpf {
         struct sock *skel;
         char *pin_dir;
-        int services_fd, slots_fd, translations_fd;
+        int services_fd, slots_fd, revnat_fd, translations_fd;
         uint32_t next_id;
         size_t n_services, n_slots;
         bool batching;
@@ -152,6 +152,7 @@ int sockbpf_open(const char *pin_dir, struct sockbpf **ret) {
         }
         s->services_fd = bpf_map__fd(s->skel->maps.socklb_services);
         s->slots_fd = bpf_map__fd(s->skel->maps.socklb_slots);
+        s->revnat_fd = bpf_map__fd(s->skel->maps.socklb_revnat);
         s->translations_fd = bpf_map__fd(s->skel->maps.socklb_translations);
         scan(s);
         *ret = s;
@@ -206,6 +207,11 @@ static void key_make(struct socklb_service_key *k, int protocol, const struct so
         k->protocol = (uint8_t) protocol;
         k->port = htons(a->port);
         memcpy(k->addr, a->ip.bytes, a->ip.family == 4 ? 4 : 16);
+}
+
+static void backend_make(struct socklb_backend *b, const struct sockbpf_addr *a) {
+        *b = (struct socklb_backend) {.port = htons(a->port)};
+        memcpy(b->addr, a->ip.bytes, a->ip.family == 4 ? 4 : 16);
 }
 
 /* Deletes the slots [from, to) of a service. */
@@ -290,10 +296,8 @@ static int hold(struct sockbpf *s, const struct socklb_service_key *k, const str
             !grow((void **) &p->drops, &p->cap_drops, p->n_drops + 1, sizeof *p->drops))
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
-                struct socklb_backend *b = &p->slots[p->n_slots];
                 p->slot_keys[p->n_slots] = (struct socklb_slot_key) {.id = v->id, .slot = (uint32_t) i};
-                *b = (struct socklb_backend) {.port = htons(backends[i].port)};
-                memcpy(b->addr, backends[i].ip.bytes, backends[i].ip.family == 4 ? 4 : 16);
+                backend_make(&p->slots[p->n_slots], &backends[i]);
                 p->n_slots++;
         }
         p->added_slots += n > old_count ? n - old_count : 0;
@@ -357,6 +361,35 @@ int sockbpf_set_service(struct sockbpf *s, int protocol, const struct sockbpf_ad
         /* Unless batching, at once: slots first, the count last, so a
          * connect() never reads a slot that is not written. */
         return r < 0 || s->batching ? r : flush(s);
+}
+
+/* The socket's translation (revnat: cookie and endpoint -> service), then
+ * the service's slots, looked up one by one: a service has a few. */
+int sockbpf_stale(struct sockbpf *s, int protocol, uint64_t cookie, const struct sockbpf_addr *peer) {
+        struct socklb_revnat_key rk;
+        struct socklb_backend svc, b;
+        struct socklb_service_key k = {0};
+        struct socklb_service v;
+
+        if (peer->ip.family != 4 && peer->ip.family != 6)
+                return -EINVAL;
+        memset(&rk, 0, sizeof rk);
+        rk.cookie = cookie;
+        backend_make(&rk.backend, peer);
+        if (bpf_map_lookup_elem(s->revnat_fd, &rk, &svc) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        memcpy(k.addr, svc.addr, sizeof k.addr);
+        k.port = svc.port;
+        k.protocol = (uint8_t) protocol;
+        k.family = peer->ip.family;
+        if (bpf_map_lookup_elem(s->services_fd, &k, &v) < 0)
+                return errno == ENOENT ? 1 : -errno;
+        for (uint32_t i = 0; i < v.count; i++) {
+                struct socklb_slot_key sk = {.id = v.id, .slot = i};
+                if (bpf_map_lookup_elem(s->slots_fd, &sk, &b) == 0 && memcmp(&b, &rk.backend, sizeof b) == 0)
+                        return 0;
+        }
+        return 1;
 }
 
 int sockbpf_each_service(struct sockbpf *s,

@@ -50,6 +50,13 @@ int sockbpf_each_service(struct sockbpf *s,
                          void (*each)(struct sockbpf *s, int protocol, const struct sockbpf_addr *service, void *ctx),
                          void *ctx);
 
+/* Whether the socket with this cookie, connected to peer (protocol
+ * IPPROTO_TCP or IPPROTO_UDP), was sent there by a translation whose
+ * service no longer has peer as an endpoint (or no longer translates):
+ * returns 1, 0 when it still has or no translation of these maps sent it
+ * there (a socket connected to a pod directly), or -errno. */
+int sockbpf_stale(struct sockbpf *s, int protocol, uint64_t cookie, const struct sockbpf_addr *peer);
+
 /* What the maps hold and did, for metrics. */
 struct sockbpf_stats {
         size_t services;                /* with endpoints */

@@ -6,11 +6,13 @@ socket with --same-socket) and prints a JSON summary:
 {"replies": {"pod-a": 97, ...}, "peers": {"10.244.1.100": 300}, "errors": {"ECONNREFUSED": 0, ...},
  "max_connect_ms": 1.2}
 
-usage: client.py HOST PORT COUNT [--udp] [--same-socket] [--connected] [--timeout S] [--until-seconds S]
-                 [--interval S] [--bind-port P]
+usage: client.py HOST PORT COUNT [--udp] [--same-socket] [--connected] [--reconnect] [--timeout S]
+                 [--until-seconds S] [--interval S] [--bind-port P]
 With --until-seconds the client loops for that long instead of COUNT times.
 --connected: UDP through connect()ed sockets, which see ICMP errors (a
-REJECT's port unreachable is ECONNREFUSED). --interval: a pause between tries.
+REJECT's port unreachable is ECONNREFUSED). --reconnect: with --same-socket,
+a new socket after an error (as an application does when its socket is
+closed under it). --interval: a pause between tries.
 --bind-port: from this local port (UDP or TCP), so a test can tell its
 flow's conntrack entry from those earlier tests left, or reuse a port.
 After 10 failures in a row it gives up ("gave_up": true in the summary):
@@ -56,6 +58,7 @@ def main():
     until = float(args[args.index("--until-seconds") + 1]) if "--until-seconds" in args else None
     interval = float(args[args.index("--interval") + 1]) if "--interval" in args else 0
     connected = "--connected" in args
+    reconnect = "--reconnect" in args
     bind_port = int(args[args.index("--bind-port") + 1]) if "--bind-port" in args else 0
     replies, peers, errors = {}, {}, {}
     max_ms = 0.0
@@ -87,6 +90,9 @@ def main():
                 err = None
             except OSError as e:
                 data, err = None, errno.errorcode.get(e.errno, "timeout")
+                if reconnect:
+                    usock.close()
+                    usock = None
             took = time.monotonic() - t0
         else:
             data, took, err = one_tcp(host, port, timeout, bind_port)

@@ -294,6 +294,32 @@ print("%s:%d" % src, data.split()[0].decode())
         self.assertEqual(r["errors"], {}, r)
         self.assertEqual(self.client("10.96.0.53", 53, 10, "--udp")["replies"], {"a2": 10})
 
+    def test_07c_connected_udp_leaves_a_removed_endpoint(self):
+        # A connect()ed UDP socket keeps the endpoint it was translated to.
+        # When that endpoint leaves the service, kproxy closes the socket in
+        # the client's namespace (sock_diag SOCK_DESTROY): the application's
+        # next call fails once, and its new socket reaches a live endpoint.
+        # a2's pod still answers: left open, the socket would stay with it.
+        # Beside it, a socket connected to a2's own address (not
+        # translated) is left alone though a2 leaves the service.
+        self.assertEqual(self.metric("kproxy_socket_lb_udp_sockets_closed_total"), 0)
+        procs = [subprocess.Popen(
+            ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.cg, "ip", "netns", "exec",
+             self.lab.ns("p-cl"), sys.executable, os.path.join(HERE, "client.py"), host, port, "0", "--udp",
+             "--connected", "--same-socket", "--reconnect", "--until-seconds", "6", "--timeout", "0.2",
+             "--interval", "0.01"],
+            stdout=subprocess.PIPE, text=True) for host, port in (("10.96.0.53", "53"), (self.ip["a2"], "5353"))]
+        time.sleep(1)   # traffic before and after the change
+        self.replace_slice(slice_("dns-1", "dns", [(self.ip["a1"], "node-1")], port=5353, proto="UDP"))
+        r, direct = (json.loads(p.communicate(timeout=30)[0]) for p in procs)
+        self.assertGreater(r["replies"].get("a2", 0), 0, r)
+        self.assertGreater(r["replies"].get("a1", 0), 0, "the connected socket stayed with the old endpoint: %s" % r)
+        self.assertLessEqual(set(r["errors"]), {"ECONNABORTED", "EDESTADDRREQ", "timeout"}, r)
+        self.assertLessEqual(sum(r["errors"].values()), 2, r)
+        self.assertEqual(set(direct["replies"]), {"a2"}, direct)
+        self.assertEqual(direct["errors"], {}, direct)
+        self.assertEqual(self.metric("kproxy_socket_lb_udp_sockets_closed_total"), 1)
+
     def test_08_restarts_under_traffic_fail_no_connection(self):
         lab = self.lab
         for sig in (signal.SIGTERM, signal.SIGKILL):
