@@ -112,19 +112,21 @@ static void reap_draining(struct backend *b) {
         }
 }
 
-/* No longer wanted: removed from the map; a TCP one with open
- * connections stops accepting and drains, anything else goes now. */
+/* No longer wanted: removed from the map. A TCP one takes what is queued
+ * on its listener (closing would reset it) and closes it; with open
+ * connections then, it drains. Anything else goes now. */
 static void frontend_retire(struct backend *b, struct frontend *fe) {
         struct fwd_tcp_stats st = {0};
 
         hmap_remove(&b->frontends, fe->key);
-        if (fe->tcp)
+        if (fe->tcp) {
+                fwd_tcp_close_listener(fe->tcp);
                 fwd_tcp_get_stats(fe->tcp, &st);
+        }
         if (st.active == 0) {
                 userspace_frontend_free(fe);
                 return;
         }
-        fwd_tcp_close_listener(fe->tcp);
         fe->next_draining = b->draining;
         b->draining = fe;
 }
