@@ -615,9 +615,10 @@ class ApiTest(KapiCase):
         st = self.k.control("/state")["faults"]
         self.assertEqual(st["errorsServed"], before + 1)
         self.assertLessEqual(abs(st["lastErrorAt"] - time.time()), 5)
-        # A window: every matching request fails until it ends.
-        self.k.control("/fault/error", {"seconds": 0.6, "code": 500, "match": "/nodes"})
+        # A window: every matching request fails until it ends. It opens
+        # when the server takes the control request, so t0 is read first.
         t0 = time.monotonic()
+        self.k.control("/fault/error", {"seconds": 0.6, "code": 500, "match": "/nodes"})
         self.assertEqual(self.k.request("GET", "/api/v1/services")[0], 200)
         while time.monotonic() - t0 < 0.4:
             self.assertEqual(self.k.request("GET", "/api/v1/nodes")[0], 500)
