@@ -8,6 +8,8 @@
 
 #include <inttypes.h>
 
+#include "ev/ev.h"
+
 void userspace_add_tcp_stats(struct fwd_tcp_stats *t, const struct fwd_tcp_stats *s) {
         t->accepted += s->accepted;
         t->active += s->active;
@@ -107,17 +109,36 @@ void userspace_expose(struct backend *b, struct buf *out) {
         }
 }
 
-/* Open TCP connections, and on a stop the listeners whose handshakes are
- * still under way. UDP sessions are not waited for: a late reply is lost
- * as a datagram may be, and the client's next one is served by the
- * successor (or refused). */
+/* After a hand-over: the UDP sessions whose last datagram, passed on less
+ * than UDP_REPLY_WAIT_MS ago, has had no reply yet. The successor reads
+ * the service sockets, but the reply comes back to this process's
+ * session socket, and would meet a closed port if the process exited. */
+static size_t udp_awaiting(struct backend *b) {
+        uint64_t now = ev_now_ms(b->env.loop);
+        uint64_t since = now > UDP_REPLY_WAIT_MS ? now - UDP_REPLY_WAIT_MS : 0;
+        const char *k;
+        void *v;
+        size_t n = 0;
+
+        for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
+                struct frontend *fe = v;
+                if (fe->udp)
+                        n += fwd_udp_awaiting(fe->udp, since);
+        }
+        return n;
+}
+
+/* Open TCP connections; on a stop, the listeners whose handshakes are
+ * still under way; after a hand-over, the UDP datagrams awaiting their
+ * reply. On a stop the UDP sockets have closed (a client's next datagram
+ * is refused), so nothing of UDP is waited for. */
 size_t userspace_busy(struct backend *b) {
         struct fwd_tcp_stats t;
         struct fwd_udp_stats u;
         size_t n_fe, listening = userspace_close_settled(b);
 
         totals(b, &t, &u, &n_fe);
-        return (size_t) t.active + listening;
+        return (size_t) t.active + listening + (b->retired ? udp_awaiting(b) : 0);
 }
 
 void userspace_describe(struct backend *b, struct buf *out) {

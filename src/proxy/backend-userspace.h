@@ -27,6 +27,7 @@ struct nolocal;
 #define SPARE_PIPES 256
 #define HANDOVER_SOCK "userspace.sock"
 #define HANDOVER_WAIT_MS 2000           /* per message, from a predecessor handing over */
+#define UDP_REPLY_WAIT_MS 2000          /* after a hand-over, for replies to datagrams passed on */
 
 struct frontend {
         char key[FWD_ADDR_STRLEN + 4];  /* the plan's: "tcp 10.96.0.10:80" */

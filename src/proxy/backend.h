@@ -144,8 +144,9 @@ struct backend_ops {
          * the metrics server (for operators and tests). */
         void (*describe)(struct backend *b, struct buf *out);
         /* Optional. Connections the process itself still carries (userspace
-         * mode's TCP connections), which a stopping process, or one that
-         * handed over, waits for. */
+         * mode's TCP connections; after a hand-over also its UDP datagrams
+         * awaiting a reply), which a stopping process, or one that handed
+         * over, waits for. */
         size_t (*busy)(struct backend *b);
         /* Optional. The process is stopping (SIGTERM): take no new
          * connections, keep the open ones. */

@@ -42,6 +42,7 @@ struct fwd_session {
         struct sockaddr_storage client_sa;
         socklen_t client_len;
         uint64_t last;
+        bool awaiting;                          /* the last datagram went to the endpoint: no reply yet */
         char key[FWD_ADDR_STRLEN];              /* the client, as text: the map's key */
 };
 
@@ -202,6 +203,7 @@ static void session_io(struct ev_loop *l, int fd, uint32_t events, void *userdat
                 }
                 f->stats.to_clients++;
                 f->stats.bytes_to_clients += (uint64_t) n;
+                s->awaiting = false;
                 session_touch(s);
         }
 }
@@ -294,6 +296,7 @@ static void fwd_udp_io(struct ev_loop *l, int fd, uint32_t events, void *userdat
                 }
                 f->stats.to_endpoints++;
                 f->stats.bytes_to_endpoints += (uint64_t) n;
+                s->awaiting = true;
                 session_touch(s);
         }
 }
@@ -404,6 +407,16 @@ int fwd_udp_socket(const struct fwd_udp *f) {
 
 void fwd_udp_stop_reading(struct fwd_udp *f) {
         ev_io_del(f->loop, f->fd);
+}
+
+/* The list is in order of last activity: from its tail back to the first
+ * session older than since_ms. */
+size_t fwd_udp_awaiting(const struct fwd_udp *f, uint64_t since_ms) {
+        size_t n = 0;
+
+        for (const struct fwd_session *s = f->tail; s && s->last >= since_ms; s = s->prev)
+                n += s->awaiting;
+        return n;
 }
 
 void fwd_udp_local(const struct fwd_udp *f, struct fwd_addr *ret) {

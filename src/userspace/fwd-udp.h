@@ -61,3 +61,7 @@ int fwd_udp_socket(const struct fwd_udp *f);
  * (the successor does), but keeps the socket to send its sessions'
  * replies until they end. */
 void fwd_udp_stop_reading(struct fwd_udp *f);
+/* Sessions whose last datagram went to the endpoint at or after since_ms
+ * (on the loop's clock) and has had no reply yet: a process that handed
+ * over waits for them before it exits. */
+size_t fwd_udp_awaiting(const struct fwd_udp *f, uint64_t since_ms);

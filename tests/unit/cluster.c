@@ -29,8 +29,8 @@ static void upsert(struct model *m, json_t *obj) {
 }
 
 void cluster_service(struct model *m, const struct cluster_svc *s) {
-        json_t *port = json_pack("{s:s, s:i, s:s, s:i}", "name", "http", "port", s->port, "protocol", "TCP",
-                                 "targetPort", 8080);
+        json_t *port = json_pack("{s:s, s:i, s:s, s:i}", "name", "http", "port", s->port, "protocol",
+                                 s->udp ? "UDP" : "TCP", "targetPort", 8080);
         if (s->node_port)
                 json_object_set_new(port, "nodePort", json_integer(s->node_port));
         json_t *spec = json_pack("{s:s, s:[s], s:s, s:[o]}", "clusterIP", s->ip, "clusterIPs", s->ip, "type",
@@ -58,7 +58,7 @@ void cluster_service(struct model *m, const struct cluster_svc *s) {
         upsert(m, svc);
 }
 
-void cluster_endpoints(struct model *m, const char *svc, int net, int n) {
+static void endpoints(struct model *m, const char *svc, int net, int n, const char *protocol) {
         char name[80];
         snprintf(name, sizeof name, "%s-x", svc);
         json_t *eps = json_array();
@@ -71,7 +71,15 @@ void cluster_endpoints(struct model *m, const char *svc, int net, int n) {
         upsert(m, json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:s, s:[{s:s, s:i, s:s}], s:o}", "apiVersion",
                             "discovery.k8s.io/v1", "kind", "EndpointSlice", "metadata", "name", name, "namespace",
                             "ns", "labels", "kubernetes.io/service-name", svc, "addressType", "IPv4", "ports",
-                            "name", "http", "port", 8080, "protocol", "TCP", "endpoints", eps));
+                            "name", "http", "port", 8080, "protocol", protocol, "endpoints", eps));
+}
+
+void cluster_endpoints(struct model *m, const char *svc, int net, int n) {
+        endpoints(m, svc, net, n, "TCP");
+}
+
+void cluster_udp_endpoints(struct model *m, const char *svc, int net, int n) {
+        endpoints(m, svc, net, n, "UDP");
 }
 
 void cluster_small(struct model *m, bool with_anonymous_set) {

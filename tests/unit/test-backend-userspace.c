@@ -11,6 +11,10 @@
  * them before it closes, whether it carried connections of its own or
  * none: closing a listener resets what is queued on it. Its old port
  * then refuses, the new one serves.
+ *
+ * A process that handed its sockets to a successor (the test takes them
+ * as one would) stays busy while a UDP datagram it passed on awaits its
+ * reply, relays the reply, and is then done.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,17 +38,21 @@
 #include "render/render.h"
 #include "test.h"
 #include "userspace/fwd-addr.h"
+#include "userspace/handover.h"
 #include "util/inet.h"
 
 #define SERVICE_IP "10.96.0.10"
 #define ENDPOINT_IP "10.244.1.10"       /* cluster_endpoints(m, svc, 1, 1) */
+#define DNS_IP "10.96.0.53"
 
 static void noop_changed(void *core, uint8_t family, const char *why) {
         (void) core, (void) family, (void) why;
 }
 
-static void noop_handed_over(void *core) {
-        (void) core;
+/* Tells the main thread (core: the write end of a pipe). */
+static void on_handed_over(void *core) {
+        int *fd = core;
+        CHECK(write(*fd, "h", 1) == 1);
 }
 
 struct rig {
@@ -58,6 +66,8 @@ struct rig {
         uint8_t family;
         int endpoint;           /* listening on ENDPOINT_IP:8080 */
         int stop[2];
+        int handed[2];          /* on_handed_over() writes a byte */
+        char state_dir[64];
         pthread_t thread;
 };
 
@@ -167,21 +177,32 @@ static void rig_init(struct rig *r) {
         CHECK(r->loop);
         CHECK(pipe2(r->stop, O_CLOEXEC) == 0);
         CHECK(ev_io_add(r->loop, r->stop[0], EPOLLIN, on_stop, r) == 0);
+        CHECK(pipe2(r->handed, O_CLOEXEC) == 0);
+        strcpy(r->state_dir, "/tmp/kproxy-test-us-XXXXXX");
+        CHECK(mkdtemp(r->state_dir) != NULL);
+        r->cfg.state_dir = strdup(r->state_dir);        /* where a successor finds it */
         r->ops = backend_for_mode(PROXY_MODE_USERSPACE);
         CHECK(r->ops);
         const struct backend_env env = {
                 .loop = r->loop, .config = &r->cfg, .host = &r->host, .families = &r->family,
-                .n_families = 1, .changed = noop_changed, .handed_over = noop_handed_over};
+                .n_families = 1, .changed = noop_changed, .handed_over = on_handed_over, .core = &r->handed[1]};
         CHECK(r->ops->create(&env, &r->b) == 0);
         r->endpoint = tcp_socket_at(ENDPOINT_IP, 8080, true, NULL);
         service_at(r, 80);
 }
 
 static void rig_done(struct rig *r) {
+        char path[128];
+
         r->b = r->ops->destroy(r->b);
         ev_io_del(r->loop, r->stop[0]);
         close(r->stop[0]);
         close(r->stop[1]);
+        close(r->handed[0]);
+        close(r->handed[1]);
+        snprintf(path, sizeof path, "%s/userspace.sock", r->state_dir);
+        unlink(path);
+        CHECK(rmdir(r->state_dir) == 0);
         close(r->endpoint);
         r->loop = ev_loop_free(r->loop);
         model_free(r->m);
@@ -262,6 +283,73 @@ static void test_busy_frontend_forwards_its_queue(void) {
         rig_done(&r);
 }
 
+/* A successor takes the sockets; a datagram passed on before keeps the
+ * predecessor busy until its reply is relayed. */
+static void test_handed_over_waits_for_udp_replies(void) {
+        const struct cluster_svc dns = {.name = "svc-u", .ip = DNS_IP, .port = 53, .udp = true};
+        const struct backend_sync sync = {.kind = BACKEND_SYNC_RESYNC, .all_changed = true};
+        const struct timeval tv = {.tv_sec = 10};
+        struct backend_sync s = sync;
+        struct backend_stats st;
+        struct handover_sock *socks = NULL;
+        struct sockaddr_storage ss, from;
+        struct fwd_addr a = {.port = 53};
+        socklen_t len, from_len = sizeof from;
+        struct pollfd pfd;
+        char buf[16], path[128];
+        size_t n = 0;
+        struct rig r;
+        int ep, c;
+
+        rig_init(&r);
+        ep = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        CHECK(ep >= 0);
+        CHECK(setsockopt(ep, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0);
+        struct fwd_addr ep_at = {.port = 8080};
+        CHECK(inet_addr_parse(ENDPOINT_IP, &ep_at.ip) == 0);
+        CHECK(fwd_addr_to_sockaddr(&ep_at, &ss, &len) == 0);
+        CHECK(bind(ep, (struct sockaddr *) &ss, len) == 0);
+        cluster_service(r.m, &dns);
+        cluster_udp_endpoints(r.m, "svc-u", 1, 1);
+        s.model = r.m;
+        s.params = &r.p;
+        CHECK(r.ops->sync(r.b, r.family, &s, &st) == 0);
+        loop_start(&r);
+
+        /* A query passed on, not answered yet. */
+        c = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        CHECK(inet_addr_parse(DNS_IP, &a.ip) == 0);
+        CHECK(fwd_addr_to_sockaddr(&a, &ss, &len) == 0);
+        CHECK(sendto(c, "q", 1, 0, (struct sockaddr *) &ss, len) == 1);
+        CHECK(recvfrom(ep, buf, sizeof buf, 0, (struct sockaddr *) &from, &from_len) == 1);
+
+        /* The successor takes every socket; the core hears of it. */
+        snprintf(path, sizeof path, "%s/userspace.sock", r.state_dir);
+        CHECK(handover_take(path, 5000, &socks, &n) == 0);
+        CHECK(n == 2);
+        pfd = (struct pollfd) {.fd = r.handed[0], .events = POLLIN};
+        CHECK(poll(&pfd, 1, 10000) == 1);
+        loop_stop(&r);
+        CHECK(r.ops->busy(r.b) == 1);
+        loop_start(&r);
+
+        /* The reply comes back to the predecessor's session, which
+         * relays it from the service address; then it is done. */
+        CHECK(sendto(ep, "a", 1, 0, (struct sockaddr *) &from, from_len) == 1);
+        pfd = (struct pollfd) {.fd = c, .events = POLLIN};
+        CHECK(poll(&pfd, 1, 10000) == 1);
+        from_len = sizeof from;
+        CHECK(recvfrom(c, buf, sizeof buf, 0, (struct sockaddr *) &from, &from_len) == 1 && buf[0] == 'a');
+        CHECK(memcmp(&((struct sockaddr_in *) &from)->sin_addr, a.ip.bytes, 4) == 0);
+        loop_stop(&r);
+        CHECK(r.ops->busy(r.b) == 0);
+
+        handover_socks_free(socks, n);
+        close(c);
+        close(ep);
+        rig_done(&r);
+}
+
 static void loopback_up(void) {
         struct ifreq ifr = {0};
         int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -285,5 +373,6 @@ int main(void) {
         CHECK(system("ip addr add " ENDPOINT_IP "/32 dev lo") == 0);
         TEST_RUN(test_idle_frontend_forwards_its_queue);
         TEST_RUN(test_busy_frontend_forwards_its_queue);
+        TEST_RUN(test_handed_over_waits_for_udp_replies);
         TEST_DONE();
 }

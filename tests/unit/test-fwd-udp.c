@@ -17,6 +17,8 @@
  *    client's next datagram picks again;
  *  - a restart's two halves: a forwarder adopting the service socket gets
  *    the new datagrams, the old one still relays its session's replies;
+ *  - a session whose datagram has had no reply yet awaits one, counted
+ *    from a given time on; answered, it no longer does;
  *  - after each test: fds back to where they were.
  */
 #include "userspace/fwd-addr.h"
@@ -473,6 +475,48 @@ static void test_handover_halves(void) {
         CHECK(count_fds() == before);
 }
 
+static void test_awaiting_reply(void) {
+        int before = count_fds();
+        struct rig r = {0};
+        struct fwd_addr quiet_at, from, session;
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        const struct timeval tv = {.tv_sec = 5};
+        char buf[64];
+        uint64_t now;
+        int quiet = udp_bound(&quiet_at), c;
+
+        /* An endpoint that answers only when the test says so. */
+        CHECK(setsockopt(quiet, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0);
+        r.eps[0] = quiet_at;
+        r.n_eps = 1;
+        rig_start(&r, 60000);
+        c = client_new();
+        CHECK(ask(c, &r.service, "q", 0, buf, sizeof buf, &from) < 0);
+        CHECK(recvfrom(quiet, buf, sizeof buf, 0, (struct sockaddr *) &ss, &len) == 1);
+        CHECK(fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &session) == 0);
+
+        rig_pause(&r);
+        now = ev_now_ms(r.loop);
+        CHECK(fwd_udp_awaiting(r.fwd, 0) == 1);
+        CHECK(fwd_udp_awaiting(r.fwd, now) == 1);
+        CHECK(fwd_udp_awaiting(r.fwd, now + 1) == 0);   /* passed on before that */
+        rig_resume(&r);
+
+        CHECK(sendto(quiet, "A 1", 3, 0, (struct sockaddr *) &ss, len) == 3);
+        struct pollfd pfd = {.fd = c, .events = POLLIN};
+        CHECK(poll(&pfd, 1, 5000) == 1);
+        CHECK(recv(c, buf, sizeof buf, 0) == 3);
+        rig_pause(&r);
+        CHECK(fwd_udp_awaiting(r.fwd, 0) == 0);
+        rig_resume(&r);
+
+        close(c);
+        rig_stop(&r);
+        close(quiet);
+        CHECK(count_fds() == before);
+}
+
 static void test_bad_params(void) {
         struct ev_loop *l = ev_loop_new();
         struct fwd_udp *f = NULL;
@@ -498,6 +542,7 @@ int main(void) {
         TEST_RUN(test_drop_endpoint_follows_replacement);
         TEST_RUN(test_refused_endpoint_picks_again);
         TEST_RUN(test_handover_halves);
+        TEST_RUN(test_awaiting_reply);
         TEST_RUN(test_bad_params);
         TEST_DONE();
 }
