@@ -18,14 +18,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +31,7 @@
 #include "ev/ev.h"
 #include "host/host.h"
 #include "model/model.h"
+#include "netns.h"
 #include "proxy/backend.h"
 #include "render/render.h"
 #include "test.h"
@@ -350,25 +348,13 @@ static void test_handed_over_waits_for_udp_replies(void) {
         rig_done(&r);
 }
 
-static void loopback_up(void) {
-        struct ifreq ifr = {0};
-        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-        CHECK(fd >= 0);
-        strcpy(ifr.ifr_name, "lo");
-        CHECK(ioctl(fd, SIOCGIFFLAGS, &ifr) == 0);
-        ifr.ifr_flags |= IFF_UP;
-        CHECK(ioctl(fd, SIOCSIFFLAGS, &ifr) == 0);
-        close(fd);
-}
-
 int main(void) {
-        if (unshare(CLONE_NEWNET) < 0) {
+        int r = test_netns_enter();
+        if (r < 0) {
                 printf("test-backend-userspace: skipped, a network namespace of its own needs root (%s)\n",
-                       strerror(errno));
+                       strerror(-r));
                 return 0;
         }
-        loopback_up();
         /* the endpoint's address, in this namespace only */
         CHECK(system("ip addr add " ENDPOINT_IP "/32 dev lo") == 0);
         TEST_RUN(test_idle_frontend_forwards_its_queue);

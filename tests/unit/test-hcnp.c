@@ -13,19 +13,17 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "ev/ev.h"
 #include "http-client.h"
+#include "netns.h"
 #include "test.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -564,15 +562,8 @@ static void test_addresses(void) {
  * namespace of its own, whose only interface is its loopback. */
 static void wildcard_in_netns(void) {
         struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
-        struct ifreq ifr = {.ifr_name = "lo"};
         struct fixture f;
         int fd, before = test_failed_checks;    /* inherited */
-
-        fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
-        if (fd < 0 || ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-                _exit(77);
-        close(fd);
 
         fixture_init(&f);
         int port = f.port[0];
@@ -600,7 +591,7 @@ static void test_wildcard(void) {
 
         fflush(NULL);
         if ((pid = fork()) == 0) {
-                if (unshare(CLONE_NEWNET) < 0)
+                if (test_netns_enter() < 0)
                         _exit(77);
                 wildcard_in_netns();
         }

@@ -25,13 +25,10 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <math.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,6 +38,7 @@
 #include "config/config.h"
 #include "ev/ev.h"
 #include "http-client.h"
+#include "netns.h"
 #include "http/metrics-internal.h"
 #include "test.h"
 #include "util/buf.h"
@@ -1336,24 +1334,8 @@ static void test_config_json(void) {
         config_done(&c);
 }
 
-/* Moves the program into a new network namespace (it ends with the
- * process: nothing to clean up) and brings its loopback up. */
-static bool enter_own_netns(void) {
-        struct ifreq ifr = {0};
-        _cleanup_close_ int fd = -1;
-
-        if (geteuid() != 0 || unshare(CLONE_NEWNET) < 0)
-                return false;
-        fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
-        if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
-                return false;
-        ifr.ifr_flags |= IFF_UP;
-        return ioctl(fd, SIOCSIFFLAGS, &ifr) == 0;
-}
-
 int main(void) {
-        in_own_netns = enter_own_netns();
+        in_own_netns = test_netns_enter() == 0;
         TEST_RUN(test_format_float);
         TEST_RUN(test_parser);
         TEST_RUN(test_table_is_upstreams);

@@ -14,17 +14,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "netns.h"
 #include "sockbpf/sockbpf.h"
 #include "test.h"
 #include "util/inet.h"
@@ -158,26 +156,14 @@ static void test_errors(void) {
         close(s);
 }
 
-static void loopback_up(void) {
-        struct ifreq ifr = {0};
-        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-        CHECK(fd >= 0);
-        strcpy(ifr.ifr_name, "lo");
-        CHECK(ioctl(fd, SIOCGIFFLAGS, &ifr) == 0);
-        ifr.ifr_flags |= IFF_UP;
-        CHECK(ioctl(fd, SIOCSIFFLAGS, &ifr) == 0);
-        close(fd);
-}
-
 int main(void) {
         char path[128], pid[64];
 
-        if (unshare(CLONE_NEWNET) < 0) {
-                printf("test-udpreap: skipped, a network namespace of its own needs root (%s)\n", strerror(errno));
+        int r = test_netns_enter();
+        if (r < 0) {
+                printf("test-udpreap: skipped, a network namespace of its own needs root (%s)\n", strerror(-r));
                 return 0;
         }
-        loopback_up();
         strcpy(dir, "/tmp/kproxy-udpreap-XXXXXX");
         CHECK(mkdtemp(dir));
         snprintf(pid, sizeof pid, "%d\nnot-a-pid\n999999999\n0\n", (int) getpid());
