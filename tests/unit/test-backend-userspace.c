@@ -285,9 +285,6 @@ static void test_busy_frontend_forwards_its_queue(void) {
  * predecessor busy until its reply is relayed. */
 static void test_handed_over_waits_for_udp_replies(void) {
         const struct cluster_svc dns = {.name = "svc-u", .ip = DNS_IP, .port = 53, .udp = true};
-        const struct backend_sync sync = {.kind = BACKEND_SYNC_RESYNC, .all_changed = true};
-        const struct timeval tv = {.tv_sec = 10};
-        struct backend_sync s = sync;
         struct backend_stats st;
         struct handover_sock *socks = NULL;
         struct sockaddr_storage ss, from;
@@ -302,15 +299,15 @@ static void test_handed_over_waits_for_udp_replies(void) {
         rig_init(&r);
         ep = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         CHECK(ep >= 0);
-        CHECK(setsockopt(ep, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0);
+        timed(ep);
         struct fwd_addr ep_at = {.port = 8080};
         CHECK(inet_addr_parse(ENDPOINT_IP, &ep_at.ip) == 0);
         CHECK(fwd_addr_to_sockaddr(&ep_at, &ss, &len) == 0);
         CHECK(bind(ep, (struct sockaddr *) &ss, len) == 0);
         cluster_service(r.m, &dns);
         cluster_udp_endpoints(r.m, "svc-u", 1, 1);
-        s.model = r.m;
-        s.params = &r.p;
+        const struct backend_sync s = {
+                .kind = BACKEND_SYNC_RESYNC, .model = r.m, .params = &r.p, .all_changed = true};
         CHECK(r.ops->sync(r.b, r.family, &s, &st) == 0);
         loop_start(&r);
 
