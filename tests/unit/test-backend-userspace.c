@@ -152,15 +152,21 @@ static void check_carries(int client, int ep, const char *what) {
         CHECK(got == 2 && memcmp(buf, "ok", 2) == 0);
 }
 
-/* The service svc-a on port, with one endpoint; synced in full. */
-static void service_at(struct rig *r, int port) {
-        const struct cluster_svc s = {.name = "svc-a", .ip = SERVICE_IP, .port = port};
+/* The whole model into the backend. */
+static void rig_sync(struct rig *r) {
         const struct backend_sync sync = {
                 .kind = BACKEND_SYNC_RESYNC, .model = r->m, .params = &r->p, .all_changed = true};
         struct backend_stats st;
 
-        cluster_service(r->m, &s);
         CHECK(r->ops->sync(r->b, r->family, &sync, &st) == 0);
+}
+
+/* The service svc-a on port, with one endpoint; synced. */
+static void service_at(struct rig *r, int port) {
+        const struct cluster_svc s = {.name = "svc-a", .ip = SERVICE_IP, .port = port};
+
+        cluster_service(r->m, &s);
+        rig_sync(r);
 }
 
 static void rig_init(struct rig *r) {
@@ -208,7 +214,7 @@ static void rig_done(struct rig *r) {
         config_done(&r->cfg);
 }
 
-/* After the move: port 80 refuses, port 81 (or to) serves. */
+/* After the move: port 80 refuses, port to serves. */
 static void check_moved(struct rig *r, int to) {
         int err, c, ep;
 
@@ -285,7 +291,6 @@ static void test_busy_frontend_forwards_its_queue(void) {
  * predecessor busy until its reply is relayed. */
 static void test_handed_over_waits_for_udp_replies(void) {
         const struct cluster_svc dns = {.name = "svc-u", .ip = DNS_IP, .port = 53, .udp = true};
-        struct backend_stats st;
         struct handover_sock *socks = NULL;
         struct sockaddr_storage ss, from;
         struct fwd_addr a = {.port = 53};
@@ -306,9 +311,7 @@ static void test_handed_over_waits_for_udp_replies(void) {
         CHECK(bind(ep, (struct sockaddr *) &ss, len) == 0);
         cluster_service(r.m, &dns);
         cluster_udp_endpoints(r.m, "svc-u", 1, 1);
-        const struct backend_sync s = {
-                .kind = BACKEND_SYNC_RESYNC, .model = r.m, .params = &r.p, .all_changed = true};
-        CHECK(r.ops->sync(r.b, r.family, &s, &st) == 0);
+        rig_sync(&r);
         loop_start(&r);
 
         /* A query passed on, not answered yet. */
