@@ -89,9 +89,13 @@ static int ensure(const char *root, const char *name, uint64_t value) {
         snprintf(entry, sizeof entry, "net/netfilter/%s", name);
         if (sysctl_read_u64(root, path, &cur) == 0 && cur == value)
                 return 0;
-        log_info_kv("Set sysctl", KV_STR("entry", entry), KV_INT("value", value));
         int r = sysctl_write_u64(root, path, value);
-        return r < 0 ? failed(entry, value, r) : 0;
+        if (r < 0)
+                return failed(entry, value, r);
+        /* Upstream's lines, logged once the write succeeded, never before
+         * (here and below): the log never claims a setting the node lacks. */
+        log_info_kv("Set sysctl", KV_STR("entry", entry), KV_INT("value", value));
+        return 0;
 }
 
 /* nf_conntrack_max, raised only; then the hash size to a quarter of what
@@ -107,10 +111,11 @@ static int ensure_max(const char *root, uint64_t max) {
                 log_v(2, "nf_conntrack_max is %llu, at least the %llu asked for: leaving it",
                       (unsigned long long) cur, (unsigned long long) max);
         } else {
-                log_info_kv("Setting nf_conntrack_max", KV_INT("nfConntrackMax", max));
                 q = sysctl_write_u64(root, NETFILTER "nf_conntrack_max", max);
                 if (q < 0)
                         r = failed("net/netfilter/nf_conntrack_max", max, q);
+                else
+                        log_info_kv("Setting nf_conntrack_max", KV_INT("nfConntrackMax", max));
         }
         q = sysctl_read_u64(root, HASHSIZE, &hash);
         if (q < 0) {
@@ -119,9 +124,10 @@ static int ensure_max(const char *root, uint64_t max) {
         }
         if (hash >= max / 4)
                 return r;
-        log_info_kv("Setting conntrack hashsize", KV_INT("conntrackHashsize", max / 4));
         q = sysctl_write_u64(root, HASHSIZE, max / 4);
-        if (q < 0 && (q = failed("the conntrack hash size (" HASHSIZE ")", max / 4, q)) < 0 && r == 0)
+        if (q == 0)
+                log_info_kv("Setting conntrack hashsize", KV_INT("conntrackHashsize", max / 4));
+        else if ((q = failed("the conntrack hash size (" HASHSIZE ")", max / 4, q)) < 0 && r == 0)
                 r = q;
         return r;
 }

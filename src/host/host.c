@@ -220,22 +220,31 @@ static bool probe_tcp_be_liberal(void) {
         return v != 0;
 }
 
+int host_name(char **ret) {
+        struct utsname u;
+
+        if (uname(&u) < 0 || !*u.nodename)
+                return -ENOENT;
+        char *name = strdup(u.nodename);
+        if (!name)
+                return -ENOMEM;
+        for (char *p = name; *p; p++)
+                *p = (char) tolower((unsigned char) *p);
+        *ret = name;
+        return 0;
+}
+
 int host_probe(struct host_facts *ret) {
         struct host_facts h = {0};
-        struct utsname u;
         int r;
 
         r = probe_addresses(&h);
         if (r < 0)
                 return r;
-        if (uname(&u) == 0) {
-                h.hostname = strdup(u.nodename);
-                if (!h.hostname) {
-                        host_facts_done(&h);
-                        return -ENOMEM;
-                }
-                for (char *p = h.hostname; *p; p++)
-                        *p = (char) tolower((unsigned char) *p);
+        r = host_name(&h.hostname);
+        if (r == -ENOMEM) {
+                host_facts_done(&h);
+                return r;
         }
         h.nfacct = probe_nfacct();
         h.tcp_be_liberal = probe_tcp_be_liberal();

@@ -33,6 +33,9 @@ struct host_facts {
  * fails on a missing capability, which just reads as false; returns
  * -ENOMEM on allocation failure. */
 int host_probe(struct host_facts *ret);
+/* The machine's hostname, lower-cased (the default node name), in *ret to
+ * free. Returns 0, -ENOENT when there is none, or -ENOMEM. */
+int host_name(char **ret);
 /* Chooses the iptables backend: want, or with IPTABLES_BACKEND_AUTO the
  * one the node uses (iptables_backend_detect()); and how to run its tools,
  * and whether they have --random-fully. When auto-detection picks a backend

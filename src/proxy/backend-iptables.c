@@ -62,14 +62,14 @@ static int ensure_route_localnet(const struct kproxy_config *c, const struct hos
         render_params_done(&rp);
         if (!want || (sysctl_read_u64(root, ROUTE_LOCALNET, &cur) == 0 && cur == 1))
                 return 0;
-        log_info("Setting net.ipv4.conf.all.route_localnet=1 for NodePorts on localhost (turn them off with "
-                 "--iptables-localhost-nodeports=false, or leave loopback out of --nodeport-addresses)");
         int r = sysctl_write(root, ROUTE_LOCALNET, "1");
         if (r < 0) {
                 log_warning_errno(r, "Failed to set net.ipv4.conf.all.route_localnet=1 (NodePorts on localhost "
                                      "will not answer)");
                 return sysctl_not_permitted(r) ? 0 : r;
         }
+        log_info("Set net.ipv4.conf.all.route_localnet=1 for NodePorts on localhost (turn them off with "
+                 "--iptables-localhost-nodeports=false, or leave loopback out of --nodeport-addresses)");
         return 0;
 }
 
@@ -235,6 +235,7 @@ static int ipt_render(const struct model *m, const struct render_params *p, cons
 
 const struct backend_ops backend_iptables = {
         .name = "iptables",
+        .stopped = "the rules stay in place",
         .conntrack = true,
         .setup = ipt_setup,
         .ipv6_usable = ipt_ipv6_usable,

@@ -266,6 +266,7 @@ static int nft_render(const struct model *m, const struct render_params *p, cons
 
 const struct backend_ops backend_nftables = {
         .name = "nftables",
+        .stopped = "the rules stay in place",
         .service_cidrs = true,
         .conntrack = true,
         .ipv6_usable = nft_ipv6_usable,

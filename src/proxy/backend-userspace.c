@@ -649,14 +649,26 @@ fail:
 /* --- node set-up, switching modes, --cleanup --- */
 
 /* Each forwarded connection leaves a TIME_WAIT toward its endpoint (the
- * client's FIN is passed on first): without reuse, ~28k connections a
- * minute to one endpoint exhaust the ports. */
+ * client's FIN is passed on first, so kproxy's side closes first, and no
+ * socket option avoids it short of a reset that could lose data): without
+ * reuse, ~28k connections a minute to one endpoint exhaust the ports. The
+ * sysctl is the network namespace's (the node's, on the host network);
+ * docs/userspace.md says so, and the log names it once set. */
+#define TW_REUSE "/proc/sys/net/ipv4/tcp_tw_reuse"
 static int us_setup(const struct kproxy_config *c, struct host_facts *host, const char *node_name,
                     const char *root) {
+        uint64_t cur;
         (void) c, (void) host, (void) node_name;
-        int r = sysctl_write_u64(root, "/proc/sys/net/ipv4/tcp_tw_reuse", 1);
-        if (r < 0 && !sysctl_not_permitted(r))
-                return log_warning_errno(r, "Failed to set net.ipv4.tcp_tw_reuse to 1");
+        if (sysctl_read_u64(root, TW_REUSE, &cur) == 0 && cur == 1)
+                return 0;
+        int r = sysctl_write_u64(root, TW_REUSE, 1);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to set net.ipv4.tcp_tw_reuse to 1 (connections to one endpoint "
+                                     "may run out of local ports)");
+                return sysctl_not_permitted(r) ? 0 : r;
+        }
+        log_info_kv("Set sysctl", KV_STR("entry", "net/ipv4/tcp_tw_reuse"), KV_INT("value", 1),
+                    KV_STR("reason", "forwarded connections leave TIME_WAIT sockets toward endpoints"));
         return 0;
 }
 
@@ -741,6 +753,7 @@ static int us_render(const struct model *m, const struct render_params *p, const
 
 const struct backend_ops backend_userspace = {
         .name = "userspace",
+        .stopped = "new connections to services on this node are refused until kproxy runs again",
         .setup = us_setup,
         .ipv6_usable = us_ipv6_usable,
         .create = us_create,

@@ -96,6 +96,9 @@ struct backend_ops {
          * set-up applies (proxy/setup.h), and UDP entries to endpoints that
          * left are deleted after each sync (proxy/udp-stale.h). */
         bool conntrack;
+        /* What keeps serving once the process has exited, for the log line
+         * of a stop ("exiting; <stopped>"). */
+        const char *stopped;
 
         /* The node set-up of the mode, before the first sync and with
          * --init-only (after the host probe: see proxy/setup.h). Returns 0,

@@ -105,9 +105,18 @@ int daemon_cleanup(const struct kproxy_config *c, const struct daemon_opts *o) {
 
 int daemon_init_only(const struct kproxy_config *c) {
         struct host_facts host = {0};
+        _cleanup_(kube_conn_done) struct kube_conn conn = {0};
         const struct backend_ops *ops = mode_backend(c);
+        char err[KUBE_CONN_ERRLEN];
         if (!ops)
                 return EXIT_FAILURE;
+        /* As upstream's: the API connection is configured (never used)
+         * before the node is touched, so --init-only refuses what the
+         * daemon would. */
+        if (kube_conn_resolve(c->kubeconfig, c->master, &conn, err) < 0) {
+                log_error("Cannot configure the API connection: %s", err);
+                return EXIT_FAILURE;
+        }
         int r = setup_node(c, ops, c->hostname_override, sysctl_root(), &host);
         host_facts_done(&host);
         if (r < 0) {
@@ -120,6 +129,7 @@ int daemon_init_only(const struct kproxy_config *c) {
 
 /* What runs on the loop, freed in reverse. */
 struct daemon {
+        const struct backend_ops *ops;
         struct host_facts host;
         struct kube_conn conn;
         struct ev_loop *loop;
@@ -193,7 +203,7 @@ static void on_signal(struct ev_loop *l, int fd, uint32_t events, void *userdata
                 d->drain = ev_timer_add(l, DRAIN_CHECK_MS, on_drain, d);
                 return;
         }
-        log_info("Received signal %s, exiting; the rules stay in place", name);
+        log_info("Received signal %s, exiting; %s", name, d->ops->stopped);
         ev_stop(l);
 }
 
@@ -286,8 +296,9 @@ static int start_watches(struct daemon *d, const struct kproxy_config *c, const 
 }
 
 int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
-        struct daemon d = {.sigfd = -1};
         const struct backend_ops *ops = mode_backend(c);
+        struct daemon d = {.ops = ops, .sigfd = -1};
+        _cleanup_free_ char *hostname = NULL;
         char err[KUBE_CONN_ERRLEN];
         int ret = EXIT_FAILURE, r;
 
@@ -297,6 +308,24 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 log_error("--socket-lb works beside iptables or nftables mode, not %s mode", ops->name);
                 return EXIT_FAILURE;
         }
+        /* Principle of the start-up order (upstream's): whatever can make
+         * kproxy refuse to run is found before anything on the node is
+         * changed, so a bad flag, file or credential leaves the node as it
+         * was (route_localnet=1 without the rule that guards it would be
+         * CVE-2020-8558's set-up). The API connection's configuration, the
+         * node's name and the servers' addresses first; then the node. */
+        r = kube_conn_resolve(c->kubeconfig, c->master, &d.conn, err);
+        if (r < 0) {
+                log_error("Cannot configure the API connection: %s", err);
+                goto out;
+        }
+        const char *node = c->hostname_override && *c->hostname_override ? c->hostname_override : NULL;
+        if (!node && host_name(&hostname) == 0)
+                node = hostname;
+        if (!node) {
+                log_error("Cannot tell this node's name: set --hostname-override");
+                goto out;
+        }
         signal(SIGPIPE, SIG_IGN);
         /* Restore inputs and table dumps are tens of megabytes at scale.
          * glibc raises its mmap threshold after freeing such a buffer (up to
@@ -304,25 +333,15 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
          * freed memory; a fixed threshold keeps every large buffer mapped
          * and returned to the system when freed. */
         mallopt(M_MMAP_THRESHOLD, 1 << 20);
+        if (start_servers(&d, c, ops) < 0)
+                goto out;
         /* The node set-up failing is not fatal: a proxy that runs with the
          * kernel's defaults serves better than one in a crash loop. */
-        r = setup_node(c, ops, c->hostname_override, sysctl_root(), &d.host);
+        r = setup_node(c, ops, node, sysctl_root(), &d.host);
         if (r == -ENOMEM)
                 goto out;
         host_probe_iptables(&d.host, o->iptables_backend);
         setup_oom_score_adj(c, sysctl_root());
-        const char *node = c->hostname_override && *c->hostname_override ? c->hostname_override : d.host.hostname;
-        if (!node || !*node) {
-                log_error("Cannot tell this node's name: set --hostname-override");
-                goto out;
-        }
-        r = kube_conn_resolve(c->kubeconfig, c->master, &d.conn, err);
-        if (r < 0) {
-                log_error("Cannot configure the API connection: %s", err);
-                goto out;
-        }
-        if (start_servers(&d, c, ops) < 0)
-                goto out;
         struct proxier_opts po = {
                 .config = c,
                 .backend = ops,
