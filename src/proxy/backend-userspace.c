@@ -37,6 +37,7 @@
 #include "model/model.h"
 #include "proxy/nolocal.h"
 #include "render/render.h"
+#include "userspace/fwd-filter.h"
 #include "userspace/fwd-pipes.h"
 #include "userspace/fwd-tcp.h"
 #include "userspace/fwd-udp.h"
@@ -80,17 +81,23 @@ void userspace_udp_close(struct frontend *fe) {
         fe->udp = fwd_udp_free(fe->udp);
 }
 
-void userspace_frontend_free(struct frontend *fe) {
+/* Closes the frontend's socket and connections, keeping their counts. */
+static void frontend_close(struct frontend *fe) {
         if (fe->tcp) {
                 struct fwd_tcp_stats st;
                 fwd_tcp_get_stats(fe->tcp, &st);
                 st.active = 0;
                 userspace_add_tcp_stats(&fe->b->gone.tcp, &st);
-                fwd_tcp_free(fe->tcp);
+                fe->tcp = fwd_tcp_free(fe->tcp);
         }
         userspace_udp_close(fe);
+}
+
+void userspace_frontend_free(struct frontend *fe) {
+        frontend_close(fe);
         picker_free(fe->picker);
         buf_done(&fe->line);
+        free(fe->sources);
         free(fe->svc_key);
         free(fe);
 }
@@ -131,6 +138,22 @@ static void frontend_retire(struct backend *b, struct frontend *fe) {
         b->draining = fe;
 }
 
+/* Gives the frontend's socket the filter of its sources. A filter that
+ * cannot be set closes the socket: a load-balancer IP whose sources are
+ * limited is served to none rather than to all. Returns 0 or -errno
+ * (logged). */
+static int frontend_filter(struct frontend *fe) {
+        int fd = fe->tcp ? fwd_tcp_listener(fe->tcp) : fe->udp ? fwd_udp_socket(fe->udp) : -1;
+        int r = fd < 0 ? 0 : fwd_filter_sources(fd, fe->family, fe->sources, fe->n_sources);
+        if (r == 0)
+                return 0;
+        log_error_errno(r, "Failed to limit %s of service %s to its loadBalancerSourceRanges; not serving it", fe->key,
+                        fe->svc_key);
+        frontend_close(fe);
+        fe->failed = true;
+        return r;
+}
+
 /* Binds the frontend's socket. Returns 0 or -errno (logged once per
  * failure streak). */
 static int frontend_open(struct backend *b, struct frontend *fe, const struct userspace_frontend *want) {
@@ -158,7 +181,7 @@ static int frontend_open(struct backend *b, struct frontend *fe, const struct us
                 log_error_errno(r, "Failed to open %s for service %s (retried with each full sync)", fe->key,
                                 want->svc_key);
         fe->failed = r < 0;
-        return r;
+        return r < 0 ? r : frontend_filter(fe);
 }
 
 /* The clients' table of want's service port (made on first use). */
@@ -210,6 +233,18 @@ static int frontend_update(struct frontend *fe, const struct userspace_frontend 
                         if (!kept)
                                 fwd_udp_drop_endpoint(fe->udp, old);
                 }
+        if (fe->n_sources != want->n_sources ||
+            (want->n_sources && memcmp(fe->sources, want->sources, want->n_sources * sizeof *want->sources) != 0)) {
+                struct inet_cidr *v = want->n_sources ? malloc(want->n_sources * sizeof *v) : NULL;
+                if (want->n_sources && !v)
+                        return -ENOMEM;
+                if (v)
+                        memcpy(v, want->sources, want->n_sources * sizeof *v);
+                free(fe->sources);
+                fe->sources = v;
+                fe->n_sources = want->n_sources;
+                (void) frontend_filter(fe);     /* logged; on failure it serves nobody */
+        }
         buf_clear(&fe->line);
         userspace_frontend_format(want, &fe->line);
         struct affinity *shared = NULL;
@@ -646,96 +681,11 @@ fail:
         return r;
 }
 
-/* --- node set-up, switching modes, --cleanup --- */
-
-/* Each forwarded connection leaves a TIME_WAIT toward its endpoint (the
- * client's FIN is passed on first, so kproxy's side closes first, and no
- * socket option avoids it short of a reset that could lose data): without
- * reuse, ~28k connections a minute to one endpoint exhaust the ports. The
- * sysctl is the network namespace's (the node's, on the host network);
- * docs/userspace.md says so, and the log names it once set. */
-#define TW_REUSE "/proc/sys/net/ipv4/tcp_tw_reuse"
-static int us_setup(const struct kproxy_config *c, struct host_facts *host, const char *node_name,
-                    const char *root) {
-        uint64_t cur;
-        (void) c, (void) host, (void) node_name;
-        if (sysctl_read_u64(root, TW_REUSE, &cur) == 0 && cur == 1)
-                return 0;
-        int r = sysctl_write_u64(root, TW_REUSE, 1);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to set net.ipv4.tcp_tw_reuse to 1 (connections to one endpoint "
-                                     "may run out of local ports)");
-                return sysctl_not_permitted(r) ? 0 : r;
-        }
-        log_info_kv("Set sysctl", KV_STR("entry", "net/ipv4/tcp_tw_reuse"), KV_INT("value", 1),
-                    KV_STR("reason", "forwarded connections leave TIME_WAIT sockets toward endpoints"));
-        return 0;
-}
-
 /* Addresses and sockets: only the kernel's IPv6 to ask about (a kernel
  * booted with ipv6.disable=1 has no /proc/net/if_inet6). */
 static bool us_ipv6_usable(const struct host_facts *host) {
         (void) host;
         return access("/proc/net/if_inet6", F_OK) == 0;
-}
-
-static bool link_present(void) {
-        struct ifaddr *ia;
-        struct inet_addr *have = NULL;
-        size_t n = 0;
-
-        if (ifaddr_open(USERSPACE_LINK, &ia) < 0)
-                return true;    /* unsure */
-        int r = ifaddr_list(ia, &have, &n);
-        free(have);
-        ifaddr_close(ia);
-        return r != -ENODEV;
-}
-
-static int link_remove(void) {
-        struct ifaddr *ia;
-        int r = ifaddr_open(USERSPACE_LINK, &ia);
-
-        if (r < 0)
-                return log_error_errno(r, "Failed to open rtnetlink");
-        r = ifaddr_link_delete(ia);
-        ifaddr_close(ia);
-        if (r == -EEXIST)
-                return log_warning_errno(r, "Interface " USERSPACE_LINK " is not kproxy's, left alone");
-        if (r < 0)
-                return log_error_errno(r, "Failed to delete interface " USERSPACE_LINK);
-        return 0;
-}
-
-static bool us_leftovers(const struct host_facts *h, bool running) {
-        (void) h;
-        return !running && link_present();
-}
-
-/* Leaving this mode for a NAT mode, after that mode's first sync: the
- * addresses go, then conntrack's entries of their connections
- * (userspace_flush_own_entries). */
-static int us_remove_leftovers(const struct host_facts *h, bool running) {
-        _cleanup_free_ struct inet_addr *addrs = NULL;
-        struct ifaddr *ia;
-        size_t n = 0;
-
-        (void) h;
-        if (running)
-                return 0;
-        if (ifaddr_open(USERSPACE_LINK, &ia) >= 0) {
-                (void) ifaddr_list(ia, &addrs, &n);
-                ifaddr_close(ia);
-        }
-        int r = link_remove();
-        if (r >= 0)
-                userspace_flush_own_entries(addrs, n);
-        return r;
-}
-
-static int us_cleanup(const struct kproxy_config *c, const struct host_facts *h) {
-        (void) c, (void) h;
-        return link_remove();
 }
 
 static int us_render(const struct model *m, const struct render_params *p, const struct inet_cidr *service_cidrs,
@@ -754,15 +704,15 @@ static int us_render(const struct model *m, const struct render_params *p, const
 const struct backend_ops backend_userspace = {
         .name = "userspace",
         .stopped = "new connections to services on this node are refused until kproxy runs again",
-        .setup = us_setup,
+        .setup = userspace_setup,
         .ipv6_usable = us_ipv6_usable,
         .create = us_create,
         .destroy = us_destroy,
         .sync = us_sync,
         .check = us_check,
-        .leftovers = us_leftovers,
-        .remove_leftovers = us_remove_leftovers,
-        .cleanup = us_cleanup,
+        .leftovers = userspace_leftovers,
+        .remove_leftovers = userspace_remove_leftovers,
+        .cleanup = userspace_cleanup,
         .render = us_render,
         .expose = userspace_expose,
         .describe = userspace_describe,

@@ -41,6 +41,8 @@ struct frontend {
         struct fwd_tcp *tcp;
         struct fwd_udp *udp;
         struct buf line;                /* the plan's line, for /debug/backend */
+        struct inet_cidr *sources;      /* the sources its socket's filter admits (none: all) */
+        size_t n_sources;
         uint64_t gen;                   /* the sync that last wanted it */
         bool failed;                    /* could not bind: full syncs try again */
 };
@@ -116,9 +118,14 @@ void userspace_quiesce(struct backend *b);
  * many stay open. */
 size_t userspace_close_settled(struct backend *b);
 
-/* backend-userspace-switch.c: conntrack entries of the mode switched from. */
+/* backend-userspace-switch.c: the node around the mode. The operations of
+ * the same names in struct backend_ops. */
+int userspace_setup(const struct kproxy_config *c, struct host_facts *host, const char *node_name, const char *root);
+bool userspace_leftovers(const struct host_facts *h, bool running);
+int userspace_remove_leftovers(const struct host_facts *h, bool running);
+int userspace_cleanup(const struct kproxy_config *c, const struct host_facts *h);
+/* Conntrack entries of the NAT mode switched from, once this mode serves. */
 void userspace_on_nat_flush(struct ev_loop *l, void *userdata);
-void userspace_flush_own_entries(const struct inet_addr *addrs, size_t n);
 
 /* backend-userspace-stats.c */
 void userspace_add_tcp_stats(struct fwd_tcp_stats *t, const struct fwd_tcp_stats *s);

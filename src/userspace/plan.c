@@ -41,20 +41,51 @@ static int cmp_fwd_addr(const void *x, const void *y) {
         return c ? c : (int) a->port - (int) b->port;
 }
 
+/* The sources a load-balancer IP of s admits in family (ranges: whether
+ * it has source ranges of that family), as the rules' firewall chain
+ * admits them: the ranges, and the load-balancer IPs themselves (the
+ * node's own traffic to them) when the node's IP is in a range. Returns
+ * 0 or -ENOMEM. */
+static int lb_sources(const struct svc *s, const struct render_params *p, struct inet_cidr **ret, size_t *ret_n) {
+        struct inet_cidr *v = calloc(s->n_source_ranges + s->n_lb_ips, sizeof *v);
+        size_t n = 0;
+        bool from_node = false;
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_source_ranges; i++) {
+                if (s->source_ranges[i].addr.family != p->family)
+                        continue;
+                v[n++] = s->source_ranges[i];
+                from_node = from_node || inet_cidr_contains(&s->source_ranges[i], &p->node_ip);
+        }
+        for (size_t i = 0; from_node && i < s->n_lb_ips; i++)
+                if (s->lb_ips[i].family == p->family)
+                        v[n++] = (struct inet_cidr) {s->lb_ips[i], p->family == 4 ? 32 : 128};
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
 /* A frontend for addr:port with endpoints list (n of them; none: no
- * frontend). */
+ * frontend), admitting only sources (n_sources of them, taken) if any. */
 static int add_frontend(struct build *b, const struct svc *s, const struct svc_port *port, const struct inet_addr *ip,
-                        uint16_t listen_port, bool external, struct endpoint *const *list, size_t n) {
+                        uint16_t listen_port, bool external, struct endpoint *const *list, size_t n,
+                        struct inet_cidr *sources, size_t n_sources) {
         struct userspace_plan *pl = b->pl;
         struct userspace_frontend *fe;
 
-        if (n == 0)
+        if (n == 0) {
+                free(sources);
                 return 0;
+        }
         if (pl->n_fe == b->cap_fe) {
                 size_t cap = b->cap_fe ? 2 * b->cap_fe : 64;
                 struct userspace_frontend *v = realloc(pl->fe, cap * sizeof *v);
-                if (!v)
+                if (!v) {
+                        free(sources);
                         return -ENOMEM;
+                }
                 pl->fe = v;
                 b->cap_fe = cap;
         }
@@ -66,10 +97,14 @@ static int add_frontend(struct build *b, const struct svc *s, const struct svc_p
                 .addr = {.ip = *ip, .port = listen_port},
                 .external = external,
                 .affinity_timeout = s->affinity_client_ip ? s->affinity_timeout : 0,
+                .sources = sources,
+                .n_sources = n_sources,
         };
         fe->eps = calloc(n, sizeof *fe->eps);
-        if (!fe->eps)
+        if (!fe->eps) {
+                free(sources);
                 return -ENOMEM;
+        }
         for (size_t i = 0; i < n; i++)
                 fe->eps[i] = (struct fwd_addr) {list[i]->addr, list[i]->port};
         fe->n_eps = n;
@@ -106,26 +141,34 @@ static int add_port(struct build *b, const struct svc *s, const struct svc_port 
                 n_ex = e.n_cluster;
         }
 
-        r = add_frontend(b, s, port, cip, port->port, false, in, n_in);
+        r = add_frontend(b, s, port, cip, port->port, false, in, n_in, NULL, 0);
         for (size_t i = 0; r == 0 && i < s->n_external_ips; i++)
                 if (s->external_ips[i].family == p->family)
-                        r = add_frontend(b, s, port, &s->external_ips[i], port->port, true, ex, n_ex);
+                        r = add_frontend(b, s, port, &s->external_ips[i], port->port, true, ex, n_ex, NULL, 0);
         /* Local clients of a load-balancer IP whose sources are filtered
          * are left to the rules, which filter them. */
         bool filtered = b->local_clients && plan.n_source_ranges > 0;
-        for (size_t i = 0; r == 0 && !filtered && i < s->n_lb_ips; i++)
-                if (s->lb_ips[i].family == p->family)
-                        r = add_frontend(b, s, port, &s->lb_ips[i], port->port, true, ex, n_ex);
+        for (size_t i = 0; r == 0 && !filtered && i < s->n_lb_ips; i++) {
+                struct inet_cidr *sources = NULL;
+                size_t n_sources = 0;
+                if (s->lb_ips[i].family != p->family)
+                        continue;
+                if (plan.n_source_ranges > 0 && lb_sources(s, p, &sources, &n_sources) < 0)
+                        r = -ENOMEM;
+                else
+                        r = add_frontend(b, s, port, &s->lb_ips[i], port->port, true, ex, n_ex, sources, n_sources);
+        }
         if (r == 0 && port->node_port) {
                 if (p->nodeports_match_all) {
                         const struct inet_addr any = {.family = p->family};
-                        r = add_frontend(b, s, port, &any, port->node_port, true, ex, n_ex);
+                        r = add_frontend(b, s, port, &any, port->node_port, true, ex, n_ex, NULL, 0);
                 }
                 for (size_t i = 0; r == 0 && !p->nodeports_match_all && i < p->n_nodeport_ips; i++) {
                         /* A local client's loopback is its own (a pod's, not the node's). */
                         if (b->local_clients && inet_addr_is_loopback(&p->nodeport_ips[i]))
                                 continue;
-                        r = add_frontend(b, s, port, &p->nodeport_ips[i], port->node_port, true, ex, n_ex);
+                        r = add_frontend(b, s, port, &p->nodeport_ips[i], port->node_port, true, ex, n_ex, NULL,
+                                         0);
                 }
         }
         endpoints_done(&e);
@@ -175,11 +218,15 @@ static int cmp_fe(const void *x, const void *y) {
 }
 
 /* The same, then by service: the first of two claims is the first
- * service in key order. */
+ * service in key order; within a service, an address that is both an
+ * external IP and a filtered load-balancer IP is the external IP's, whose
+ * rule comes first. */
 static int cmp_fe_svc(const void *x, const void *y) {
         const struct userspace_frontend *a = x, *b = y;
         int c = strcmp(a->key, b->key);
-        return c ? c : strcmp(a->svc_key, b->svc_key);
+        if (c == 0)
+                c = strcmp(a->svc_key, b->svc_key);
+        return c ? c : (a->n_sources > 0) - (b->n_sources > 0);
 }
 
 static int add_all(struct build *b, const struct model *m, const struct render_params *p) {
@@ -236,6 +283,7 @@ static int build(const struct model *m, const struct render_params *p, const str
         for (size_t i = 0; i < ret->n_fe; i++) {
                 if (k > 0 && strcmp(ret->fe[k - 1].key, ret->fe[i].key) == 0) {
                         free(ret->fe[i].eps);
+                        free(ret->fe[i].sources);
                         continue;
                 }
                 ret->fe[k++] = ret->fe[i];
@@ -255,8 +303,10 @@ int userspace_plan_build_local(const struct model *m, const struct render_params
 }
 
 void userspace_plan_done(struct userspace_plan *pl) {
-        for (size_t i = 0; i < pl->n_fe; i++)
+        for (size_t i = 0; i < pl->n_fe; i++) {
                 free(pl->fe[i].eps);
+                free(pl->fe[i].sources);
+        }
         free(pl->fe);
         free(pl->addrs);
         *pl = (struct userspace_plan) {0};
@@ -280,6 +330,10 @@ void userspace_frontend_format(const struct userspace_frontend *fe, struct buf *
                    fe->external ? "external" : "internal");
         if (fe->affinity_timeout)
                 buf_printf(out, " affinity=%u", (unsigned) fe->affinity_timeout);
+        for (size_t i = 0; i < fe->n_sources; i++) {
+                char cidr[INET_CIDR_STRLEN];
+                buf_printf(out, "%s%s", i ? "," : " sources=", inet_cidr_format(&fe->sources[i], cidr));
+        }
         buf_puts(out, " ->");
         for (size_t i = 0; i < fe->n_eps; i++)
                 buf_printf(out, " %s", fwd_addr_format(&fe->eps[i], text));

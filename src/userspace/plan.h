@@ -18,6 +18,7 @@
  *   tcp 10.96.0.10:80 default/web:http internal -> 10.244.1.5:8080 10.244.2.7:8080
  *   tcp 10.96.0.11:80 default/api internal -> 10.244.1.6:8080          (an unnamed port)
  *   udp 0.0.0.0:30053 default/dns:dns external affinity=10800 -> 10.244.1.9:53
+ *   tcp 203.0.113.10:443 shop/front:https external sources=198.51.100.0/24 -> 10.244.1.30:8443
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,6 +41,12 @@ struct userspace_frontend {
         uint32_t affinity_timeout;      /* seconds; 0: no ClientIP affinity */
         struct fwd_addr *eps;           /* owned, sorted */
         size_t n_eps;                   /* > 0 */
+        /* A load-balancer IP's loadBalancerSourceRanges: the sources that
+         * may connect (the ranges of the family, and the service's
+         * load-balancer IPs when this node is in one of them, as the
+         * rules allow); owned. None: every source. */
+        struct inet_cidr *sources;
+        size_t n_sources;
 };
 
 /* A service address, and the service that wants it (two services may

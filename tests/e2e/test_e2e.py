@@ -473,6 +473,38 @@ class Suite:
         # Only a connection's first packet passes the nat table.
         self.assertEqual(after - before, 5)
 
+    def test_06c_load_balancer_source_ranges(self):
+        """loadBalancerSourceRanges are access control: a client inside the
+        ranges reaches the load-balancer IP, one outside gets nothing (no
+        answer at all, as the rules' DROP gives), in every mode; the
+        service's cluster IP stays open to both."""
+        lab = self.lab
+        svc = service("lbsr", "10.96.0.70", typ="LoadBalancer", node_port=30070, etp="Cluster")
+        svc["spec"]["loadBalancerSourceRanges"] = [self.ip["cl"] + "/32", "198.51.100.0/24"]
+        svc["status"] = {"loadBalancer": {"ingress": [{"ip": "203.0.113.70"}]}}
+        lab.apply_objects("create", [svc, slice_("lbsr-1", "lbsr", [(self.ip["a1"], "node-1")])])
+        lab.run(["ip", "route", "replace", "203.0.113.70/32", "via", NODE_IPS["node-1"]], ns="n2")
+        # A real node routes the address onwards (its default route): the
+        # rules' drop, not a missing route, must be what stops it there.
+        lab.run(["ip", "route", "replace", "203.0.113.70/32", "dev", "eth0"], ns="n1")
+        try:
+            lab.wait_targets("lbsr's endpoints", "default/lbsr", "p", self.eps("a1"))
+            r = self.client("203.0.113.70", 80, 20)
+            self.assertEqual((r["errors"], r["replies"]), ({}, {"a1": 20}), "from inside the ranges")
+            # Node 2 is outside: its SYNs are dropped, not refused.
+            r = self.client("203.0.113.70", 80, 3, "--timeout", "0.5", ns="n2")
+            self.assertEqual((r["errors"], r["replies"]), ({"timeout": 3}, {}), "from outside the ranges")
+            r = self.client("10.96.0.70", 80, 5, ns="n2")
+            self.assertEqual((r["errors"], r["replies"]), ({}, {"a1": 5}), "the cluster IP from node 2")
+            if self.MODE == "userspace":
+                self.assertRegex(lab.frontends(), r"(?m)^tcp 203\.0\.113\.70:80 default/lbsr:p external "
+                                 r"sources=10\.244\.1\.100/32,198\.51\.100\.0/24 -> ")
+        finally:
+            for n in ("n1", "n2"):
+                lab.run(["ip", "route", "del", "203.0.113.70/32"], ns=n, check=False)
+            lab.kubectl("delete", "service", "lbsr", "--wait=false")
+            lab.kubectl("delete", "endpointslice", "lbsr-1", "--wait=false")
+
     def test_07_nodeport_local_policy_keeps_client_ip(self):
         r = self.client(NODE_IPS["node-1"], 30081, 100, ns="n2")
         self.assertEqual(r["errors"], {})

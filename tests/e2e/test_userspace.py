@@ -133,6 +133,10 @@ class E2EUserspace(Suite, unittest.TestCase):
         # for them). A pod replaced meanwhile is served after the restart.
         lab, ip = self.lab, self.ip
         self.assertEqual(lab.stop_kproxy(signal.SIGTERM), 0)
+        # Its last line says what a stop leaves: no rules in this mode.
+        self.assertRegex(lab.kproxy_output(), r"Received signal Terminated, exiting; new connections to services on "
+                         r"this node are refused until kproxy runs again\n")
+        self.assertNotIn("rules stay", lab.kproxy_output())
         self.assertIn(" 10.96.0.10/32 ", lab.run(["ip", "-o", "addr", "show", "dev", "kube-proxy0"], ns="n1").stdout)
         r = self.client("10.96.0.10", 80, 5)
         self.assertEqual(r["errors"], {"ECONNREFUSED": 5}, r)

@@ -209,8 +209,37 @@ static void test_local_clients(void) {
         /* userspace mode's own plan (outside clients) has none there. */
         CHECK(userspace_plan_build(f.m, &f.p, NULL, &f.pl) == 0);
         CHECK_STREQ(line(&f.pl, "tcp 198.51.100.1:80"), "");
-        CHECK_STREQ(line(&f.pl, "tcp 198.51.100.2:80"), "tcp 198.51.100.2:80 ns/svc-f:http external -> "
-                                                        "10.244.5.10:8080 10.244.5.11:8080");
+        CHECK_STREQ(line(&f.pl, "tcp 198.51.100.2:80"), "tcp 198.51.100.2:80 ns/svc-f:http external "
+                                                        "sources=203.0.113.0/25 -> 10.244.5.10:8080 10.244.5.11:8080");
+        fixture_done(&f);
+}
+
+/* loadBalancerSourceRanges on the load-balancer IPs' frontends only, as
+ * the rules' firewall chains: the family's ranges, and the load-balancer
+ * IPs themselves when the node's IP is in a range; an address that is
+ * also an external IP of the service is the external IP's, unfiltered. */
+static void test_source_ranges(void) {
+        struct fixture f;
+
+        fixture_init(&f, NULL);
+        cluster_service(f.m, &(struct cluster_svc) {.name = "svc-g", .ip = "10.96.0.16", .type = "LoadBalancer",
+                                                    .port = 80, .node_port = 30006, .lb = "198.51.100.3",
+                                                    .ranges = {"127.0.0.0/8", "fd00::/8"}});
+        cluster_endpoints(f.m, "svc-g", 6, 1);
+        cluster_service(f.m, &(struct cluster_svc) {.name = "svc-h", .ip = "10.96.0.17", .type = "LoadBalancer",
+                                                    .port = 80, .lb = "198.51.100.4", .ext = "198.51.100.4",
+                                                    .ranges = {"203.0.113.0/24"}});
+        cluster_endpoints(f.m, "svc-h", 7, 1);
+        CHECK(userspace_plan_build(f.m, &f.p, NULL, &f.pl) == 0);
+        /* The node's IP (127.0.0.1 without a Node object) is in a range:
+         * its own traffic to the load-balancer IP comes from that IP, and
+         * is let in; the other family's range is not the frontend's. */
+        CHECK_STREQ(line(&f.pl, "tcp 198.51.100.3:80"), "tcp 198.51.100.3:80 ns/svc-g:http external "
+                                                        "sources=127.0.0.0/8,198.51.100.3/32 -> 10.244.6.10:8080");
+        CHECK_STREQ(line(&f.pl, "tcp 10.96.0.16:80"), "tcp 10.96.0.16:80 ns/svc-g:http internal -> 10.244.6.10:8080");
+        CHECK_STREQ(line(&f.pl, "tcp 0.0.0.0:30006"), "tcp 0.0.0.0:30006 ns/svc-g:http external -> 10.244.6.10:8080");
+        CHECK_STREQ(line(&f.pl, "tcp 198.51.100.4:80"), "tcp 198.51.100.4:80 ns/svc-h:http external -> "
+                                                        "10.244.7.10:8080");
         fixture_done(&f);
 }
 
@@ -247,5 +276,6 @@ int main(void) {
         TEST_RUN(test_claims_and_partial_plans);
         TEST_RUN(test_local_clients);
         TEST_RUN(test_local_clients_loopback_nodeports);
+        TEST_RUN(test_source_ranges);
         TEST_DONE();
 }
