@@ -1,6 +1,7 @@
 # kproxy: a Kubernetes service proxy in C.
 #
-#   make            build build/kproxy
+#   make            build build/kproxy (naming any missing build dependency; make deps installs them)
+#   make deps       install the build and test dependencies (Debian packages, apt-get; root)
 #   make check      install build dependencies, build, run every test (also under ASan/UBSan)
 #   make demo       install build dependencies, build, run the bundled example
 #                   (PROXY_MODE=nftables for nftables mode, userspace for userspace mode)
@@ -13,12 +14,17 @@
 
 BUILD    ?= build
 CC       ?= cc
-PKGS     := jansson yaml-0.1 libcrypto libcurl libmicrohttpd libnetfilter_conntrack libmnl libbpf
+PKG_CONFIG ?= pkg-config
+# The libraries, as pkg-config module:Debian package (build-deps names the package).
+PKG_DEBS := jansson:libjansson-dev yaml-0.1:libyaml-dev libcrypto:libssl-dev libcurl:libcurl4-openssl-dev \
+            libmicrohttpd:libmicrohttpd-dev libnetfilter_conntrack:libnetfilter-conntrack-dev libmnl:libmnl-dev \
+            libbpf:libbpf-dev
+PKGS     := $(foreach m,$(PKG_DEBS),$(firstword $(subst :, ,$(m))))
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
             -Wno-missing-field-initializers -Werror
 OPT      ?= -O2 -g
-CFLAGS   += -std=gnu11 $(OPT) $(WARN) -D_GNU_SOURCE -Isrc -Ibuild-gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+CFLAGS   += -std=gnu11 $(OPT) $(WARN) -D_GNU_SOURCE -Isrc -Ibuild-gen $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+LDLIBS   += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lm
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 CFLAGS   += -DKPROXY_VERSION='"$(VERSION)"'
 
@@ -41,7 +47,21 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 
 all: $(BUILD)/kproxy
 
-$(BUILD)/%.o: %.c
+# What the build lacks, named as Debian packages, before any compiler error
+# about a missing header (an order-only prerequisite: checked once a run).
+BUILD_TOOLS := $(PKG_CONFIG):pkg-config $(CC):build-essential clang:clang
+build-deps:
+	@missing=""; \
+	for t in $(BUILD_TOOLS); do command -v "$${t%%:*}" >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
+	command -v "$(BPFTOOL)" >/dev/null 2>&1 || missing="$$missing bpftool"; \
+	for m in $(PKG_DEBS); do $(PKG_CONFIG) --exists "$${m%%:*}" 2>/dev/null || missing="$$missing $${m#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	    echo "kproxy's build needs these Debian packages, missing here:$$missing"; \
+	    echo "install them with: make deps (as root), or apt-get install$$missing"; \
+	    exit 1; \
+	fi
+
+$(BUILD)/%.o: %.c | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
@@ -58,7 +78,7 @@ $(BUILD)/kproxy: $(MAIN_OBJ) $(BUILD)/libkproxy-core.a
 GEN      := build-gen
 BPFTOOL  ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 
-$(GEN)/sock.bpf.o: src/sockbpf/sock.bpf.c src/sockbpf/maps.h
+$(GEN)/sock.bpf.o: src/sockbpf/sock.bpf.c src/sockbpf/maps.h | build-deps
 	@mkdir -p $(dir $@)
 	clang -O2 -g -Wall -Werror -target bpf -Isrc -I/usr/include/$(shell uname -m)-linux-gnu -c -o $@ $<
 
@@ -107,7 +127,7 @@ check: deps
 FUZZ_SECONDS ?= 6
 fuzz-long: FUZZ_SECONDS = 3600
 FUZZ_CFLAGS := -std=gnu11 -g -O1 $(WARN) -D_GNU_SOURCE -DKPROXY_VERSION='"fuzz"' -Isrc -Ibuild-gen \
-               $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -fno-omit-frame-pointer \
+               $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) -fno-omit-frame-pointer \
                -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_OBJ := $(CORE_SRC:%.c=build-fuzz/obj/%.o)
 FUZZ_HELPER_SRC := $(filter-out tests/fuzz/fuzz-%.c,$(wildcard tests/fuzz/*.c))
@@ -270,7 +290,7 @@ uninstall:
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof build-gen
 
-.PHONY: all unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools bench-userspace \
+.PHONY: all build-deps unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools bench-userspace \
         bench-socket-lb clean fuzz fuzz-build \
         fuzz-long fuzz-seeds profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \

@@ -19,11 +19,25 @@ kproxy \\- Kubernetes service proxy, a drop-in replacement for kube-proxy
 [\\fIflags\\fR] \\fISTATE\\fR...
 .SH DESCRIPTION
 kproxy watches the Kubernetes API server's Services, EndpointSlices and its
-Node, and keeps the node's iptables or nftables rules in step, as kube-proxy
-does, with kube-proxy's flags and KubeProxyConfiguration file.
-Stopping it leaves the rules in place;
+Node, and keeps the node's service proxying in step, as kube-proxy does, with
+kube-proxy's flags and KubeProxyConfiguration file. Its modes
+(\\-\\-proxy\\-mode) are iptables and nftables, which write upstream's rules,
+and userspace, kproxy's own, which forwards connections in the process for
+nodes without a packet filter; \\-\\-socket\\-lb adds eBPF socket load
+balancing beside iptables or nftables mode.
+Stopping it leaves the rules (and socket load balancing's pinned maps) in
+place, so traffic keeps flowing; in userspace mode new connections are refused
+until kproxy runs again.
 .B kproxy \\-\\-cleanup
-removes them.
+removes what every mode left.
+.PP
+.B kproxy render
+prints what a mode would write for a cluster state, without touching the node.
+.SH "EXIT STATUS"
+The daemon exits 0, or 1 for any error (a flag, the configuration file, the
+API connection, start-up), as kube-proxy does.
+.B kproxy render
+exits 2 for a usage error (a flag it does not honour, a file it cannot read).
 .SH OPTIONS
 The text of
 .BR "kproxy \\-\\-help" :

@@ -24,6 +24,9 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
+/* kproxy render is kproxy's own: a usage error is 2, as for most tools.
+ * The daemon's command line is kube-proxy's, which exits 1 for every error
+ * (flags, --config, start-up), as cobra and component-base's cli.Run do. */
 #define EXIT_USAGE 2
 
 struct render_opts {
@@ -259,6 +262,43 @@ static void log_lines(const struct buf *b) {
         }
 }
 
+/* What render cannot honour is refused, naming the flag, rather than
+ * ignored: the daemon's actions (a user who adds --cleanup to a render
+ * expects something else), and the flags' combinations the daemon refuses.
+ * Returns 0 or -EINVAL (said on stderr). */
+static int render_refuses(const struct kproxy_config *c) {
+        static const char *const actions[] = {"--cleanup", "--init-only", "--write-config-to", "--version"};
+        const bool given[] = {c->cleanup, c->init_only, c->write_config_to != NULL, c->show_version};
+        for (size_t i = 0; i < ELEMENTSOF(actions); i++)
+                if (given[i]) {
+                        fprintf(stderr, "kproxy render: %s is the daemon's (kproxy %s), not render's\n", actions[i],
+                                actions[i]);
+                        return -EINVAL;
+                }
+        return 0;
+}
+
+/* The same, once --config has had its say on the mode. */
+static int render_refuses_config(const struct kproxy_config *c, const struct render_opts *o) {
+        if (!backend_for_mode(c->mode)) {
+                fprintf(stderr, "kproxy render: proxy mode %s is not supported: kproxy runs in " PROXY_MODE_NAMES
+                                " mode\n",
+                        proxy_mode_to_string(c->mode));
+                return -EINVAL;
+        }
+        if (c->socket_lb && c->mode == PROXY_MODE_USERSPACE) {
+                fprintf(stderr, "kproxy render: --socket-lb works beside iptables or nftables mode, not userspace "
+                                "mode\n");
+                return -EINVAL;
+        }
+        if (o->netlink && (c->mode != PROXY_MODE_NFTABLES || c->socket_lb)) {
+                fprintf(stderr, "kproxy render: --output netlink is nftables mode's (its netlink batch), not %s\n",
+                        c->socket_lb ? "--socket-lb's" : proxy_mode_to_string(c->mode));
+                return -EINVAL;
+        }
+        return 0;
+}
+
 static int cmd_render(int argc, char **argv) {
         struct kproxy_config cfg;
         struct render_opts o = {.ip_family = 4, .random_fully = -1};
@@ -275,17 +315,24 @@ static int cmd_render(int argc, char **argv) {
                 goto out;
         if (cfg.show_help) {
                 config_print_help("Usage: kproxy render [flags] STATE...\n\n"
-                                  "Print the iptables-restore input (or, with --proxy-mode nftables, the nft\n"
-                                  "script) that kproxy would apply on a first full sync for the cluster\n"
+                                  "Print what kproxy would apply on a first full sync for the cluster\n"
                                   "state in STATE (files as printed by `kubectl get\n"
                                   "services,endpointslices,nodes -A -o json|yaml`, or YAML manifests; - is\n"
-                                  "stdin). With --socket-lb: what its maps would hold instead, a line per\n"
-                                  "translated service port.\n",
+                                  "stdin), in the mode of --proxy-mode (" PROXY_MODE_NAMES "):\n"
+                                  "the iptables-restore input, the nft script (--output netlink: the netlink\n"
+                                  "batch), or the addresses and frontends userspace mode serves. With\n"
+                                  "--socket-lb: what its maps would hold instead, a line per translated\n"
+                                  "service port. The daemon's actions (--cleanup, --init-only,\n"
+                                  "--write-config-to, --version) are refused.\n",
                                   render_flags, ELEMENTSOF(render_flags));
                 ret = 0;
                 goto out;
         }
+        if (render_refuses(&cfg) < 0)
+                goto out;
         if (config_finish(&cfg) < 0)
+                goto out;
+        if (render_refuses_config(&cfg, &o) < 0)
                 goto out;
         setup_logging(&cfg);
         if (n_files == 0) {
@@ -381,7 +428,7 @@ static int cmd_proxy(int argc, char **argv) {
         struct daemon_opts dopts = {0};
         char **args = NULL;
         size_t n_args = 0;
-        int ret = EXIT_USAGE;
+        int ret = EXIT_FAILURE;
 
         if (config_init(&cfg) < 0)
                 return EXIT_FAILURE;
@@ -390,13 +437,22 @@ static int cmd_proxy(int argc, char **argv) {
         if (cfg.show_help) {
                 config_print_help("Usage: kproxy [flags]\n       kproxy render [flags] STATE...\n\n"
                                   "kproxy is a Kubernetes service proxy, a drop-in replacement for\n"
-                                  "kube-proxy: it takes kube-proxy's flags and configuration file.\n",
+                                  "kube-proxy: it takes kube-proxy's flags and configuration file. Modes:\n"
+                                  PROXY_MODE_NAMES " (--proxy-mode), and eBPF socket load balancing\n"
+                                  "beside iptables or nftables (--socket-lb). Exit status: 0, or 1 for any\n"
+                                  "error, as kube-proxy's.\n",
                                   proxy_flags, ELEMENTSOF(proxy_flags));
                 ret = 0;
                 goto out;
         }
         if (cfg.show_version) {
-                printf("kproxy version %s (kube-proxy compatible)\n", KPROXY_VERSION);
+                /* Upstream's line, which scripts parse for the release;
+                 * =raw: kproxy's own version (upstream prints its build's
+                 * details there). */
+                if (cfg.show_version_raw)
+                        printf("kproxy version %s, following kube-proxy %s\n", KPROXY_VERSION, CONFIG_KUBE_VERSION);
+                else
+                        printf("Kubernetes %s\n", CONFIG_KUBE_VERSION);
                 ret = 0;
                 goto out;
         }

@@ -64,6 +64,7 @@ run netns-iptables-backend python3 "$here/netns/test-iptables-backend.py" "$buil
 run netns-http-load python3 "$here/netns/test-http-load.py" "$build"
 run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
 run docs-flags env KPROXY_BUILD="$build" python3 "$here/docs/test_flags_doc.py"
+run docs-cli env KPROXY_BUILD="$build" python3 "$here/docs/test_cli.py"
 run deploy env KPROXY_BUILD="$build" python3 "$here/deploy/test_deploy.py"
 run e2e env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2EIptables
 # The API client's recovery under randomized fault sequences (about 45 s;

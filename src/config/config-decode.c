@@ -95,7 +95,7 @@ struct field {
 #define F_MAP(n, kids) { .name = n, .type = FIELD_MAP, .children = kids, .has = -1 }
 #define F_END { .name = NULL }
 
-/* KubeProxyConfiguration v1alpha1 as of Kubernetes 1.31-1.33. */
+/* KubeProxyConfiguration v1alpha1 as of Kubernetes 1.34 (CONFIG_KUBE_VERSION). */
 static const struct field client_connection_fields[] = {
         F("acceptContentTypes", FIELD_STRING, accept_content_types),
         F("burst", FIELD_INT32, burst),
@@ -495,7 +495,7 @@ static int decode_proxy_mode(struct file_decoder *d, const yaml_node_t *n, const
                 return decode_type_error(d, n, s, "a string");
         m = *s->text ? proxy_mode_from_string(s->text) : PROXY_MODE_IPTABLES;
         if (m < 0)
-                return decode_error(d, n, "unsupported mode \"%s\", must be iptables, ipvs, nftables or empty",
+                return decode_error(d, n, "unsupported mode \"%s\": " PROXY_MODE_CHOICE ", or empty for iptables",
                                     s->text);
         *target = m;
         return 0;

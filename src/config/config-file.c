@@ -222,6 +222,7 @@ static int file_adopt(struct kproxy_config *c, struct kproxy_config *file) {
         c->cleanup = old.cleanup;
         c->init_only = old.init_only;
         c->show_version = old.show_version;
+        c->show_version_raw = old.show_version_raw;
         c->show_help = old.show_help;
         c->cmdline = TAKE_PTR(old.cmdline);
         if (v)

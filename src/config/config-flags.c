@@ -277,7 +277,7 @@ static int flag_set_proxy_mode(struct kproxy_config *c, const struct config_flag
 
         (void) f, (void) first;
         if (m < 0) {
-                buf_puts(why, "must be iptables, ipvs or nftables");
+                buf_puts(why, PROXY_MODE_CHOICE);
                 return -EINVAL;
         }
         c->mode = m;
@@ -375,7 +375,8 @@ static int flag_set_masquerade_all(struct kproxy_config *c, const struct config_
 static int flag_set_version(struct kproxy_config *c, const struct config_flag *f, const char *v, bool first,
                             struct buf *why) {
         (void) f, (void) first;
-        if (streq(v, "raw")) {
+        c->show_version_raw = streq(v, "raw");
+        if (c->show_version_raw) {
                 c->show_version = true;
                 return 0;
         }
@@ -561,8 +562,9 @@ static const struct config_flag flag_table[] = {
           .help = "Upstream: Go's pprof under /debug/pprof on the metrics server. No effect in kproxy, "
                   "which is not Go: profile it with perf (make profile)." },
         { .name = "proxy-mode", .set = flag_set_proxy_mode, .type = "ProxyMode", .def = "iptables",
-          .help = "Rule backend: iptables or nftables (ipvs parses but is refused at "
-                  "start-up)." },
+          .help = "Proxy mode: iptables (the default), nftables, or userspace (kproxy's own: "
+                  "connections forwarded in the process, for nodes without a packet filter; "
+                  "docs/userspace.md). ipvs parses but is refused at start-up." },
         { .name = "show-hidden-metrics-for-version", .set = flag_set_string, CFG(show_hidden_metrics_for_version),
           .type = "string",
           .help = "Previous minor version, as 1.30, whose hidden metrics should still be "

@@ -116,6 +116,7 @@ struct kproxy_config {
         bool cleanup;                   /* --cleanup */
         bool init_only;                 /* --init-only */
         bool show_version;              /* --version */
+        bool show_version_raw;          /* --version=raw */
         bool show_help;                 /* -h, --help */
 
         struct config_cmdline *cmdline; /* owned; see above */

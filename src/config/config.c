@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Principle of precedence. kproxy reads its settings the way upstream
- * kube-proxy 1.31-1.33 does, because it is dropped into DaemonSets and unit
+ * kube-proxy 1.34 does, because it is dropped into DaemonSets and unit
  * files written for kube-proxy:
  *
  *   1. config_init() sets the defaults of kubeproxy.config.k8s.io/v1alpha1.

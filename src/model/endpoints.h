@@ -48,7 +48,7 @@ struct svc_port_endpoints {
         size_t n_local_ready;           /* for health-check node ports */
         bool has_any;                   /* some usable endpoint anywhere */
 
-        /* Upstream's per-port policy booleans (reference §6.2). */
+        /* Upstream's per-port policy booleans (docs/reference/iptables-mode.md §6.2). */
         bool externally_accessible;     /* NodePort, or an LB or external IP of the family */
         bool external_policy_local;
         bool internal_policy_local;
@@ -64,7 +64,7 @@ struct endpoints_masq {
 };
 
 /* How a service port's traffic is dispatched by this node, computed once:
- * upstream's decisions (reference/iptables-mode.md §7, nftables-mode.md
+ * upstream's decisions (docs/reference/iptables-mode.md §7, nftables-mode.md
  * §6) from the categorised endpoints, for both renderers. */
 enum endpoints_block {
         ENDPOINTS_PASS,         /* the traffic has endpoints to go to */

@@ -72,7 +72,7 @@ static void on_log_flush(struct ev_loop *l, void *userdata) {
 static const struct backend_ops *mode_backend(const struct kproxy_config *c) {
         const struct backend_ops *ops = backend_for_mode(c->mode);
         if (!ops)
-                log_error("Proxy mode %s is not supported: kproxy runs in iptables, nftables or userspace mode",
+                log_error("Proxy mode %s is not supported: kproxy runs in " PROXY_MODE_NAMES " mode",
                           proxy_mode_to_string(c->mode));
         return ops;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One service port's iptables rules (reference/iptables-mode.md §7): its
+ * One service port's iptables rules (docs/reference/iptables-mode.md §7): its
  * rules in the top-level chains, rewritten on every sync (§7.1-7.5), and
  * its own chains, written when the service changed (§7.6-7.10). What it
  * gets is decided once, by the port's plan (model/endpoints.h:

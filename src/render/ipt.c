@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Principle of the iptables renderer: write exactly what upstream
- * kube-proxy's iptables proxier writes (reference/iptables-mode.md §4-§9),
+ * kube-proxy's iptables proxier writes (docs/reference/iptables-mode.md §4-§9),
  * rule for rule and comment for comment, in a deterministic order: services
  * by namespace/name, ports in spec order. Chain declarations and rules are
  * collected in separate buffers per table, because iptables-restore wants

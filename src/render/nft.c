@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Principle of the nftables renderer: upstream kube-proxy's nftables layout
- * (reference/nftables-mode.md, v1.34: table "kube-proxy", its base chains,
+ * (docs/reference/nftables-mode.md, v1.34: table "kube-proxy", its base chains,
  * sets, verdict maps and per-service chain names), described once as
  * nftir data and written by a sink: nft script text for `kproxy render`,
  * netlink messages for the daemon.
@@ -12,7 +12,7 @@
  * rules do, instead of upstream's one anonymous verdict map per chain. Each
  * anonymous map is a set the kernel binds on commit, and N of them in one
  * transaction cost O(N²) (4 s at 5k services, minutes at 20k, measured in
- * reference/performance.md); the per-rule form has the same distribution
+ * docs/reference/performance.md); the per-rule form has the same distribution
  * and loads linearly.
  *
  * The table splits into a fixed part (render_nft_fixed: the table, its sets

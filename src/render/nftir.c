@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The text back-end of the nftables description: nft script lines as
- * upstream's nftables proxier writes them (reference/nftables-mode.md).
+ * upstream's nftables proxier writes them (docs/reference/nftables-mode.md).
  */
 #include "render/nftir.h"
 

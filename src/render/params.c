@@ -213,7 +213,7 @@ int render_params_init(struct render_params *p, uint8_t family, const struct kpr
         snprintf(p->mark, sizeof p->mark, "0x%08x", p->mark_value);
         pick_node_ip(p, c, node, warnings);
         pick_detector(p, c, node, warnings);
-        /* nftables mode has no localhost NodePorts (reference §3.4): its
+        /* nftables mode has no localhost NodePorts (docs/reference/nftables-mode.md §3.4): its
          * section of the configuration never turns them on. */
         return pick_nodeports(p, c, h, sync->localhost_nodeports, warnings);
 }

@@ -594,7 +594,7 @@ class Install(unittest.TestCase):
             binary = os.path.join(dest, "usr/local/bin/kproxy")
             self.assertTrue(os.access(binary, os.X_OK))
             self.assertEqual(os.readlink(os.path.join(dest, "usr/local/bin/kube-proxy")), "kproxy")
-            out = subprocess.run([os.path.join(dest, "usr/local/bin/kube-proxy"), "--version"],
+            out = subprocess.run([os.path.join(dest, "usr/local/bin/kube-proxy"), "--version=raw"],
                                  stdout=subprocess.PIPE, text=True).stdout
             self.assertIn(read(os.path.join(ROOT, "VERSION")).strip(), out)
 

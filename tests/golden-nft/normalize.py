@@ -3,7 +3,7 @@
 """Normalise an nft script the way upstream kube-proxy's nftables tests do.
 
 Reads the script on stdin, writes the normalised form on stdout
-(reference: /work/shared/reference/nftables-mode.md, section 10.2):
+(reference: docs/reference/nftables-mode.md, section 10.2):
 
   - empty lines and lines starting with '#' are dropped;
   - the lines are stably sorted by object type, with the precedence

@@ -3,7 +3,7 @@
 """Normalise iptables-restore text the way upstream kube-proxy's tests do.
 
 Reads restore text on stdin, writes the normalised form on stdout
-(reference: /work/shared/reference/iptables-mode.md, section 13.2):
+(reference: docs/reference/iptables-mode.md, section 13.2):
 
   - tables sorted by name (filter before nat);
   - within a table: the chain lines, ordered KUBE-NODEPORTS, KUBE-SERVICES,

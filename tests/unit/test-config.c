@@ -363,7 +363,8 @@ static void test_flag_short_and_names(void) {
         CHECK(parse(&c, "-hv2", NULL) == 0 && c.show_help && c.verbosity == 2);
         CHECK(parse(&c, "--version", NULL) == 0 && c.show_version);
         CHECK(parse(&c, "--version=false", NULL) == 0 && !c.show_version);
-        CHECK(parse(&c, "--version=raw", NULL) == 0 && c.show_version);
+        CHECK(parse(&c, "--version=raw", NULL) == 0 && c.show_version && c.show_version_raw);
+        CHECK(parse(&c, "--version", NULL) == 0 && c.show_version && !c.show_version_raw);
         /* cliflag.WordSepNormalizeFunc */
         CHECK(parse(&c, "--iptables_masquerade_bit=3", NULL) == 0 && c.iptables.masquerade_bit == 3);
         /* a value that looks like a flag is still the value */
@@ -405,7 +406,8 @@ static void test_flag_errors(void) {
                 { { "--bind-address", "10.0.0.1:80" }, "--bind-address" },
                 { { "--healthz-bind-address", "1.2.3.4:99999" }, "--healthz-bind-address: must be IP or IP:port" },
                 { { "--metrics-bind-address=localhost:10249" }, "--metrics-bind-address" },
-                { { "--proxy-mode", "kernelspace" }, "--proxy-mode: must be iptables, ipvs or nftables" },
+                { { "--proxy-mode", "kernelspace" }, "--proxy-mode: must be iptables, nftables or userspace (ipvs is parsed, "
+                                                          "and refused at start-up)" },
                 { { "--detect-local-mode", "clustercidr" }, "--detect-local-mode" },
                 { { "--feature-gates", "Foo" }, "--feature-gates: \"Foo\" is not name=true|false" },
                 { { "--feature-gates", "Foo=maybe" }, "--feature-gates" },

@@ -349,7 +349,7 @@ static struct endpoints_plan plan_of(const struct svc *s, const struct slice *a,
         return pl;
 }
 
-/* The plan against upstream's per-port decisions (reference/iptables-mode.md
+/* The plan against upstream's per-port decisions (docs/reference/iptables-mode.md
  * §6.2 and §7, nftables-mode.md §6). */
 static void test_plan_cluster_ip(void) {
         const char *ips[] = {"10.0.0.1", "10.0.0.2"}, *nodes[] = {"n1", "n2"};

@@ -3,7 +3,7 @@
  * receives it, without a kernel: the fixed part with and without
  * ServiceCIDRs and NodePort addresses, a service's chains and elements
  * under each policy, and where shards put them. The reference is
- * shared/reference/nftables-mode.md (§ numbers below). */
+ * docs/reference/nftables-mode.md (§ numbers below). */
 #include <jansson.h>
 
 #include "config/config.h"
