@@ -3,6 +3,7 @@
 #   make            build build/kproxy (naming any missing build dependency; make deps installs them)
 #   make deps       install the build and test dependencies (Debian packages, apt-get; root)
 #   make check      install build dependencies, build, run every test (also under ASan/UBSan)
+#   make image      build/kproxy-image.tar: the Dockerfile's image, from Debian's packages, without Docker
 #   make demo       install build dependencies, build, run the bundled example
 #                   (PROXY_MODE=nftables for nftables mode, userspace for userspace mode)
 #   make bench      optimised build and benchmarks (bench/RESULTS.md, bench/plots/)
@@ -100,7 +101,7 @@ unit: $(UNIT_BIN)
 # Debian packages the build and the tests need. Installs only what is missing.
 DEB_BUILD := build-essential pkg-config libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev \
              libmicrohttpd-dev libnetfilter-conntrack-dev libmnl-dev clang libclang-rt-14-dev libbpf-dev bpftool
-DEB_TEST  := iptables nftables iproute2 nfacct conntrack curl openssl python3 python3-yaml
+DEB_TEST  := iptables nftables iproute2 nfacct conntrack curl openssl python3 python3-yaml mmdebstrap podman
 # $(call apt_missing,PACKAGES): installs those of PACKAGES that are not installed.
 apt_missing = missing=$$(for p in $(1); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -112,7 +113,7 @@ deps:
 	@$(call apt_missing,$(DEB_BUILD) $(DEB_TEST))
 
 check: deps
-	$(MAKE) all unit
+	$(MAKE) all unit image
 	tests/run-all.sh $(BUILD)
 	$(MAKE) BUILD=build-asan SANITIZE=1 OPT="-O1 -g" all unit
 	tests/run-all.sh build-asan
@@ -166,6 +167,17 @@ fuzz-seeds: $(BUILD)/tests/seeds-nft
 	rm -f tests/fuzz/corpus/nft-dump/seed-* tests/fuzz/corpus/nft-digest/seed-*
 	$(BUILD)/tests/seeds-nft tests/fuzz/corpus
 	tests/fuzz/seeds.py
+
+# kproxy's image without a Docker daemon or a registry (tools/image.py,
+# docs/deploy.md): mmdebstrap makes the Dockerfile's runtime stage from
+# Debian's packages, and the stripped binary goes in; written as an OCI
+# image archive for docker load, podman load or ctr import. Reproducible
+# (SOURCE_DATE_EPOCH: the last commit's time).
+IMAGE := $(BUILD)/kproxy-image.tar
+image: $(IMAGE)
+$(IMAGE): $(BUILD)/kproxy Dockerfile tools/image.py tools/dockerfile.py
+	@$(call apt_missing,mmdebstrap)
+	tools/image.py --binary $(BUILD)/kproxy --version $(VERSION) --out $@
 
 demo: deps
 	$(MAKE) all
@@ -290,7 +302,7 @@ uninstall:
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof build-gen
 
-.PHONY: all build-deps unit deps check demo soak bench bench-compare bench-deps bench-programming bench-tools bench-userspace \
+.PHONY: all build-deps unit deps check image demo soak bench bench-compare bench-deps bench-programming bench-tools bench-userspace \
         bench-socket-lb clean fuzz fuzz-build \
         fuzz-long fuzz-seeds profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \

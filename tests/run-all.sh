@@ -66,6 +66,14 @@ run apiserver python3 -m unittest "$here/apiserver/test_kapi.py"
 run docs-flags env KPROXY_BUILD="$build" python3 "$here/docs/test_flags_doc.py"
 run docs-cli env KPROXY_BUILD="$build" python3 "$here/docs/test_cli.py"
 run deploy env KPROXY_BUILD="$build" python3 "$here/deploy/test_deploy.py"
+# The image (make image) and the DaemonSets run from it as the kubelet
+# would. Only a build that has its image: the sanitizer build's binary
+# needs its runtimes, which the image does not hold.
+if [ -f "$build/kproxy-image.tar" ]; then
+    run image env KPROXY_BUILD="$build" python3 "$here/deploy/test_image.py"
+else
+    echo "== image: skipped: no $build/kproxy-image.tar (make image BUILD=$build)"
+fi
 run e2e env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2EIptables
 # The API client's recovery under randomized fault sequences (about 45 s;
 # FAULT_SEQUENCES=30, the file's default, for the figures in docs/daemon.md).

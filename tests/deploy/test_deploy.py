@@ -23,7 +23,6 @@ Run: KPROXY_BUILD=build python3 tests/deploy/test_deploy.py [-v] [Class]
 import json
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -39,6 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 from netlab import Lab, node, service, slice_  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from dockerfile import apt_installed, stages as dockerfile_stages  # noqa: E402
 
 BUILD = os.path.abspath(os.path.join(ROOT, os.environ.get("KPROXY_BUILD", "build")))
 DEPLOY = os.path.join(ROOT, "deploy")
@@ -431,40 +432,6 @@ class Daemon(unittest.TestCase):
 
 
 # --- Dockerfile ---
-
-def dockerfile_stages(text):
-    """[{"from": image, "name": alias, "lines": [instruction, ...]}], with
-    continuation lines joined and comments dropped."""
-    text = re.sub(r"\\\n", " ", "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#")))
-    stages = []
-    for line in text.splitlines():
-        line = " ".join(line.split())
-        if not line:
-            continue
-        m = re.match(r"(?i)^FROM (\S+)(?: AS (\S+))?$", line)
-        if m:
-            stages.append({"from": m.group(1), "name": m.group(2), "lines": []})
-        else:
-            if not stages:
-                raise AssertionError("instruction before FROM: " + line)
-            stages[-1]["lines"].append(line)
-    return stages
-
-
-def apt_installed(stage):
-    """The package names that a stage's `apt-get install` commands name."""
-    pkgs = []
-    for line in stage["lines"]:
-        if not line.upper().startswith("RUN "):
-            continue
-        for cmd in re.split(r"&&|;", line[4:]):
-            words = shlex.split(cmd)
-            while words and "=" in words[0]:      # VAR=value apt-get ...
-                words.pop(0)
-            if words[:2] == ["apt-get", "install"]:
-                pkgs += [w for w in words[2:] if not w.startswith("-")]
-    return pkgs
-
 
 def deb_of(path):
     """The Debian package that ships a file (under any of its names: merged
