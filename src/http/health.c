@@ -63,6 +63,7 @@ struct health_server {
         struct metrics *metrics;        /* counts answers by code; may be NULL */
         struct health_family_state families[_HEALTH_FAMILY_MAX];
         char *socket_lb;                /* owned; NULL: not shown */
+        bool replaced;                  /* a successor is starting: /healthz not ready */
 };
 
 static uint64_t health_monotonic_ns(void) {
@@ -199,7 +200,7 @@ static unsigned health_body(const struct health_server *h, bool node, struct buf
          * waits for the first successful sync, so a DaemonSet rollout moves
          * on only once the new proxy has programmed the node; /livez keeps
          * upstream's meaning (alive while starting). */
-        if (node && !h->synced_once)
+        if (node && (!h->synced_once || h->replaced))
                 healthy = false;
         bool ok = healthy && (!node || h->node_eligible);
 
@@ -212,6 +213,8 @@ static unsigned health_body(const struct health_server *h, bool node, struct buf
         buf_printf(b, ",\"healthy\":%s", healthy ? "true" : "false");
         if (h->socket_lb)
                 buf_printf(b, ",\"socketLB\":\"%s\"", h->socket_lb);
+        if (node && h->replaced)
+                buf_puts(b, ",\"replaced\":\"successor starting\"");
         if (any) {
                 const char *sep = "";
 
@@ -253,7 +256,7 @@ static void health_server_freep(struct health_server **h) {
 }
 
 int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, uint64_t retry_ms,
-                      struct health_server **ret) {
+                      bool share_port, struct health_server **ret) {
         _cleanup_(health_server_freep) struct health_server *h = NULL;
         struct inet_addr a;
         uint16_t port;
@@ -286,8 +289,9 @@ int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, 
 
         /* 0.0.0.0, the default, is one dual-stack socket on [::] (IPv4 only
          * on a kernel without IPv6), as Go's net.Listen makes it. */
-        r = mhd_server_new(l, "healthz server", &a, port, &health_limits, retry_ms, health_handle, h,
-                           &h->server);
+        struct mhd_limits limits = health_limits;
+        limits.share_port = share_port;
+        r = mhd_server_new(l, "healthz server", &a, port, &limits, retry_ms, health_handle, h, &h->server);
         if (r < 0)
                 return log_error_errno(r, "Failed to start proxy healthz on %s", bind);
 
@@ -303,6 +307,11 @@ struct health_server *health_server_free(struct health_server *h) {
         free(h->socket_lb);
         free(h);
         return NULL;
+}
+
+void health_server_set_replaced(struct health_server *h, bool replaced) {
+        if (h)
+                h->replaced = replaced;
 }
 
 void health_server_set_socket_lb(struct health_server *h, const char *state) {

@@ -30,9 +30,10 @@ void health_server_set_metrics(struct health_server *h, struct metrics *m);
  * -errno with a log line naming the address (e.g. -EADDRINUSE, -EINVAL).
  * With retry_ms > 0 a failed bind is logged and retried that often instead
  * (-EINVAL and -ENOMEM still fail): upstream's default,
- * --bind-address-hard-fail=false (http/mhd.h). */
+ * --bind-address-hard-fail=false (http/mhd.h). share_port: SO_REUSEPORT,
+ * so a successor process binds beside this one (userspace mode). */
 int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, uint64_t retry_ms,
-                      struct health_server **ret);
+                      bool share_port, struct health_server **ret);
 struct health_server *health_server_free(struct health_server *h);
 
 /* Events from the sync loop, per IP family (4 or 6). NULL h is a no-op. */
@@ -50,6 +51,13 @@ void health_server_set_node_eligible(struct health_server *h, bool eligible);
  * out, so the body is upstream's; so is a state with a quote, backslash or
  * newline (it is not escaped). NULL h is a no-op. */
 void health_server_set_socket_lb(struct health_server *h, const char *state);
+
+/* kproxy's own: a successor process has announced that it takes over
+ * (userspace mode's surge restart). While set, /healthz is not ready (503,
+ * "replaced": "successor starting"): both processes answer on one port of
+ * the host network, and only the process that will serve the node may pass
+ * the new pod's readiness probe. /livez is unchanged. NULL h is a no-op. */
+void health_server_set_replaced(struct health_server *h, bool replaced);
 
 /* The TCP port the server listens on, or 0 for a NULL (disabled) server. */
 int health_server_port(const struct health_server *h);

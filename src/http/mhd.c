@@ -491,7 +491,7 @@ int mhd_parse_bind(const char *s, struct inet_addr *ret_addr, uint16_t *ret_port
  * upstream's: SO_REUSEADDR, and IPV6_V6ONLY off, so an unspecified address
  * (0.0.0.0 as much as ::) gets one dual-stack socket, falling back to IPv4
  * only on a kernel without IPv6. */
-static int mhd_listen(const struct inet_addr *a, uint16_t port, int *ret_fd, uint16_t *ret_port) {
+static int mhd_listen(const struct inet_addr *a, uint16_t port, bool share, int *ret_fd, uint16_t *ret_port) {
         struct sockaddr_storage ss = {};
         socklen_t len;
         int one = 1, zero = 0;
@@ -527,6 +527,8 @@ static int mhd_listen(const struct inet_addr *a, uint16_t port, int *ret_fd, uin
 
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
                 return -errno;
+        if (share && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
+                return -errno;
         if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) < 0)
                 return -errno;
         if (bind(fd, (struct sockaddr *) &ss, len) < 0)
@@ -553,7 +555,7 @@ static int mhd_start(struct mhd_server *s) {
         const union MHD_DaemonInfo *info;
         int r;
 
-        r = mhd_listen(&s->addr, s->want_port, &fd, &s->port);
+        r = mhd_listen(&s->addr, s->want_port, s->limits.share_port, &fd, &s->port);
         if (r < 0)
                 return r;
 

@@ -37,6 +37,7 @@ struct mhd_limits {
         unsigned connections;           /* held at once (> 0) */
         unsigned per_client;            /* of those, from one IPv4 address or IPv6 /64 */
         uint64_t wait_ms;               /* for a request's headers, from the connect or the previous answer */
+        bool share_port;                /* SO_REUSEPORT: another process of this user may listen beside it */
 };
 
 /* How often upstream's servers retry a failed bind when

@@ -2,9 +2,10 @@
 /*
  * Userspace mode's restarts (docs/userspace.md): the running process
  * listens on userspace.sock in --state-dir; a successor connects as it
- * starts and is handed every listening and bound socket, and its first
- * sync adopts them, so the socket objects and the connections queued on
- * them never close. And the stop without a successor.
+ * starts (the running process turns not-ready), asks at its first sync and
+ * is handed every listening and bound socket, and that sync adopts them,
+ * so the socket objects and the connections queued on them never close.
+ * And the stop without a successor.
  */
 #include "proxy/backend-userspace.h"
 
@@ -56,15 +57,26 @@ void userspace_close_unadopted(struct backend *b, uint8_t family) {
         }
 }
 
-/* A successor is connecting: it gets every socket, this process stops
- * taking new connections and datagrams, and the core retires. */
-static void on_successor(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
-        struct backend *b = userdata;
+static bool handover_path(const struct backend *b, char path[static 4096]) {
+        const char *dir = b->env.config->state_dir;
+        return dir && *dir && (size_t) snprintf(path, 4096, "%s/" HANDOVER_SOCK, dir) < 4096;
+}
+
+static void successor_close(struct backend *b) {
+        if (b->successor_fd < 0)
+                return;
+        ev_io_del(b->env.loop, b->successor_fd);
+        close(b->successor_fd);
+        b->successor_fd = -1;
+}
+
+/* The successor asked: it gets every socket, this process stops taking
+ * new connections and datagrams, and the core retires. */
+static void give(struct backend *b) {
         size_t n = 0, cap = b->frontends.len;
         int *fds = calloc(cap ? cap : 1, sizeof *fds);
         const char *k;
         void *v;
-        (void) events;
 
         if (!fds)
                 return;
@@ -74,13 +86,13 @@ static void on_successor(struct ev_loop *l, int fd, uint32_t events, void *userd
                 if (s >= 0)
                         fds[n++] = s;
         }
-        int r = handover_give(fd, fds, n, HANDOVER_WAIT_MS);
+        int r = handover_give(b->successor_fd, fds, n, HANDOVER_WAIT_MS);
         free(fds);
-        if (r == -EAGAIN)
-                return;
+        successor_close(b);
         if (r < 0) {
                 /* It binds beside this process instead (SO_REUSEPORT). */
                 log_error_errno(r, "Failed to hand the service sockets to a successor");
+                b->env.replacing(b->env.core, false);
                 return;
         }
         log_info("Handed %zu service sockets to a successor", n);
@@ -91,28 +103,87 @@ static void on_successor(struct ev_loop *l, int fd, uint32_t events, void *userd
                 if (fe->udp)
                         fwd_udp_stop_reading(fe->udp);
         }
-        ev_io_del(l, fd);
-        close(fd);
+        ev_io_del(b->env.loop, b->handover_fd);
+        close(b->handover_fd);
         b->handover_fd = -1;
         b->retired = true;
         b->env.handed_over(b->env.core);
+}
+
+static void on_successor_says(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        struct backend *b = userdata;
+        (void) l, (void) fd, (void) events;
+
+        int r = handover_wait(b->successor_fd);
+        if (r == -EAGAIN)
+                return;
+        if (r == 1) {
+                give(b);
+                return;
+        }
+        log_info("The successor went away before taking over: this process serves on");
+        successor_close(b);
+        b->env.replacing(b->env.core, false);
+}
+
+/* A successor announces itself as it starts. Until it asks for the
+ * sockets (at its first sync) this process serves on, but /healthz is not
+ * ready: on the host network both answer on one port, and a readiness
+ * probe must not pass for the new pod because the old one answered. */
+static void on_successor(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        struct backend *b = userdata;
+        (void) events;
+
+        int c = handover_accept(fd);
+        if (c == -EAGAIN)
+                return;
+        if (c < 0) {
+                log_warning_errno(c, "Refused a connection to the hand-over socket");
+                return;
+        }
+        if (b->successor_fd >= 0 || ev_io_add(l, c, EPOLLIN, on_successor_says, b) < 0) {
+                log_warning("Another successor connected while one is starting: refused");
+                close(c);
+                return;
+        }
+        b->successor_fd = c;
+        log_info("A successor is starting: /healthz is not ready until it has taken the service sockets");
+        b->env.replacing(b->env.core, true);
+}
+
+void userspace_handover_announce(struct backend *b) {
+        char path[4096];
+
+        if (!handover_path(b, path))
+                return;
+        int r = handover_connect(path);
+        if (r >= 0) {
+                b->predecessor_fd = r;
+                log_info("A kproxy serves this node: it hands its service sockets over at this process's first "
+                         "sync");
+        } else if (r != -ENOENT && r != -ECONNREFUSED) {
+                log_warning_errno(r, "Failed to reach the process this one replaces");
+        }
 }
 
 /* Takes a predecessor's sockets, if one is running, then listens for a
  * successor. Neither is fatal: without them, a restart refuses
  * connections for a moment, as a crash does. */
 void userspace_handover_start(struct backend *b) {
-        const char *dir = b->env.config->state_dir;
         char path[4096];
         int r;
 
-        if (!dir || !*dir || (size_t) snprintf(path, sizeof path, "%s/" HANDOVER_SOCK, dir) >= sizeof path)
+        if (!handover_path(b, path))
                 return;
-        r = handover_take(path, HANDOVER_WAIT_MS, &b->adopt, &b->n_adopt);
-        if (r == 0)
-                log_info("Took %zu service sockets from the process this one replaces", b->n_adopt);
-        else if (r != -ENOENT && r != -ECONNREFUSED)
-                log_warning_errno(r, "Failed to take the service sockets of the process this one replaces");
+        if (b->predecessor_fd >= 0) {
+                r = handover_take(b->predecessor_fd, HANDOVER_WAIT_MS, &b->adopt, &b->n_adopt);
+                close(b->predecessor_fd);
+                b->predecessor_fd = -1;
+                if (r == 0)
+                        log_info("Took %zu service sockets from the process this one replaces", b->n_adopt);
+                else
+                        log_warning_errno(r, "Failed to take the service sockets of the process this one replaces");
+        }
         r = handover_listen(path);
         if (r < 0) {
                 log_warning_errno(r, "Failed to listen on %s: a restart will refuse connections for a moment", path);
@@ -122,6 +193,19 @@ void userspace_handover_start(struct backend *b) {
         if (ev_io_add(b->env.loop, r, EPOLLIN, on_successor, b) < 0) {
                 close(r);
                 b->handover_fd = -1;
+        }
+}
+
+void userspace_handover_close(struct backend *b) {
+        successor_close(b);
+        if (b->handover_fd >= 0) {
+                ev_io_del(b->env.loop, b->handover_fd);
+                close(b->handover_fd);
+                b->handover_fd = -1;
+        }
+        if (b->predecessor_fd >= 0) {
+                close(b->predecessor_fd);
+                b->predecessor_fd = -1;
         }
 }
 
@@ -136,11 +220,7 @@ void userspace_quiesce(struct backend *b) {
 
         b->retired = true;
         b->stopping = true;
-        if (b->handover_fd >= 0) {
-                ev_io_del(b->env.loop, b->handover_fd);
-                close(b->handover_fd);
-                b->handover_fd = -1;
-        }
+        userspace_handover_close(b);
         for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
                 struct frontend *fe = v;
                 if (fe->tcp && fwd_tcp_listener(fe->tcp) >= 0) {

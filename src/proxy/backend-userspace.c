@@ -611,10 +611,7 @@ static struct backend *us_destroy(struct backend *b) {
 
         if (!b)
                 return NULL;
-        if (b->handover_fd >= 0) {
-                ev_io_del(b->env.loop, b->handover_fd);
-                close(b->handover_fd);
-        }
+        userspace_handover_close(b);
         b->nat_flush = ev_timer_cancel(b->env.loop, b->nat_flush);
         handover_socks_free(b->adopt, b->n_adopt);
         for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);)
@@ -648,7 +645,7 @@ static int us_create(const struct backend_env *env, struct backend **ret) {
         if (!b)
                 return -ENOMEM;
         b->env = *env;
-        b->handover_fd = -1;
+        b->handover_fd = b->successor_fd = b->predecessor_fd = -1;
         b->frontends = (struct hmap) HMAP_INIT_KEY_ARRAY(struct frontend, key);
         b->addrs = (struct hmap) HMAP_INIT_KEY_ARRAY(struct held_addr, key);
         b->svc_addrs[0] = (struct hmap) HMAP_INIT_KEYED(struct svc_addrs, key);
@@ -674,6 +671,7 @@ static int us_create(const struct backend_env *env, struct backend **ret) {
                 goto fail;
         }
         raise_fd_limit();
+        userspace_handover_announce(b);
         *ret = b;
         return 0;
 fail:
@@ -704,6 +702,7 @@ static int us_render(const struct model *m, const struct render_params *p, const
 const struct backend_ops backend_userspace = {
         .name = "userspace",
         .stopped = "new connections to services on this node are refused until kproxy runs again",
+        .hands_over = true,
         .setup = userspace_setup,
         .ipv6_usable = us_ipv6_usable,
         .create = us_create,

@@ -90,6 +90,8 @@ struct backend {
         struct handover_sock *adopt;    /* handed over by a predecessor, until the first syncs adopt them */
         size_t n_adopt;
         int handover_fd;                /* listening for a successor; -1: none */
+        int successor_fd;               /* a successor that announced itself; -1: none */
+        int predecessor_fd;             /* the process this one replaces, announced to at start; -1: none */
         bool retired;                   /* handed over: syncs do nothing */
         bool handover_started;          /* the first sync took a predecessor's sockets */
         size_t out_of_fds;              /* frontends this sync could not open for want of descriptors */
@@ -111,8 +113,13 @@ void userspace_udp_close(struct frontend *fe);
 int userspace_adoptable(struct backend *b, const struct userspace_frontend *want);
 /* After the family's first sync: the handed-over sockets it did not want close. */
 void userspace_close_unadopted(struct backend *b, uint8_t family);
+/* At start: a predecessor, if one runs, is told that this process will
+ * replace it (it turns not-ready). */
+void userspace_handover_announce(struct backend *b);
 /* At the first sync: a predecessor's sockets taken, a successor listened for. */
 void userspace_handover_start(struct backend *b);
+/* Closes the hand-over's sockets (destroying the backend). */
+void userspace_handover_close(struct backend *b);
 void userspace_quiesce(struct backend *b);
 /* Stopping: closes the listeners with no handshake under way; returns how
  * many stay open. */

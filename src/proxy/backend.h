@@ -48,6 +48,11 @@ struct backend_env {
          * syncing and serving (API, health, metrics), so the successor can
          * take over, and the process exits once busy() is 0. */
         void (*handed_over)(void *core);
+        /* A successor process has announced itself (starting true) and will
+         * take over at its first sync, or went away (false): meanwhile this
+         * process serves on but must not pass a readiness probe (the core
+         * makes /healthz not ready). */
+        void (*replacing)(void *core, bool starting);
         void *core;
 };
 
@@ -99,6 +104,10 @@ struct backend_ops {
         /* What keeps serving once the process has exited, for the log line
          * of a stop ("exiting; <stopped>"). */
         const char *stopped;
+        /* Its sockets pass to a successor process started beside it
+         * (userspace mode): the health server's port is shared with the
+         * successor (SO_REUSEPORT), so each answers its own readiness. */
+        bool hands_over;
 
         /* The node set-up of the mode, before the first sync and with
          * --init-only (after the host probe: see proxy/setup.h). Returns 0,

@@ -251,7 +251,7 @@ static int start_servers(struct daemon *d, const struct kproxy_config *c, const 
                 return log_error_errno(d->sigfd, "Failed to set up signal handling");
         if (c->healthz_bind_address) {
                 r = health_server_new(d->loop, c->healthz_bind_address, 2 * config_mode_sync(c)->sync_period_ms,
-                                      c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, &d->health);
+                                      c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, ops->hands_over, &d->health);
                 if (r < 0)
                         return r;       /* logged, naming the address */
         }

@@ -252,6 +252,12 @@ static void on_backend_handed_over(void *core) {
                 p->handed_over(p->handed_over_ctx);
 }
 
+/* backend_env.replacing: a successor's readiness is its own (health.h). */
+static void on_backend_replacing(void *core, bool starting) {
+        struct proxier *p = core;
+        health_server_set_replaced(p->health, starting);
+}
+
 void proxier_detach_servers(struct proxier *p) {
         metrics_set_backend(p->metrics, NULL, NULL, NULL);
         p->metrics = NULL;
@@ -555,6 +561,7 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 .n_families = p->n_fam,
                 .changed = on_backend_changed,
                 .handed_over = on_backend_handed_over,
+                .replacing = on_backend_replacing,
                 .core = p,
         };
         r = p->ops->create(&env, &p->backend);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Principle: the sockets describe themselves. A message carries only fds
- * and a 4-byte tag ("KPH1" with fds, "KPHE" at the end); the successor
+ * and a 4-byte tag (the successor's request "KPHT"; then "KPH1" with fds,
+ * "KPHE" at the end); the successor
  * asks each socket what it is, so no description can disagree with the
  * socket it describes. SOCK_SEQPACKET keeps each message and its fds
  * together; a message with truncated control data (MSG_CTRUNC: the
@@ -27,6 +28,7 @@
 #define HANDOVER_FDS_PER_MSG 64
 static const char handover_tag_fds[4] = {'K', 'P', 'H', '1'};
 static const char handover_tag_end[4] = {'K', 'P', 'H', 'E'};
+static const char handover_tag_take[4] = {'K', 'P', 'H', 'T'};
 
 static int handover_addr(const char *path, struct sockaddr_un *ret) {
         struct sockaddr_un sun = {.sun_family = AF_UNIX};
@@ -94,8 +96,8 @@ static int send_fds(int fd, const char tag[4], const int *fds, size_t n) {
         return sendmsg(fd, &msg, MSG_NOSIGNAL) == 4 ? 0 : -errno;
 }
 
-int handover_give(int lfd, const int *fds, size_t n, int timeout_ms) {
-        _cleanup_close_ int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+int handover_accept(int lfd) {
+        _cleanup_close_ int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         int r;
 
         if (c < 0)
@@ -108,6 +110,26 @@ int handover_give(int lfd, const int *fds, size_t n, int timeout_ms) {
                 return -errno;
         if (cred.uid != geteuid())
                 return -EPERM;
+        r = c;
+        c = -1;
+        return r;
+}
+
+int handover_wait(int c) {
+        char tag[8];
+        ssize_t n = recv(c, tag, sizeof tag, MSG_DONTWAIT);
+
+        if (n < 0)
+                return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        return n == 4 && memcmp(tag, handover_tag_take, 4) == 0;
+}
+
+int handover_give(int c, const int *fds, size_t n, int timeout_ms) {
+        int r;
+
+        /* Blocking, within the timeouts: a successor is reading. */
+        if (fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK) < 0)
+                return -errno;
         set_timeouts(c, timeout_ms);
         for (size_t i = 0; i < n; i += HANDOVER_FDS_PER_MSG) {
                 size_t k = n - i < HANDOVER_FDS_PER_MSG ? n - i : HANDOVER_FDS_PER_MSG;
@@ -202,10 +224,9 @@ static int take_one(int c, struct take *t) {
         return memcmp(tag, handover_tag_fds, 4) == 0 ? 0 : -EBADMSG;
 }
 
-int handover_take(const char *path, int timeout_ms, struct handover_sock **ret, size_t *ret_n) {
+int handover_connect(const char *path) {
         _cleanup_close_ int c = -1;
         struct sockaddr_un sun;
-        struct take t = {0};
         int r;
 
         r = handover_addr(path, &sun);
@@ -214,9 +235,21 @@ int handover_take(const char *path, int timeout_ms, struct handover_sock **ret, 
         c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         if (c < 0)
                 return -errno;
-        set_timeouts(c, timeout_ms);
         if (connect(c, (struct sockaddr *) &sun, sizeof sun) < 0)
                 return -errno;
+        r = c;
+        c = -1;
+        return r;
+}
+
+int handover_take(int c, int timeout_ms, struct handover_sock **ret, size_t *ret_n) {
+        struct take t = {0};
+        int r;
+
+        set_timeouts(c, timeout_ms);
+        r = send_fds(c, handover_tag_take, NULL, 0);
+        if (r < 0)
+                return r == -EAGAIN ? -ETIMEDOUT : r;
         do
                 r = take_one(c, &t);
         while (r == 0);

@@ -173,6 +173,35 @@ class E2EUserspace(Suite, unittest.TestCase):
             self.assertEqual(results[key]["errors"], {}, "%s: %s" % (key, results[key]))
             self.assertGreater(results[key]["attempts"], 100, key)
 
+    def test_14b_surge_readiness_is_the_successors(self):
+        # On the host network both pods' /healthz answer on one port
+        # (SO_REUSEPORT): from the moment the successor starts until it has
+        # taken the sockets, neither is ready, so the new pod's readiness
+        # probe cannot pass on the old process's answer; the old one serves
+        # its clients meanwhile. The successor's lists are held back (429,
+        # Retry-After: 1) so that window lasts.
+        lab = self.lab
+        self.assertEqual(lab.healthz(), "200")
+        mark = len(lab.kproxy_output())
+        lab.fault("error", {"code": 429, "retryAfter": 1, "seconds": 4, "match": "/api/v1/services"})
+        lab.procs["kproxy-old"] = lab.procs.pop("kproxy")
+        lab.start_kproxy()
+        wait_for("the old kproxy to hear of its successor",
+                 lambda: "A successor is starting" in lab.kproxy_output()[mark:], timeout=10)
+        self.assertNotIn("Took", lab.kproxy_output()[mark:])
+        codes = [lab.healthz() for _ in range(20)]
+        self.assertEqual(set(codes), {"503"}, codes)
+        self.assertEqual(lab.healthz("livez"), "200")
+        r = self.client("10.96.0.10", 80, 20)
+        self.assertEqual(r["errors"], {}, r)
+        self.assertNotIn("Took", lab.kproxy_output()[mark:], "the window closed before the probes")
+        wait_for("the successor to take the sockets", lambda: re.search(
+            r"Took \d+ service sockets from the process this one replaces", lab.kproxy_output()[mark:]), timeout=30)
+        lab.wait_healthy("the successor's /healthz")
+        self.assertEqual(lab.kill("kproxy-old", signal.SIGTERM).returncode, 0)
+        r = self.client("10.96.0.10", 80, 20)
+        self.assertEqual(r["errors"], {}, r)
+
     def test_15_sigkill_restart_under_traffic_fails_no_connection(self):
         # A crash closes every socket with the process: connections are
         # refused (never hang) until the restarted kproxy has bound its

@@ -53,6 +53,21 @@ static void on_handed_over(void *core) {
         CHECK(write(*fd, "h", 1) == 1);
 }
 
+/* backend_env.replacing, as the core sees it (the loop runs on a thread). */
+static int replacing;
+
+static void on_replacing(void *core, bool starting) {
+        (void) core;
+        __atomic_store_n(&replacing, starting ? 1 : 0, __ATOMIC_SEQ_CST);
+}
+
+/* Waits (at most 10 s) for the core to hear replacing == want. */
+static bool replacing_is(int want) {
+        for (int i = 0; i < 10000 && __atomic_load_n(&replacing, __ATOMIC_SEQ_CST) != want; i++)
+                (void) poll(NULL, 0, 1);
+        return __atomic_load_n(&replacing, __ATOMIC_SEQ_CST) == want;
+}
+
 struct rig {
         struct kproxy_config cfg;
         struct host_facts host;
@@ -189,7 +204,8 @@ static void rig_init(struct rig *r) {
         CHECK(r->ops);
         const struct backend_env env = {
                 .loop = r->loop, .config = &r->cfg, .host = &r->host, .families = &r->family,
-                .n_families = 1, .changed = noop_changed, .handed_over = on_handed_over, .core = &r->handed[1]};
+                .n_families = 1, .changed = noop_changed, .handed_over = on_handed_over,
+                .replacing = on_replacing, .core = &r->handed[1]};
         CHECK(r->ops->create(&env, &r->b) == 0);
         r->endpoint = tcp_socket_at(ENDPOINT_IP, 8080, true, NULL);
         service_at(r, 80);
@@ -321,9 +337,21 @@ static void test_handed_over_waits_for_udp_replies(void) {
         CHECK(sendto(c, "q", 1, 0, (struct sockaddr *) &ss, len) == 1);
         CHECK(recvfrom(ep, buf, sizeof buf, 0, (struct sockaddr *) &from, &from_len) == 1);
 
-        /* The successor takes every socket; the core hears of it. */
+        /* A successor announces itself as it starts (the core makes
+         * /healthz not ready) and goes away again: the process serves on. */
         snprintf(path, sizeof path, "%s/userspace.sock", r.state_dir);
-        CHECK(handover_take(path, 5000, &socks, &n) == 0);
+        int succ = handover_connect(path);
+        CHECK(succ >= 0);
+        CHECK(replacing_is(1));
+        close(succ);
+        CHECK(replacing_is(0));
+        /* The next one takes every socket at its first sync; the core
+         * hears of it. */
+        succ = handover_connect(path);
+        CHECK(succ >= 0);
+        CHECK(replacing_is(1));
+        CHECK(handover_take(succ, 5000, &socks, &n) == 0);
+        close(succ);
         CHECK(n == 2);
         pfd = (struct pollfd) {.fd = r.handed[0], .events = POLLIN};
         CHECK(poll(&pfd, 1, 10000) == 1);

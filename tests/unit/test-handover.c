@@ -165,19 +165,35 @@ static void stop_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) 
         ev_stop(l);
 }
 
-/* The old side: give the listener to whoever connects, then stop
- * accepting, keeping open connections. */
-static void handover_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+/* The old side: a successor announces itself (it serves on), asks, and
+ * gets the listener; then it stops accepting, keeping open connections. */
+static void successor_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
         struct side *s = userdata;
         int lfd = fwd_tcp_listener(s->fwd);
-        (void) l;
         (void) events;
 
-        CHECK(lfd >= 0);
-        if (handover_give(fd, &lfd, 1, 2000) == 0) {
+        int r = handover_wait(fd);
+        if (r == -EAGAIN)
+                return;
+        CHECK(r == 1 && lfd >= 0);
+        if (r == 1 && handover_give(fd, &lfd, 1, 2000) == 0) {
                 fwd_tcp_stop_accepting(s->fwd);
                 __atomic_add_fetch(&s->handed, 1, __ATOMIC_SEQ_CST);
         }
+        ev_io_del(l, fd);
+        close(fd);
+}
+
+static void handover_io(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
+        struct side *s = userdata;
+        (void) events;
+
+        int c = handover_accept(fd);
+        if (c == -EAGAIN)
+                return;
+        CHECK(c >= 0);
+        if (c >= 0)
+                CHECK(ev_io_add(l, c, EPOLLIN, successor_io, s) == 0);
 }
 
 static void *side_run(void *p) {
@@ -279,8 +295,12 @@ static void test_handover_under_load(void) {
         CHECK(pthread_create(&lt, NULL, load_run, &ld) == 0);
         wait_ok(&ld, 200);
 
-        /* The successor: take, check what came, adopt, run. */
-        CHECK(handover_take(path, 2000, &socks, &n) == 0);
+        /* The successor: announce, take, check what came, adopt, run. */
+        int c = handover_connect(path);
+        CHECK(c >= 0);
+        wait_ok(&ld, 200);      /* announced: the old one serves on */
+        CHECK(handover_take(c, 2000, &socks, &n) == 0);
+        close(c);
         CHECK(n == 1);
         if (n == 1) {
                 CHECK(socks[0].proto == IPPROTO_TCP);
@@ -329,12 +349,33 @@ static void test_refusals(void) {
 
         snprintf(path, sizeof path, "/tmp/kp-handover-none-%d.sock", (int) getpid());
         /* Nobody there: no file, or a stale file nobody listens on. */
-        CHECK(handover_take(path, 500, &socks, &n) == -ENOENT);
+        CHECK(handover_connect(path) == -ENOENT);
         lfd = handover_listen(path);
         CHECK(lfd >= 0);
+        /* A successor that leaves without asking, and one that says
+         * something else, are not successors: nothing is given. */
+        int c = handover_connect(path), a;
+        struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+        CHECK(c >= 0 && poll(&pfd, 1, 5000) == 1);
+        a = handover_accept(lfd);
+        CHECK(a >= 0 && handover_wait(a) == -EAGAIN);
+        close(c);
+        pfd = (struct pollfd) {.fd = a, .events = POLLIN};
+        CHECK(poll(&pfd, 1, 5000) == 1 && handover_wait(a) == 0);
+        close(a);
+        c = handover_connect(path);
+        CHECK(c >= 0 && send(c, "KPHX", 4, 0) == 4);
+        pfd = (struct pollfd) {.fd = lfd, .events = POLLIN};
+        CHECK(poll(&pfd, 1, 5000) == 1);
+        a = handover_accept(lfd);
+        pfd = (struct pollfd) {.fd = a, .events = POLLIN};
+        CHECK(a >= 0 && poll(&pfd, 1, 5000) == 1 && handover_wait(a) == 0);
+        close(a);
+        close(c);
         close(lfd);
-        CHECK(handover_take(path, 500, &socks, &n) == -ECONNREFUSED);
+        CHECK(handover_connect(path) == -ECONNREFUSED);
         CHECK(handover_give(-1, NULL, 0, 100) == -EBADF);
+        CHECK(handover_take(-1, 100, &socks, &n) == -EBADF);
         /* A pipe is no listener: adopt refuses it and leaves it open. */
         CHECK(pipe2(p, O_CLOEXEC) == 0);
         CHECK(fwd_tcp_adopt(l, p[0], &params, pick, NULL, &f) == -ENOTSOCK);
@@ -371,7 +412,8 @@ static void test_other_users_get_nothing(void) {
                         size_t n = 0;
                         if (setuid(65534) < 0)
                                 _exit(2);
-                        int r = handover_take(path, 2000, &socks, &n);
+                        int r = handover_connect(path);
+                        (void) socks, (void) n;
                         _exit(r == -EACCES ? 0 : r < 0 ? 3 : 4);
                 }
                 int status;
@@ -398,7 +440,7 @@ static void test_other_users_get_nothing(void) {
                 }
                 struct pollfd pfd = {.fd = lfd, .events = POLLIN};
                 CHECK(poll(&pfd, 1, 5000) == 1);
-                CHECK(handover_give(lfd, fds, 1, 1000) == -EPERM);
+                CHECK(handover_accept(lfd) == -EPERM);
                 CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
                 close(fds[0]);
         }

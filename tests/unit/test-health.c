@@ -115,7 +115,7 @@ static void test_bind_strings(void) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                int r = health_server_new(l, bad[i], 1000, 0, &h);
+                int r = health_server_new(l, bad[i], 1000, 0, false, &h);
                 if (r != -EINVAL)
                         fprintf(stderr, "  \"%s\": %d\n", bad[i], r);
                 CHECK(r == -EINVAL);
@@ -123,9 +123,9 @@ static void test_bind_strings(void) {
         }
 
         /* Port 0 (and no address at all) turn the server off. */
-        CHECK(health_server_new(l, "127.0.0.1:0", 1000, 0, &h) == 0 && h == NULL);
-        CHECK(health_server_new(l, "[::1]:00", 1000, 0, &h) == 0 && h == NULL);
-        CHECK(health_server_new(l, NULL, 1000, 0, &h) == 0 && h == NULL);
+        CHECK(health_server_new(l, "127.0.0.1:0", 1000, 0, false, &h) == 0 && h == NULL);
+        CHECK(health_server_new(l, "[::1]:00", 1000, 0, false, &h) == 0 && h == NULL);
+        CHECK(health_server_new(l, NULL, 1000, 0, false, &h) == 0 && h == NULL);
 
         /* A disabled server takes every call. */
         health_server_queued(NULL, 4);
@@ -156,17 +156,17 @@ static void test_bind_errors(void) {
 
         CHECK(hold >= 0);
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(health_server_new(l, addr, 1000, 0, &a) == 0 && a);
+        CHECK(health_server_new(l, addr, 1000, 0, false, &a) == 0 && a);
         CHECK(health_server_port(a) == port);
-        CHECK(health_server_new(l, addr, 1000, 0, &b) == -EADDRINUSE);
+        CHECK(health_server_new(l, addr, 1000, 0, false, &b) == -EADDRINUSE);
         CHECK(b == (struct health_server *) l);
         snprintf(addr, sizeof addr, "[127.0.0.1]:%d", port);
-        CHECK(health_server_new(l, addr, 1000, 0, &b) == -EADDRINUSE);
+        CHECK(health_server_new(l, addr, 1000, 0, false, &b) == -EADDRINUSE);
 
         /* TEST-NET-1 is on no host (unless the kernel lets anyone bind anything). */
         if (!nonlocal_bind_allowed()) {
                 snprintf(addr, sizeof addr, "192.0.2.1:%d", port);
-                CHECK(health_server_new(l, addr, 1000, 0, &b) == -EADDRNOTAVAIL);
+                CHECK(health_server_new(l, addr, 1000, 0, false, &b) == -EADDRNOTAVAIL);
         }
         CHECK(b == (struct health_server *) l);
 
@@ -207,7 +207,7 @@ static void test_bind_retry(void) {
 
         CHECK(hold >= 0 && listen(hold, 1) == 0);       /* the port is taken */
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(health_server_new(l, addr, 1000, 20, &w.h) == 0 && w.h);
+        CHECK(health_server_new(l, addr, 1000, 20, false, &w.h) == 0 && w.h);
         if (!w.h)
                 goto out;
         CHECK(health_server_port(w.h) == 0);
@@ -224,7 +224,7 @@ static void test_bind_retry(void) {
         if (health_server_port(w.h) == port)
                 json_decref(get_json(l, port, "/livez", 200));
         struct health_server *bad = NULL;
-        CHECK(health_server_new(l, "localhost:1", 1000, 20, &bad) == -EINVAL && !bad);      /* never retried */
+        CHECK(health_server_new(l, "localhost:1", 1000, 20, false, &bad) == -EINVAL && !bad);      /* never retried */
 out:
         health_server_free(w.h);
         if (hold >= 0)
@@ -242,7 +242,7 @@ static void test_healthz(void) {
         json_t *j, *s;
 
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(health_server_new(l, addr, 60000, 0, &h) == 0 && h);
+        CHECK(health_server_new(l, addr, 60000, 0, false, &h) == 0 && h);
         if (!h)
                 goto out;
 
@@ -361,7 +361,7 @@ static void test_timeout(void) {
         uint64_t start;
 
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(health_server_new(l, addr, 1, 0, &h) == 0 && h);
+        CHECK(health_server_new(l, addr, 1, 0, false, &h) == 0 && h);
         if (!h)
                 goto out;
 
@@ -443,7 +443,7 @@ static void test_connections(void) {
         struct script s = {AF_INET, port, NULL};
 
         snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-        CHECK(health_server_new(l, addr, 60000, 0, &h) == 0 && h);
+        CHECK(health_server_new(l, addr, 60000, 0, false, &h) == 0 && h);
         health_server_synced(h, 4);
 
         out = run_client(l, script_keepalive, &s);
@@ -477,7 +477,7 @@ static void test_ipv6(void) {
                 return;
         }
         snprintf(addr, sizeof addr, "[::1]:%d", port);
-        CHECK(health_server_new(l, addr, 1000, 0, &h) == 0 && h);
+        CHECK(health_server_new(l, addr, 1000, 0, false, &h) == 0 && h);
         health_server_synced(h, 4);
         CHECK(request(l, AF_INET6, port, "GET", "/healthz", &r) == 0 && r.status == 200);
         reply_done(&r);
