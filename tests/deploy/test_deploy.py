@@ -44,6 +44,12 @@ from dockerfile import apt_installed, stages as dockerfile_stages  # noqa: E402
 BUILD = os.path.abspath(os.path.join(ROOT, os.environ.get("KPROXY_BUILD", "build")))
 DEPLOY = os.path.join(ROOT, "deploy")
 MANIFESTS = sorted(os.path.join(DEPLOY, f) for f in os.listdir(DEPLOY) if f.endswith((".yaml", ".yml")))
+# A mode's variant replaces the base's DaemonSet (and ConfigMap) of the same
+# names: applied after deploy/kube-proxy.yaml, or instead of a kubeadm
+# cluster's. The base is every other manifest.
+VARIANTS = {"userspace": os.path.join(DEPLOY, "kube-proxy-userspace.yaml"),
+            "socket-lb": os.path.join(DEPLOY, "kube-proxy-socket-lb.yaml")}
+BASE = [m for m in MANIFESTS if m not in VARIANTS.values()]
 CONFIG_PATH = "/var/lib/kube-proxy"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -142,7 +148,7 @@ _objects = None
 def objects():
     global _objects
     if _objects is None:
-        _objects = kubectl_load(MANIFESTS)
+        _objects = kubectl_load(BASE)
     return _objects
 
 
@@ -178,6 +184,58 @@ class Manifests(unittest.TestCase):
         for o in objects():
             if o["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
                 self.assertEqual(o["metadata"].get("namespace"), "kube-system", o["kind"])
+
+    def test_each_variant_replaces_the_daemonset_and_keeps_the_rest(self):
+        """A variant holds the objects of the base it changes, under the
+        same names, and differs from them only where its mode needs it."""
+        self.assertEqual(sorted(MANIFESTS), sorted(BASE + list(VARIANTS.values())))
+        base_ds = find("DaemonSet", "kube-proxy")
+        base_pod = base_ds["spec"]["template"]["spec"]
+        (base_c,) = base_pod["containers"]
+        for mode, path in VARIANTS.items():
+            objs = kubectl_load([path])
+            kinds = sorted((o["kind"], o["metadata"]["name"], o["metadata"]["namespace"]) for o in objs)
+            want = [("DaemonSet", "kube-proxy", "kube-system")]
+            if mode == "userspace":
+                want.insert(0, ("ConfigMap", "kube-proxy", "kube-system"))
+            self.assertEqual(kinds, want, path)
+            (ds,) = [o for o in objs if o["kind"] == "DaemonSet"]
+            pod = ds["spec"]["template"]["spec"]
+            (c,) = pod["containers"]
+            for key in ("serviceAccountName", "priorityClassName", "hostNetwork", "nodeSelector", "tolerations"):
+                self.assertEqual(pod[key], base_pod[key], "%s: %s" % (path, key))
+            for key in ("image", "env", "livenessProbe", "readinessProbe"):
+                self.assertEqual(c[key], base_c[key], "%s: %s" % (path, key))
+            self.assertEqual(ds["spec"]["selector"], base_ds["spec"]["selector"])
+            self.assertEqual(c["command"][:4], base_c["command"], path)
+            mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+            volumes = {v["name"]: v for v in pod["volumes"]}
+            if mode == "userspace":
+                # Surge: the new pod takes the old one's sockets (docs/userspace.md).
+                self.assertEqual(ds["spec"]["updateStrategy"],
+                                 {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+                self.assertEqual(c["command"], base_c["command"])
+                self.assertEqual(sorted(mounts), ["/run/kproxy", CONFIG_PATH], "no iptables lock, no modules")
+                (cm,) = [o for o in objs if o["kind"] == "ConfigMap"]
+                base_data = configmap()["data"]
+                self.assertEqual(cm["data"]["kubeconfig.conf"], base_data["kubeconfig.conf"])
+                self.assertEqual(cm["data"]["config.conf"].replace("mode: userspace\n", "mode: iptables\n"),
+                                 base_data["config.conf"])
+                self.assertEqual(yaml.safe_load(cm["data"]["config.conf"])["mode"], "userspace")
+            else:
+                self.assertEqual(ds["spec"]["updateStrategy"], base_ds["spec"]["updateStrategy"])
+                self.assertIs(pod["hostPID"], True)
+                self.assertEqual(c["command"][4:], ["--socket-lb", "--socket-lb-cgroup=/sys/fs/cgroup/kubepods.slice",
+                                                    "--socket-lb-pin-dir=/sys/fs/bpf/kproxy"])
+                base_mounts = {m["mountPath"]: m for m in base_c["volumeMounts"]}
+                self.assertEqual(sorted(mounts), sorted(list(base_mounts) + ["/sys/fs/bpf", "/sys/fs/cgroup"]))
+                self.assertEqual(volumes[mounts["/sys/fs/bpf"]["name"]]["hostPath"]["path"], "/sys/fs/bpf")
+                self.assertEqual(volumes[mounts["/sys/fs/cgroup"]["name"]]["hostPath"]["path"], "/sys/fs/cgroup")
+                self.assertIs(mounts["/sys/fs/cgroup"]["readOnly"], True)
+            self.assertIs(c["securityContext"]["privileged"], True)
+            self.assertEqual(volumes[mounts[CONFIG_PATH]["name"]]["configMap"]["name"], "kube-proxy")
+            self.assertEqual(volumes[mounts["/run/kproxy"]["name"]]["hostPath"],
+                             {"path": "/run/kproxy", "type": "DirectoryOrCreate"})
 
     def test_kubectl_refuses_an_unknown_kind(self):
         # The loader is a real check: a kind the API does not serve fails.

@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import unittest
 
@@ -272,8 +273,11 @@ class Pod:
 
     MACHINE_PATHS = ("/run/xtables.lock", "/lib/modules")
 
-    def __init__(self, lab, rootfs, ds, configmap, node_name="node-1"):
+    def __init__(self, lab, rootfs, ds, configmap, node_name="node-1", host_paths=None):
         self.lab, self.rootfs, self.node_name = lab, rootfs, node_name
+        # The node's own file systems that a test made of its own (a bpf
+        # filesystem it mounted, a cgroup it created), by host path.
+        self.host_paths = dict(host_paths or {})
         self.pod = ds["spec"]["template"]["spec"]
         (self.container,) = self.pod["containers"]
         self.configmap = configmap
@@ -284,6 +288,8 @@ class Pod:
             g.write(f.read())
 
     def host_path(self, path):
+        if path in self.host_paths:
+            return self.host_paths[path]
         # A machine path that is not there (a VM without /lib/modules) is
         # the node's scratch one: a runtime would create the directory.
         if path in self.MACHINE_PATHS and os.path.exists(path):
@@ -360,7 +366,9 @@ class Pod:
         path = os.path.join(self.lab.tmp, "pod-spec.json")
         with open(path, "w") as f:
             json.dump(self.spec(extra_args), f, indent=1)
-        return ["unshare", "--mount", "--pid", "--fork", "--propagation", "private", sys.executable, KUBELET, path]
+        # hostPID: the node's PID namespace, no new one.
+        pid = [] if self.pod.get("hostPID") else ["--pid", "--fork"]
+        return ["unshare", "--mount"] + pid + ["--propagation", "private", sys.executable, KUBELET, path]
 
 
 def image_entrypoint():
@@ -410,10 +418,10 @@ def daemonset(path):
     return ds, cms[0] if cms else None
 
 
-class Kubelet(unittest.TestCase):
-    """deploy/kube-proxy.yaml's DaemonSet (iptables mode) run from the
-    image, as the kubelet runs it."""
-    MANIFEST = "kube-proxy.yaml"
+class KubeletCase(unittest.TestCase):
+    """A DaemonSet of deploy/ (MANIFEST; its ConfigMap, or the base's) run
+    from the image, as the kubelet runs it, on the lab's node-1."""
+    MANIFEST = None
     lab = None
 
     @classmethod
@@ -438,26 +446,33 @@ class Kubelet(unittest.TestCase):
                 slice_("web-1", "web", [(cls.ip["a1"], "node-1"), (cls.ip["a2"], "node-1")]),
             ])
             ds, cm = daemonset(cls.MANIFEST)
-            lab.pod = Pod(lab, rootfs, ds, cm)
+            if cm is None:
+                _, cm = daemonset("kube-proxy.yaml")
+            lab.pod = Pod(lab, rootfs, ds, cm, host_paths=cls.node_file_systems(lab))
         except Exception:
-            lab.close()
+            cls.tearDownClass()
             raise
+
+    @classmethod
+    def node_file_systems(cls, lab):
+        return {}
 
     @classmethod
     def tearDownClass(cls):
         if cls.lab:
             if os.environ.get("E2E_SHOW_LOG"):
                 sys.stderr.write(cls.lab.kproxy_output())
-            if cls.lab.kproxy:
-                cls.lab.stop_kproxy(signal.SIGKILL)
+            for key in [k for k in cls.lab.procs if k.startswith("kproxy")]:
+                cls.lab.kill(key)
+            if cls.lab.pod:
+                wait_for("the containers' processes to end", lambda: not cls.lab.container_pids(), timeout=20)
             cls.lab.close()
 
     def save(self, backend, table="nat"):
         return self.lab.run(["iptables-%s-save" % backend, "-t", table], ns="n1", check=False).stdout
 
-    def check_serving(self, count=60):
+    def check_serving(self, mode, count=60):
         lab = self.lab
-        want = sorted("%s:8080" % ip for ip in self.ip.values())
         lab.wait_healthy("the container's /healthz", timeout=30)
         r = lab.client("p-cl", "10.96.0.10", 80, count)
         self.assertEqual(r["errors"], {}, r)
@@ -465,8 +480,12 @@ class Kubelet(unittest.TestCase):
         metrics = lab.run(["curl", "-sf", "http://127.0.0.1:10249/metrics"], ns="n1").stdout
         self.assertTrue(re.search(r'(?m)^kubeproxy_sync_proxy_rules_duration_seconds_count\{ip_family="IPv4"\} [1-9]',
                                   metrics), "/metrics counts no sync")
-        self.assertEqual(lab.run(["curl", "-sf", "http://127.0.0.1:10249/proxyMode"], ns="n1").stdout, "iptables")
-        return want
+        self.assertEqual(lab.run(["curl", "-sf", "http://127.0.0.1:10249/proxyMode"], ns="n1").stdout, mode)
+
+
+class Kubelet(KubeletCase):
+    """deploy/kube-proxy.yaml's DaemonSet (iptables mode)."""
+    MANIFEST = "kube-proxy.yaml"
 
     def test_1_legacy_node(self):
         """kubelet's hint in legacy: the container writes legacy rules with
@@ -474,7 +493,7 @@ class Kubelet(unittest.TestCase):
         lab = self.lab
         lab.run(["iptables-legacy", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"], ns="n1")
         lab.start_kproxy()
-        self.check_serving()
+        self.check_serving("iptables")
         self.assertIn(":KUBE-SERVICES", self.save("legacy"))
         self.assertNotIn("KUBE-SERVICES", self.save("nft"))
         out = lab.kproxy_output()
@@ -522,11 +541,124 @@ class Kubelet(unittest.TestCase):
         lab.run(["iptables-legacy", "-t", "mangle", "-X", "KUBE-IPTABLES-HINT"], ns="n1")
         lab.run(["iptables-nft", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"], ns="n1")
         lab.start_kproxy()
-        self.check_serving()
+        self.check_serving("iptables")
         self.assertIn(":KUBE-SERVICES", self.save("nft"))
         self.assertNotIn("KUBE-SERVICES", self.save("legacy"))
         lab.stop_kproxy(signal.SIGTERM)
         self.assertEqual(lab.run_pod("--cleanup").returncode, 0)
+
+
+class KubeletUserspace(KubeletCase):
+    """deploy/kube-proxy-userspace.yaml: its ConfigMap (mode: userspace)
+    and DaemonSet, including the surge update it asks for."""
+    MANIFEST = "kube-proxy-userspace.yaml"
+
+    def test_1_serves_without_a_packet_filter(self):
+        lab = self.lab
+        lab.start_kproxy()
+        self.check_serving("userspace")
+        self.assertEqual(lab.run(["nft", "list", "ruleset"], ns="n1").stdout.strip(), "")
+        self.assertIn(" 10.96.0.10/32 ", lab.run(["ip", "-o", "addr", "show", "dev", "kube-proxy0"], ns="n1").stdout)
+
+    def test_2_surge_update_fails_no_connection(self):
+        """maxSurge: 1: the new pod starts beside the old one, takes its
+        sockets, turns ready; then the kubelet deletes the old pod."""
+        lab = self.lab
+        result = {}
+
+        def loop():
+            result["r"] = lab.client("p-cl", "10.96.0.10", 80, 0, "--until-seconds", "6", "--interval", "0.002")
+        t = threading.Thread(target=loop)
+        t.start()
+        time.sleep(1)   # traffic before, during and after
+        mark = len(lab.kproxy_output())
+        lab.procs["kproxy-old"] = lab.procs.pop("kproxy")
+        lab.start_kproxy()
+        wait_for("the new pod to take the sockets", lambda: re.search(
+            r"Took \d+ service sockets from the process this one replaces", lab.kproxy_output()[mark:]), timeout=30)
+        lab.wait_healthy("the new pod's readiness")
+        self.assertEqual(lab.kill("kproxy-old", signal.SIGTERM).returncode, 0)
+        t.join(timeout=60)
+        self.assertEqual(result["r"]["errors"], {}, result["r"])
+        self.assertGreater(result["r"]["attempts"], 100, result["r"])
+        self.assertEqual(len(lab.container_pids()), 1)
+
+    def test_3_cleanup_from_the_image(self):
+        lab = self.lab
+        lab.stop_kproxy(signal.SIGTERM)
+        self.assertIn("kube-proxy0", lab.run(["ip", "-o", "link"], ns="n1").stdout)
+        p = lab.run_pod("--cleanup")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertNotIn("kube-proxy0", lab.run(["ip", "-o", "link"], ns="n1").stdout)
+
+
+class KubeletSocketLB(KubeletCase):
+    """deploy/kube-proxy-socket-lb.yaml over the base ConfigMap: the node's
+    /sys/fs/bpf is a bpf filesystem this test mounts, its /sys/fs/cgroup a
+    cgroup this test creates (in a cgroup2 mount of its own), with the
+    kubelet's kubepods.slice in it; the lab's client runs there."""
+    MANIFEST = "kube-proxy-socket-lb.yaml"
+
+    @classmethod
+    def node_file_systems(cls, lab):
+        cls.cgroot = os.path.join(lab.tmp, "cgroup2")
+        cls.bpffs = os.path.join(lab.tmp, "bpffs")
+        os.makedirs(cls.cgroot)
+        os.makedirs(cls.bpffs)
+        lab.run(["mount", "-t", "cgroup2", "none", cls.cgroot])
+        lab.run(["mount", "-t", "bpf", "bpf", cls.bpffs])
+        cls.node_cg = os.path.join(cls.cgroot, "kp-img-%d" % os.getpid())
+        cls.pods_cg = os.path.join(cls.node_cg, "kubepods.slice")
+        os.makedirs(cls.pods_cg)
+        return {"/sys/fs/bpf": cls.bpffs, "/sys/fs/cgroup": cls.node_cg}
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        for cg in (getattr(cls, "pods_cg", None), getattr(cls, "node_cg", None)):
+            if cg and os.path.isdir(cg):
+                def procs():
+                    with open(os.path.join(cg, "cgroup.procs")) as f:
+                        return f.read().split()
+                for pid in procs():
+                    subprocess.run(["kill", "-9", pid], stderr=subprocess.DEVNULL)
+                wait_for("the test cgroup empty", lambda: not procs())
+                os.rmdir(cg)
+        for m in (getattr(cls, "bpffs", None), getattr(cls, "cgroot", None)):
+            if m and os.path.ismount(m):
+                subprocess.run(["umount", m])
+
+    def pod_client(self, port):
+        """A client in the pods' cgroup, from a port of its own."""
+        cmd = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.pods_cg, "ip", "netns", "exec",
+               self.lab.ns("p-cl"), sys.executable, os.path.join(ROOT, "tests", "e2e", "client.py"), "10.96.0.10",
+               "80", "1", "--bind-port", str(port)]
+        return json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout)
+
+    def test_1_pods_connect_straight_to_endpoints(self):
+        lab = self.lab
+        lab.start_kproxy()
+        self.check_serving("iptables")
+        self.assertRegex(lab.kproxy_output(), r"(?i)socket load balancing")
+        pins = os.listdir(os.path.join(self.bpffs, "kproxy"))
+        self.assertTrue(pins, "nothing pinned in the node's bpf filesystem")
+        # A pod's connection was translated at connect(): conntrack on the
+        # node holds it to the endpoint, none to the cluster IP.
+        r = self.pod_client(41001)
+        self.assertEqual(r["errors"], {}, r)
+        entries = lab.run(["conntrack", "-L", "-p", "tcp", "--sport", "41001"], ns="n1", check=False).stdout
+        self.assertNotIn("dst=10.96.0.10 ", entries)
+        self.assertRegex(entries, r"dst=10\.244\.1\.1[01] ")
+
+    def test_2_cleanup_from_the_image(self):
+        lab = self.lab
+        lab.stop_kproxy(signal.SIGTERM)
+        self.assertTrue(os.listdir(os.path.join(self.bpffs, "kproxy")), "a stop leaves the pins")
+        p = lab.run_pod("--cleanup")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.bpffs, "kproxy")) and
+                         os.listdir(os.path.join(self.bpffs, "kproxy")), "pins left after --cleanup")
+        self.assertNotIn("KUBE-SERVICES", self.save("nft"))
 
 
 class Runtime(unittest.TestCase):
