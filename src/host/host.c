@@ -220,6 +220,34 @@ static bool probe_tcp_be_liberal(void) {
         return v != 0;
 }
 
+int host_caps(uint64_t *ret, int *ret_last) {
+        char line[256];
+        unsigned long long eff = 0;
+        bool found = false;
+        int last = -1;
+
+        FILE *f = fopen("/proc/self/status", "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof line, f))
+                if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+                        found = true;
+                        break;
+                }
+        fclose(f);
+        if (!found)
+                return -ENODATA;
+        f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+        if (f) {
+                if (fscanf(f, "%d", &last) != 1)
+                        last = -1;
+                fclose(f);
+        }
+        *ret = eff;
+        *ret_last = last;
+        return 0;
+}
+
 int host_name(char **ret) {
         struct utsname u;
 

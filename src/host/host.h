@@ -33,6 +33,10 @@ struct host_facts {
  * fails on a missing capability, which just reads as false; returns
  * -ENOMEM on allocation failure. */
 int host_probe(struct host_facts *ret);
+/* This process's effective capabilities (1 << CAP_...) in *ret, and in
+ * *ret_last the highest capability the kernel knows (cap_last_cap; CAP_BPF
+ * is 39, from Linux 5.8). Returns 0 or -errno. */
+int host_caps(uint64_t *ret, int *ret_last);
 /* The machine's hostname, lower-cased (the default node name), in *ret to
  * free. Returns 0, -ENOENT when there is none, or -ENOMEM. */
 int host_name(char **ret);

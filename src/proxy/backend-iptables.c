@@ -7,6 +7,7 @@
  */
 #include "proxy/backend.h"
 
+#include <linux/capability.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,8 @@ static int ipt_render(const struct model *m, const struct render_params *p, cons
 const struct backend_ops backend_iptables = {
         .name = "iptables",
         .stopped = "the rules stay in place",
+        /* netfilter; iptables-legacy's raw socket. */
+        .caps = 1ULL << CAP_NET_ADMIN | 1ULL << CAP_NET_RAW,
         .conntrack = true,
         .setup = ipt_setup,
         .ipv6_usable = ipt_ipv6_usable,

@@ -9,6 +9,7 @@
  */
 #include "proxy/backend.h"
 
+#include <linux/capability.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +268,7 @@ static int nft_render(const struct model *m, const struct render_params *p, cons
 const struct backend_ops backend_nftables = {
         .name = "nftables",
         .stopped = "the rules stay in place",
+        .caps = 1ULL << CAP_NET_ADMIN,
         .service_cidrs = true,
         .conntrack = true,
         .ipv6_usable = nft_ipv6_usable,

@@ -12,6 +12,7 @@
  */
 #include "proxy/backend-socklb.h"
 
+#include <linux/capability.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -481,6 +482,9 @@ static int socklb_render(const struct model *m, const struct render_params *p, c
 
 const struct backend_ops backend_socklb = {
         .name = "socket-lb",
+        /* Loading the programs and maps (the verifier refuses these
+         * programs without CAP_PERFMON); attaching them to a cgroup. */
+        .caps = 1ULL << CAP_BPF | 1ULL << CAP_PERFMON | 1ULL << CAP_NET_ADMIN,
         .create = socklb_create,
         .destroy = socklb_destroy,
         .sync = socklb_sync,

@@ -20,6 +20,7 @@
  */
 #include "proxy/backend-userspace.h"
 
+#include <linux/capability.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -703,6 +704,8 @@ const struct backend_ops backend_userspace = {
         .name = "userspace",
         .stopped = "new connections to services on this node are refused until kproxy runs again",
         .hands_over = true,
+        /* kube-proxy0 and its addresses; service ports below 1024. */
+        .caps = 1ULL << CAP_NET_ADMIN | 1ULL << CAP_NET_BIND_SERVICE,
         .setup = userspace_setup,
         .ipv6_usable = us_ipv6_usable,
         .create = us_create,

@@ -104,6 +104,12 @@ struct backend_ops {
         /* What keeps serving once the process has exited, for the log line
          * of a stop ("exiting; <stopped>"). */
         const char *stopped;
+        /* The capabilities it cannot run without (1 << CAP_...): checked
+         * at start-up, before the node is touched, so a unit or a pod that
+         * grants too little is refused with a message naming what is
+         * missing. CAP_BPF and CAP_PERFMON stand for CAP_SYS_ADMIN on a
+         * kernel older than them (5.8). */
+        uint64_t caps;
         /* Its sockets pass to a successor process started beside it
          * (userspace mode): the health server's port is shared with the
          * successor (SO_REUSEPORT), so each answers its own readiness. */

@@ -2,6 +2,7 @@
 #include "proxy/daemon.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,6 +78,41 @@ static const struct backend_ops *mode_backend(const struct kproxy_config *c) {
         return ops;
 }
 
+/* The capabilities that the mode (and --socket-lb) cannot run without,
+ * checked before anything changes: a unit or pod that grants too little
+ * is refused with what is missing, not left to fail halfway. Returns 0 or
+ * -EPERM (logged). */
+static int check_caps(const struct backend_ops *ops, const struct backend_ops *companion) {
+        static const char *const names[64] = {
+                [CAP_NET_ADMIN] = "CAP_NET_ADMIN", [CAP_NET_RAW] = "CAP_NET_RAW",
+                [CAP_NET_BIND_SERVICE] = "CAP_NET_BIND_SERVICE", [CAP_BPF] = "CAP_BPF",
+                [CAP_PERFMON] = "CAP_PERFMON", [CAP_SYS_ADMIN] = "CAP_SYS_ADMIN",
+        };
+        const struct backend_ops *const need[] = {ops, companion};
+        uint64_t have;
+        int last, r = 0;
+
+        if (host_caps(&have, &last) < 0)
+                return 0;       /* no /proc: the kernel will say */
+        for (size_t i = 0; i < ELEMENTSOF(need); i++) {
+                uint64_t want = need[i] ? need[i]->caps : 0;
+                /* Before CAP_BPF and CAP_PERFMON (5.8), CAP_SYS_ADMIN. */
+                if ((want & 1ULL << CAP_BPF) && last < CAP_BPF)
+                        want = (want & ~(1ULL << CAP_BPF | 1ULL << CAP_PERFMON)) | 1ULL << CAP_SYS_ADMIN;
+                for (int cap = 0; cap < 64; cap++) {
+                        if (!(want & 1ULL << cap) || (have & 1ULL << cap))
+                                continue;
+                        log_error("%s%s needs %s, which this process does not have: grant it (systemd: "
+                                  "CapabilityBoundingSet= and AmbientCapabilities=, docs/deploy.md; Kubernetes: the "
+                                  "container's securityContext)",
+                                  i == 0 ? need[i]->name : "--socket-lb", i == 0 ? " mode" : "",
+                                  names[cap] ? names[cap] : "?");
+                        r = -EPERM;
+                }
+        }
+        return r;
+}
+
 int daemon_cleanup(const struct kproxy_config *c, const struct daemon_opts *o) {
         struct host_facts host = {0};
         int r = 0;
@@ -108,7 +144,7 @@ int daemon_init_only(const struct kproxy_config *c) {
         _cleanup_(kube_conn_done) struct kube_conn conn = {0};
         const struct backend_ops *ops = mode_backend(c);
         char err[KUBE_CONN_ERRLEN];
-        if (!ops)
+        if (!ops || check_caps(ops, NULL) < 0)
                 return EXIT_FAILURE;
         /* As upstream's: the API connection is configured (never used)
          * before the node is touched, so --init-only refuses what the
@@ -308,6 +344,8 @@ int daemon_run(const struct kproxy_config *c, const struct daemon_opts *o) {
                 log_error("--socket-lb works beside iptables or nftables mode, not %s mode", ops->name);
                 return EXIT_FAILURE;
         }
+        if (check_caps(ops, c->socket_lb ? backend_companions[0] : NULL) < 0)
+                return EXIT_FAILURE;
         /* Principle of the start-up order (upstream's): whatever can make
          * kproxy refuse to run is found before anything on the node is
          * changed, so a bad flag, file or credential leaves the node as it

@@ -37,7 +37,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-from netlab import Lab, node, service, slice_  # noqa: E402
+from netlab import BpfScratch, Lab, node, service, slice_  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from dockerfile import apt_installed, stages as dockerfile_stages  # noqa: E402
 
@@ -358,12 +358,14 @@ class DeployLab(Lab):
     it with the same command line, as a recreated pod would."""
     config = None
     argv_prefix = ()
+    kproxy_args = ()        # the unit's KPROXY_ARGS
 
     def start_kproxy(self, *extra, mode=None):
         assert not extra and mode is None, "the mode comes from config.conf"
         self.kproxy_log = os.path.join(self.tmp, "kproxy.log")
         args = list(self.argv_prefix) + [self.kproxy_bin, "--config=" + self.config,
-                                         "--hostname-override=node-1", "--state-dir=" + self.state_dir, "-v=2"]
+                                         "--hostname-override=node-1", "--state-dir=" + self.state_dir,
+                                         "-v=2"] + list(self.kproxy_args)
         with open(self.kproxy_log, "a") as f:
             f.write("=== start %s\n" % " ".join(args))
         self.kproxy = self.spawn("kproxy", args, ns="n1", log=self.kproxy_log)
@@ -443,16 +445,21 @@ class Daemon(unittest.TestCase):
         mode = lab.run(["curl", "-sf", "http://127.0.0.1:10249/proxyMode"], ns="n1").stdout.strip()
         self.assertEqual(mode, lab.mode)
 
+    @staticmethod
+    def as_unit(caps):
+        """Root's uid with only these capabilities, as systemd runs the unit
+        (bounding and ambient sets)."""
+        c = ",".join("+" + c.lower()[len("cap_"):] for c in caps)
+        return ["setpriv", "--inh-caps=-all," + c, "--ambient-caps=-all," + c, "--bounding-set=-all," + c, "--"]
+
     def test_1_configmap_config_syncs_with_the_units_capabilities(self):
         lab = self.lab
-        caps = ",".join("+" + c.lower()[len("cap_"):] for c in unit_capabilities())
-        # Root's uid with only the unit's capabilities, as systemd runs it.
-        lab.argv_prefix = ["setpriv", "--inh-caps=-all," + caps, "--ambient-caps=-all," + caps,
-                           "--bounding-set=-all," + caps, "--"]
+        lab.argv_prefix = self.as_unit(unit_capabilities())
         lab.start_kproxy()
         self.check_serving()
         eff = lab.run(["grep", "^CapEff:", "/proc/%d/status" % self.kproxy_pid()]).stdout.split()[1]
-        self.assertEqual(int(eff, 16), sum(1 << n for n in (12, 13)), "CapEff (NET_ADMIN=12, NET_RAW=13)")
+        # NET_BIND_SERVICE=10, NET_ADMIN=12, NET_RAW=13, PERFMON=38, BPF=39
+        self.assertEqual(int(eff, 16), sum(1 << n for n in (10, 12, 13, 38, 39)), "CapEff: the unit's set")
         self.assertIn("KUBE-SERVICES", lab.nat())
 
     def kproxy_pid(self):
@@ -475,10 +482,58 @@ class Daemon(unittest.TestCase):
         lab = self.lab
         lab.stop_kproxy(signal.SIGTERM)
         self.write_configmap_files(mode="nftables")
-        lab.argv_prefix = ()
-        lab.start_kproxy()
+        lab.start_kproxy()      # still as the unit
         self.check_serving()
         self.assertEqual(lab.leftovers("iptables"), [], "iptables mode's rules after the switch")
+
+    def test_3b_socket_lb_with_the_units_capabilities(self):
+        """KPROXY_ARGS=--socket-lb: the programs load and attach with the
+        unit's set (CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN)."""
+        lab = self.lab
+        lab.stop_kproxy(signal.SIGTERM)
+        scratch = BpfScratch(lab.tmp, "kp-unit")
+        try:
+            lab.kproxy_args = ("--socket-lb", "--socket-lb-cgroup", scratch.cgroup, "--socket-lb-pin-dir",
+                               os.path.join(scratch.bpffs, "kproxy"))
+            lab.start_kproxy()
+            self.check_serving()
+            self.assertTrue(os.listdir(os.path.join(scratch.bpffs, "kproxy")), "nothing pinned")
+            self.assertIn("kproxy_socket_lb_enabled 1", lab.run(["curl", "-sf", "http://127.0.0.1:10249/metrics"],
+                                                                   ns="n1").stdout)
+            lab.stop_kproxy(signal.SIGTERM)
+            p = lab.run([lab.kproxy_bin, "--config=" + lab.config, "--cleanup"] + list(lab.kproxy_args), ns="n1",
+                        check=False)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        finally:
+            lab.kproxy_args = ()
+            if lab.kproxy:
+                lab.stop_kproxy(signal.SIGKILL)
+            scratch.close()
+
+    def test_3c_userspace_mode_with_the_units_capabilities(self):
+        """mode: userspace under the unit: kube-proxy0, ports below 1024."""
+        lab = self.lab
+        self.write_configmap_files(mode="userspace")
+        lab.start_kproxy()
+        self.check_serving()
+        self.assertIn("kube-proxy0", lab.run(["ip", "-o", "link"], ns="n1").stdout)
+        lab.stop_kproxy(signal.SIGTERM)
+
+    def test_3d_a_mode_the_unit_does_not_grant_is_refused(self):
+        """The unit's set less CAP_NET_BIND_SERVICE: userspace mode refuses
+        to start, naming it, and changes nothing on the node."""
+        lab = self.lab
+        lab.run(["ip", "link", "del", "kube-proxy0"], ns="n1", check=False)
+        less = [c for c in unit_capabilities() if c != "CAP_NET_BIND_SERVICE"]
+        p = lab.run(self.as_unit(less) + [lab.kproxy_bin, "--config=" + lab.config, "--hostname-override=node-1"],
+                    ns="n1", check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("userspace mode needs CAP_NET_BIND_SERVICE", p.stderr)
+        self.assertNotIn("kube-proxy0", lab.run(["ip", "-o", "link"], ns="n1").stdout)
+        # Back to nftables mode, for the cleanup after.
+        self.write_configmap_files(mode="nftables")
+        lab.start_kproxy()
+        self.check_serving()
 
     def test_4_cleanup_with_the_configmap_config(self):
         lab = self.lab
@@ -655,7 +710,8 @@ class Install(unittest.TestCase):
         self.assertNotIn("@", unit)
         self.assertRegex(unit, r"(?m)^ExecStart=/usr/local/bin/kproxy --config=")
         self.assertNotRegex(unit, r"(?m)^ExecStop", "stopping must leave the rules")
-        self.assertEqual(unit_capabilities(), ["CAP_NET_ADMIN", "CAP_NET_RAW"])
+        self.assertEqual(unit_capabilities(), ["CAP_BPF", "CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW",
+                                               "CAP_PERFMON"])
         self.assertRegex(unit, r"(?m)^Restart=always$")
         if not shutil.which("systemd-analyze"):
             return

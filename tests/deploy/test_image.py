@@ -53,7 +53,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 sys.path.insert(0, HERE)
 import dockerfile  # noqa: E402
 import image  # noqa: E402
-from netlab import Lab, node, service, slice_, wait_for  # noqa: E402
+from netlab import BpfScratch, Lab, node, service, slice_, wait_for  # noqa: E402
 from test_deploy import kubectl_load  # noqa: E402
 
 BUILD = os.path.abspath(os.path.join(ROOT, os.environ.get("KPROXY_BUILD", "build")))
@@ -601,32 +601,16 @@ class KubeletSocketLB(KubeletCase):
 
     @classmethod
     def node_file_systems(cls, lab):
-        cls.cgroot = os.path.join(lab.tmp, "cgroup2")
-        cls.bpffs = os.path.join(lab.tmp, "bpffs")
-        os.makedirs(cls.cgroot)
-        os.makedirs(cls.bpffs)
-        lab.run(["mount", "-t", "cgroup2", "none", cls.cgroot])
-        lab.run(["mount", "-t", "bpf", "bpf", cls.bpffs])
-        cls.node_cg = os.path.join(cls.cgroot, "kp-img-%d" % os.getpid())
-        cls.pods_cg = os.path.join(cls.node_cg, "kubepods.slice")
-        os.makedirs(cls.pods_cg)
-        return {"/sys/fs/bpf": cls.bpffs, "/sys/fs/cgroup": cls.node_cg}
+        cls.scratch = BpfScratch(lab.tmp, "kp-img")
+        cls.bpffs = cls.scratch.bpffs
+        cls.pods_cg = cls.scratch.mkcgroup(os.path.join(cls.scratch.cgroup, "kubepods.slice"))
+        return {"/sys/fs/bpf": cls.bpffs, "/sys/fs/cgroup": cls.scratch.cgroup}
 
     @classmethod
     def tearDownClass(cls):
         super().tearDownClass()
-        for cg in (getattr(cls, "pods_cg", None), getattr(cls, "node_cg", None)):
-            if cg and os.path.isdir(cg):
-                def procs():
-                    with open(os.path.join(cg, "cgroup.procs")) as f:
-                        return f.read().split()
-                for pid in procs():
-                    subprocess.run(["kill", "-9", pid], stderr=subprocess.DEVNULL)
-                wait_for("the test cgroup empty", lambda: not procs())
-                os.rmdir(cg)
-        for m in (getattr(cls, "bpffs", None), getattr(cls, "cgroot", None)):
-            if m and os.path.ismount(m):
-                subprocess.run(["umount", m])
+        if getattr(cls, "scratch", None):
+            cls.scratch.close()
 
     def pod_client(self, port):
         """A client in the pods' cgroup, from a port of its own."""

@@ -421,3 +421,46 @@ def node(name):
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
             "spec": {"podCIDR": NODE_POD_NET[name] + ".0/24", "podCIDRs": [NODE_POD_NET[name] + ".0/24"]},
             "status": {"addresses": [{"type": "InternalIP", "address": NODE_IPS[name]}]}}
+
+
+class BpfScratch:
+    """What socket load balancing needs of a node, of a test's own: a
+    cgroup2 mount and a bpf filesystem mounted under dir, and a cgroup
+    created in the former (never the machine's root cgroup). close()
+    empties and removes the cgroups and unmounts both, also after a
+    failure."""
+
+    def __init__(self, dir, name):
+        self.cgroot = os.path.join(dir, "cgroup2")
+        self.bpffs = os.path.join(dir, "bpffs")
+        self.cgroups = []
+        os.makedirs(self.cgroot)
+        os.makedirs(self.bpffs)
+        try:
+            subprocess.run(["mount", "-t", "cgroup2", "none", self.cgroot], check=True)
+            subprocess.run(["mount", "-t", "bpf", "bpf", self.bpffs], check=True)
+            self.cgroup = self.mkcgroup(os.path.join(self.cgroot, "%s-%d" % (name, os.getpid())))
+        except Exception:
+            self.close()
+            raise
+
+    def mkcgroup(self, path):
+        os.makedirs(path)
+        self.cgroups.append(path)
+        return path
+
+    def close(self):
+        for cg in reversed(self.cgroups):
+            if not os.path.isdir(cg):
+                continue
+            def procs():
+                with open(os.path.join(cg, "cgroup.procs")) as f:
+                    return f.read().split()
+            for pid in procs():
+                subprocess.run(["kill", "-9", pid], stderr=subprocess.DEVNULL)
+            wait_for("the test cgroup %s empty" % cg, lambda: not procs())
+            os.rmdir(cg)
+        self.cgroups = []
+        for m in (self.bpffs, self.cgroot):
+            if os.path.ismount(m):
+                subprocess.run(["umount", m])
