@@ -299,6 +299,18 @@ static int render_refuses_config(const struct kproxy_config *c, const struct ren
         return 0;
 }
 
+static const char render_usage[] =
+        "Usage: kproxy render [flags] STATE...\n\n"
+        "Print what kproxy would apply on a first full sync for the cluster\n"
+        "state in STATE (files as printed by `kubectl get\n"
+        "services,endpointslices,nodes -A -o json|yaml`, or YAML manifests; - is\n"
+        "stdin), in the mode of --proxy-mode (" PROXY_MODE_NAMES "):\n"
+        "the iptables-restore input, the nft script (--output netlink: the netlink\n"
+        "batch), or the addresses and frontends userspace mode serves. With\n"
+        "--socket-lb: what its maps would hold instead, a line per translated\n"
+        "service port. The daemon's actions (--cleanup, --init-only,\n"
+        "--write-config-to, --version) are refused.\n";
+
 static int cmd_render(int argc, char **argv) {
         struct kproxy_config cfg;
         struct render_opts o = {.ip_family = 4, .random_fully = -1};
@@ -314,17 +326,7 @@ static int cmd_render(int argc, char **argv) {
         if (r < 0)
                 goto out;
         if (cfg.show_help) {
-                config_print_help("Usage: kproxy render [flags] STATE...\n\n"
-                                  "Print what kproxy would apply on a first full sync for the cluster\n"
-                                  "state in STATE (files as printed by `kubectl get\n"
-                                  "services,endpointslices,nodes -A -o json|yaml`, or YAML manifests; - is\n"
-                                  "stdin), in the mode of --proxy-mode (" PROXY_MODE_NAMES "):\n"
-                                  "the iptables-restore input, the nft script (--output netlink: the netlink\n"
-                                  "batch), or the addresses and frontends userspace mode serves. With\n"
-                                  "--socket-lb: what its maps would hold instead, a line per translated\n"
-                                  "service port. The daemon's actions (--cleanup, --init-only,\n"
-                                  "--write-config-to, --version) are refused.\n",
-                                  render_flags, ELEMENTSOF(render_flags));
+                config_print_help(render_usage, render_flags, ELEMENTSOF(render_flags));
                 ret = 0;
                 goto out;
         }
