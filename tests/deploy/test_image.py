@@ -243,6 +243,11 @@ class Contents(unittest.TestCase):
             self.assertEqual(json.loads(p.stdout), dockerfile.entrypoint(self.runtime))
 
 
+def cgroup_dirs():
+    """Every cgroup directory of the machine's hierarchies."""
+    return {d for d, _, _ in os.walk("/sys/fs/cgroup")}
+
+
 def podman(storage, *args, timeout=120):
     """podman with a storage of the test's own (vfs: no overlay needed)."""
     return subprocess.run(["podman", "--root", os.path.join(storage, "root"), "--runroot",
@@ -466,7 +471,12 @@ class KubeletCase(unittest.TestCase):
                 cls.lab.kill(key)
             if cls.lab.pod:
                 wait_for("the containers' processes to end", lambda: not cls.lab.container_pids(), timeout=20)
+            cls.release_node_file_systems()
             cls.lab.close()
+
+    @classmethod
+    def release_node_file_systems(cls):
+        pass
 
     def save(self, backend, table="nat"):
         return self.lab.run(["iptables-%s-save" % backend, "-t", table], ns="n1", check=False).stdout
@@ -607,8 +617,7 @@ class KubeletSocketLB(KubeletCase):
         return {"/sys/fs/bpf": cls.bpffs, "/sys/fs/cgroup": cls.scratch.cgroup}
 
     @classmethod
-    def tearDownClass(cls):
-        super().tearDownClass()
+    def release_node_file_systems(cls):
         if getattr(cls, "scratch", None):
             cls.scratch.close()
 
@@ -658,6 +667,9 @@ class Runtime(unittest.TestCase):
         if os.geteuid() != 0:
             raise unittest.SkipTest("needs root")
         cls.storage = tempfile.mkdtemp(prefix="kproxy-podman-")
+        # What podman adds (libpod_parent/conmon, even when the run
+        # fails) goes again after.
+        cls.cgroups_before = cgroup_dirs()
         p = podman(cls.storage, "load", "-i", IMAGE)
         if p.returncode != 0:
             raise AssertionError("podman load: " + p.stdout)
@@ -676,6 +688,11 @@ class Runtime(unittest.TestCase):
             podman(cls.storage, "system", "reset", "--force")
             shutil.rmtree(cls.storage, ignore_errors=True)
             cls.storage = None
+        for d in sorted(cgroup_dirs() - getattr(cls, "cgroups_before", cgroup_dirs()), reverse=True):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
 
     def test_runs_the_daemonset_in_a_node_namespace(self):
         lab = PodLab(BUILD, "iptables")

@@ -210,6 +210,8 @@ class Repository(unittest.TestCase):
     def test_nothing_points_outside_the_repository(self):
         outside = []
         for f in tracked_files():
+            if f == "tests/docs/test_cli.py":
+                continue        # the patterns themselves
             try:
                 text = read(f)
             except UnicodeDecodeError:

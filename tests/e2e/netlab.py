@@ -119,9 +119,15 @@ class Lab:
         for n in reversed(self.namespaces):
             subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
         self.namespaces = []
+        # A file system a test mounted under tmp (a cgroup2 mount is the
+        # machine's whole hierarchy) is never walked by the removal.
+        with open("/proc/self/mounts") as f:
+            mounted = [l.split()[1] for l in f if l.split()[1].startswith(self.tmp + "/")]
+        for m in sorted(mounted, reverse=True):
+            subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
         if os.environ.get("KEEP_E2E_TMP"):
             print("e2e files kept in", self.tmp, file=sys.stderr)
-        else:
+        elif not any(os.path.ismount(m) for m in mounted):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     # --- topology ---
