@@ -31,6 +31,7 @@ the kubelet runs deploy/'s DaemonSets (issue 32).
 Run: KPROXY_BUILD=build python3 tests/deploy/test_image.py [-v]
 The image: $KPROXY_IMAGE, else BUILD/kproxy-image.tar (make image).
 """
+import calendar
 import gzip
 import hashlib
 import json
@@ -224,7 +225,7 @@ class Contents(unittest.TestCase):
         from its layer, it is the same bytes (mmdebstrap makes the layer
         reproducibly from the same packages with SOURCE_DATE_EPOCH)."""
         _, manifest, _ = image_parts(self.files)
-        epoch = int(time.mktime(time.strptime(self.config["created"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone)
+        epoch = calendar.timegm(time.strptime(self.config["created"], "%Y-%m-%dT%H:%M:%SZ"))
         layer = os.path.join(self.tmp, "layer.tar")
         with open(layer, "wb") as f:
             f.write(gzip.decompress(blob(self.files, manifest["layers"][0]["digest"])))
