@@ -270,6 +270,13 @@ fail:
         return rr;
 }
 
+bool endpoints_lb_admits_node(const struct svc *svc, uint8_t family, const struct inet_addr *node_ip) {
+        for (size_t i = 0; i < svc->n_source_ranges; i++)
+                if (svc->source_ranges[i].addr.family == family && inet_cidr_contains(&svc->source_ranges[i], node_ip))
+                        return true;
+        return false;
+}
+
 void endpoints_plan(const struct svc *svc, uint8_t family, const struct svc_port_endpoints *e,
                     const struct endpoints_masq *masq, struct endpoints_plan *ret) {
         struct endpoints_plan p = {

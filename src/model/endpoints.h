@@ -102,6 +102,12 @@ struct endpoints_plan {
 void endpoints_plan(const struct svc *svc, uint8_t family, const struct svc_port_endpoints *e,
                     const struct endpoints_masq *masq, struct endpoints_plan *ret);
 
+/* Whether the firewall of svc's load-balancer IPs in family also admits
+ * those IPs themselves as sources: upstream lets the node's own traffic to
+ * them through (it comes from the load-balancer IP, a local address) when
+ * node_ip is in one of the source ranges. Every mode's firewall asks. */
+bool endpoints_lb_admits_node(const struct svc *svc, uint8_t family, const struct inet_addr *node_ip);
+
 /* Merges the endpoints of svc's port from slices (in the given order) for
  * family 4 or 6 and categorises them. Returns 0, or -ENOMEM (ret is then
  * left empty). */

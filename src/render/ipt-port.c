@@ -333,7 +333,6 @@ static void write_fw_chain(struct render_ipt *t, const struct render_ipt_port *c
         const struct svc *s = c->svc;
         struct buf *b = &t->nat_rules;
         char ip[INET_ADDR_STRLEN], cidr[INET_CIDR_STRLEN];
-        bool allow_from_node = false;
 
         if (!c->plan.uses_firewall_chain)
                 return;
@@ -344,12 +343,10 @@ static void write_fw_chain(struct render_ipt *t, const struct render_ipt_port *c
                 buf_printf(b, "-A %s", c->fw_chain);
                 comment(b, "%s loadbalancer IP", c->spn);
                 buf_printf(b, " -s %s -j %s\n", inet_cidr_format(range, cidr), c->ext_chain);
-                if (inet_cidr_contains(range, &p->node_ip))
-                        allow_from_node = true;
         }
         /* Traffic from the node to its own LB IP arrives with the LB IP
          * as source (it is a local address); let it through. */
-        if (allow_from_node)
+        if (endpoints_lb_admits_node(s, p->family, &p->node_ip))
                 for (size_t i = 0; i < s->n_lb_ips; i++) {
                         if (s->lb_ips[i].family != p->family)
                                 continue;

@@ -614,17 +614,13 @@ static int firewall_chain(struct nrender *t, const struct nport *c) {
         _cleanup_free_ struct inet_cidr *ranges = calloc(c->plan.n_source_ranges, sizeof *ranges);
         _cleanup_free_ struct inet_addr *lbs = calloc(c->plan.n_lb_ips, sizeof *lbs);
         size_t nr = 0, nl = 0;
-        bool from_node = false;
+        bool from_node = endpoints_lb_admits_node(s, p->family, &p->node_ip);
 
         if (!ranges || !lbs)
                 return -ENOMEM;
-        for (size_t i = 0; i < s->n_source_ranges; i++) {
-                const struct inet_cidr *range = &s->source_ranges[i];
-                if (range->addr.family != p->family)
-                        continue;
-                ranges[nr++] = *range;
-                from_node = from_node || inet_cidr_contains(range, &p->node_ip);
-        }
+        for (size_t i = 0; i < s->n_source_ranges; i++)
+                if (s->source_ranges[i].addr.family == p->family)
+                        ranges[nr++] = s->source_ranges[i];
         for (size_t i = 0; from_node && i < s->n_lb_ips; i++)
                 if (s->lb_ips[i].family == p->family)
                         lbs[nl++] = s->lb_ips[i];

@@ -41,24 +41,19 @@ static int cmp_fwd_addr(const void *x, const void *y) {
         return c ? c : (int) a->port - (int) b->port;
 }
 
-/* The sources a load-balancer IP of s admits in family (ranges: whether
- * it has source ranges of that family), as the rules' firewall chain
- * admits them: the ranges, and the load-balancer IPs themselves (the
- * node's own traffic to them) when the node's IP is in a range. Returns
- * 0 or -ENOMEM. */
+/* The sources a load-balancer IP of s admits in p's family, as the rules'
+ * firewall chain admits them: the ranges, and the load-balancer IPs
+ * themselves when endpoints_lb_admits_node(). Returns 0 or -ENOMEM. */
 static int lb_sources(const struct svc *s, const struct render_params *p, struct inet_cidr **ret, size_t *ret_n) {
         struct inet_cidr *v = calloc(s->n_source_ranges + s->n_lb_ips, sizeof *v);
+        bool from_node = endpoints_lb_admits_node(s, p->family, &p->node_ip);
         size_t n = 0;
-        bool from_node = false;
 
         if (!v)
                 return -ENOMEM;
-        for (size_t i = 0; i < s->n_source_ranges; i++) {
-                if (s->source_ranges[i].addr.family != p->family)
-                        continue;
-                v[n++] = s->source_ranges[i];
-                from_node = from_node || inet_cidr_contains(&s->source_ranges[i], &p->node_ip);
-        }
+        for (size_t i = 0; i < s->n_source_ranges; i++)
+                if (s->source_ranges[i].addr.family == p->family)
+                        v[n++] = s->source_ranges[i];
         for (size_t i = 0; from_node && i < s->n_lb_ips; i++)
                 if (s->lb_ips[i].family == p->family)
                         v[n++] = (struct inet_cidr) {s->lb_ips[i], p->family == 4 ? 32 : 128};
