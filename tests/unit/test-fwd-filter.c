@@ -33,12 +33,22 @@ static struct inet_cidr cidr(const char *text) {
         return c;
 }
 
+/* Adds text/128 to lo and waits (at most 5 s) until it can be bound: a new
+ * IPv6 address is tentative until the kernel's address work has run, even
+ * on loopback. */
 static int add_lo6(const char *text) {
         struct test_in6_ifreq r = {.prefixlen = 128, .ifindex = (int) if_nametoindex("lo")};
+        struct sockaddr_in6 sa = {.sin6_family = AF_INET6};
         int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
         inet_pton(AF_INET6, text, &r.addr);
         if (fd < 0 || ioctl(fd, SIOCSIFADDR, &r) < 0)
                 ret = -errno;
+        sa.sin6_addr = r.addr;
+        for (int i = 0; ret == 0 && bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0; i++) {
+                if (i == 5000)
+                        ret = -ETIMEDOUT;
+                (void) poll(NULL, 0, 1);
+        }
         if (fd >= 0)
                 close(fd);
         return ret;

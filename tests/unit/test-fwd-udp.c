@@ -492,6 +492,13 @@ static void test_awaiting_reply(void) {
         r.n_eps = 1;
         rig_start(&r, 60000);
         c = client_new();
+        /* The loop's clock (CLOCK_MONOTONIC, ms) before the datagram: the
+         * loop reads it after waking for the datagram, so the pass is
+         * stamped no earlier. (Its clock once the test has paused it can
+         * be a later millisecond: pausing wakes it.) */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t sent = (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
         CHECK(ask(c, &r.service, "q", 0, buf, sizeof buf, &from) < 0);
         CHECK(recvfrom(quiet, buf, sizeof buf, 0, (struct sockaddr *) &ss, &len) == 1);
         CHECK(fwd_addr_from_sockaddr((struct sockaddr *) &ss, len, &session) == 0);
@@ -499,7 +506,7 @@ static void test_awaiting_reply(void) {
         rig_pause(&r);
         now = ev_now_ms(r.loop);
         CHECK(fwd_udp_awaiting(r.fwd, 0) == 1);
-        CHECK(fwd_udp_awaiting(r.fwd, now) == 1);
+        CHECK(fwd_udp_awaiting(r.fwd, sent) == 1);
         CHECK(fwd_udp_awaiting(r.fwd, now + 1) == 0);   /* passed on before that */
         rig_resume(&r);
 
