@@ -47,8 +47,9 @@ int iptables_observe(const struct iptables_tools *t, struct nftables *nl, uint8_
 void iptables_names_free(struct hmap *existing, char *names);
 
 /* Creates kproxy's top-level chains and inserts the missing jump rules at
- * the head of the built-in chains (docs/reference/iptables-mode.md §2), as upstream does on every
- * full sync. Returns 0 or -errno (a tool failed; logged). */
+ * the head of the built-in chains (docs/reference/iptables-mode.md §2), as
+ * upstream does on every full sync. Returns 0 or -errno (a tool failed;
+ * logged). */
 int iptables_ensure_jumps(const struct iptables_tools *t, uint8_t family);
 
 /* Applies a restore input. Into empty tables, up to 2 *

@@ -21,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netlab import service, slice_, wait_for  # noqa: E402
+from netlab import BpfScratch, service, slice_, wait_for  # noqa: E402
 import promtext  # noqa: E402
 from test_e2e import Suite  # noqa: E402
 
@@ -36,19 +36,12 @@ class SocketLB:
     @classmethod
     def setUpClass(cls):
         Suite.setUpClass.__func__(cls)
-        lab = cls.lab
-        cls.cgroot = os.path.join(lab.tmp, "cgroup2")
-        cls.bpffs = os.path.join(lab.tmp, "bpffs")
-        os.makedirs(cls.cgroot)
-        os.makedirs(cls.bpffs)
         try:
-            lab.run(["mount", "-t", "cgroup2", "none", cls.cgroot])
-            lab.run(["mount", "-t", "bpf", "bpf", cls.bpffs])
+            cls.scratch = BpfScratch(cls.lab.tmp, "kp-e2e")
         except Exception:
             cls.tearDownClass()
             raise
-        cls.cg = os.path.join(cls.cgroot, "kp-e2e-%d" % os.getpid())
-        os.makedirs(cls.cg)
+        cls.bpffs, cls.cg = cls.scratch.bpffs, cls.scratch.cgroup
         cls.pins = os.path.join(cls.bpffs, "kproxy")
 
     @classmethod
@@ -57,18 +50,8 @@ class SocketLB:
         if lab:
             for key in list(lab.procs):
                 lab.kill(key)
-            if os.path.isdir(getattr(cls, "cg", "")):
-                # Nothing of ours is left in it; then it can go.
-                def procs():
-                    with open(os.path.join(cls.cg, "cgroup.procs")) as f:
-                        return f.read().split()
-                for pid in procs():
-                    subprocess.run(["kill", "-9", pid], stderr=subprocess.DEVNULL)
-                wait_for("the test cgroup empty", lambda: not procs())
-                os.rmdir(cls.cg)
-            for m in (getattr(cls, "bpffs", None), getattr(cls, "cgroot", None)):
-                if m and os.path.ismount(m):
-                    subprocess.run(["umount", m])
+            if getattr(cls, "scratch", None):
+                cls.scratch.close()
         Suite.tearDownClass.__func__(cls)
 
     # --- helpers ---
