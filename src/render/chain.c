@@ -72,3 +72,20 @@ void chain_hash_str(const char *s, unsigned n, char *out) {
         memcpy(out, b32, n);
         out[n] = '\0';
 }
+
+bool chain_nft_body(const char *base, bool unhashed, char out[CHAIN_NFT_BODY_MAX]) {
+        size_t n = strlen(base);
+        bool derived = 9 + n <= CHAIN_NFT_BODY_MAX - 1;
+        if (derived && unhashed)
+                memcpy(out, "********", 8);
+        else
+                chain_hash_str(base, 8, out);
+        out[8] = '-';
+        if (!derived) {
+                memcpy(out + 9, base, 237 - 9);
+                memcpy(out + 237, "...", 4);
+        } else {
+                memcpy(out + 9, base, n + 1);
+        }
+        return derived;
+}

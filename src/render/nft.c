@@ -38,7 +38,7 @@
 #include "util/fnv.h"
 #include "util/strb.h"
 
-#define BODY_MAX 241            /* 240 characters and NUL: upstream's budget */
+#define BODY_MAX CHAIN_NFT_BODY_MAX
 
 struct nrender {
         const struct render_params *p;
@@ -59,24 +59,8 @@ struct body {
         bool derived;           /* struct nftir_name's */
 };
 
-/* upstream's hashAndTruncate(): "<8 base32 chars of SHA-256>-<base>", cut
- * to 237 characters and "..." beyond 240. Uncut, the 8 characters follow
- * from the rest: an unhashed render (nftir_sink.unhashed) leaves them
- * unset. A cut body always has them (its rest does not say them). */
 static void name_body(const char *base, bool unhashed, struct body *out) {
-        size_t n = strlen(base);
-        out->derived = 9 + n <= BODY_MAX - 1;
-        if (out->derived && unhashed)
-                memcpy(out->s, "********", 8);
-        else
-                chain_hash_str(base, 8, out->s);
-        out->s[8] = '-';
-        if (!out->derived) {
-                memcpy(out->s + 9, base, 237 - 9);
-                memcpy(out->s + 237, "...", 4);
-        } else {
-                memcpy(out->s + 9, base, n + 1);
-        }
+        out->derived = chain_nft_body(base, unhashed, out->s);
 }
 
 static struct nftir_name nm(const char *prefix, const char *body) {

@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One connection through this node's proxy: find the service port its
+ * destination is (a cluster IP, an external or load-balancer IP, a node
+ * port), take the port's plan as the renderers do, and follow the packet
+ * through the plan's decisions in upstream's order (docs/reference/
+ * iptables-mode.md §7, nftables-mode.md §6): source ranges, no endpoints,
+ * traffic policy, the local traffic detector. The rule modes' walks
+ * (explain-ipt.c, explain-nft.c) name the chains; userspace mode and
+ * socket load balancing answer from their plan (userspace/plan.h), which
+ * is what they serve.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "explain/explain-internal.h"
+#include "model/model.h"
+#include "render/render.h"
+#include "userspace/plan.h"
+#include "util/cleanup.h"
+#include "util/hmap.h"
+
+void explain_step(struct explain_ctx *c, const char *table, const char *chain, const char *fmt, ...) {
+        struct explain_result *r = c->r;
+        if (r->n_steps == EXPLAIN_MAX_STEPS)
+                return;
+        struct explain_step *s = &r->steps[r->n_steps++];
+        snprintf(s->table, sizeof s->table, "%s", table);
+        snprintf(s->chain, sizeof s->chain, "%s", chain);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(s->rule, sizeof s->rule, fmt, ap);
+        va_end(ap);
+}
+
+void explain_note(struct explain_result *r, const char *fmt, ...) {
+        if (r->n_notes == EXPLAIN_MAX_NOTES)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->notes[r->n_notes++], EXPLAIN_TEXT, fmt, ap);
+        va_end(ap);
+}
+
+static void say(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(char *out, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(out, EXPLAIN_TEXT, fmt, ap);
+        va_end(ap);
+}
+
+static bool addr_in(const struct inet_addr *a, const struct inet_addr *v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (inet_addr_equal(a, &v[i]))
+                        return true;
+        return false;
+}
+
+static bool host_has(const struct explain_node *n, const struct inet_addr *a) {
+        for (size_t i = 0; i < n->n_host_addrs; i++)
+                if (inet_addr_equal(&n->host_addrs[i].addr, a))
+                        return true;
+        return inet_addr_is_loopback(a);
+}
+
+/* Where the connection comes from, when the query does not say. */
+static void resolve_origin(struct explain_ctx *c) {
+        const struct explain_query *q = c->q;
+        struct explain_result *r = c->r;
+        const struct node *node = model_node(c->m);
+        char cidr[INET_CIDR_STRLEN];
+
+        r->from = q->from;
+        if (q->from != EXPLAIN_FROM_AUTO) {
+                snprintf(r->from_why, sizeof r->from_why, "as asked");
+                return;
+        }
+        if (host_has(c->n, &q->src)) {
+                r->from = EXPLAIN_FROM_NODE;
+                snprintf(r->from_why, sizeof r->from_why, "the source is one of the node's addresses");
+                return;
+        }
+        for (size_t i = 0; node && i < node->n_pod_cidrs; i++)
+                if (inet_cidr_contains(&node->pod_cidrs[i], &q->src)) {
+                        r->from = EXPLAIN_FROM_POD;
+                        snprintf(r->from_why, sizeof r->from_why, "the source is in the node's pod CIDR %s",
+                                 inet_cidr_format(&node->pod_cidrs[i], cidr));
+                        return;
+                }
+        r->from = EXPLAIN_FROM_EXTERNAL;
+        snprintf(r->from_why, sizeof r->from_why,
+                 "the source is neither the node's nor in its pod CIDR (another node, or outside)");
+}
+
+/* The local traffic detector's answer for the source (upstream's "local"
+ * match: -s CIDR, -i IFACE, -i PREFIX+), and why, into why. */
+static bool detector_local(const struct explain_ctx *c, char *why, size_t len) {
+        const struct render_params *p = c->n->p;
+        const struct explain_query *q = c->q;
+        switch (p->detector) {
+        case DETECTOR_SOURCE_CIDR: {
+                bool in = inet_cidr_contains(&p->detector_cidr, &q->src);
+                snprintf(why, len, "the source is %s %s (the local traffic detector)", in ? "inside" : "outside",
+                         p->detector_arg);
+                return in;
+        }
+        case DETECTOR_INTERFACE: {
+                size_t n = strlen(p->detector_arg);
+                bool prefix = n > 0 && p->detector_arg[n - 1] == '+';
+                bool in;
+                if (!q->iface[0]) {
+                        /* A pod's packets come in by its interface, which
+                         * the detector is configured to name. */
+                        in = c->r->from == EXPLAIN_FROM_POD;
+                        snprintf(why, len, "%s (the local traffic detector matches interface %s)",
+                                 in ? "a pod's packets come in by its interface"
+                                    : "the packets do not come in by a pod's interface",
+                                 p->detector_arg);
+                        return in;
+                }
+                in = prefix ? strncmp(q->iface, p->detector_arg, n - 1) == 0 : strcmp(q->iface, p->detector_arg) == 0;
+                snprintf(why, len, "interface %s %s %s (the local traffic detector)", q->iface,
+                         in ? "matches" : "does not match", p->detector_arg);
+                return in;
+        }
+        default:
+                snprintf(why, len, "no local traffic detector for IPv%u", p->family);
+                return false;
+        }
+}
+
+/* ---- Which service port the destination is. ---- */
+
+static void describe_ports(const struct svc *s, char *out, size_t len) {
+        size_t o = 0;
+        out[0] = '\0';
+        for (size_t i = 0; i < s->n_ports && o < len; i++)
+                o += (size_t) snprintf(out + o, len - o, "%s%u/%s", i ? ", " : "", s->ports[i].port,
+                                       l4_proto_to_string(s->ports[i].proto));
+}
+
+static bool port_matches(const struct svc_port *sp, const struct explain_query *q) {
+        return sp->port == q->dst_port && (int) sp->proto == q->proto;
+}
+
+static void set_match(struct explain_ctx *c, const struct svc *s, const struct svc_port *sp, enum explain_entry e) {
+        if (c->svc) {
+                explain_note(c->r, "%s also claims %s port %u: the first service in the rules' order wins", s->key,
+                             explain_entry_to_string(e), sp->port);
+                return;
+        }
+        c->svc = s;
+        c->port = sp;
+        c->r->entry = e;
+}
+
+/* The services' own addresses: cluster, external and load-balancer IPs. */
+static void locate_address(struct explain_ctx *c, const struct svc *const *svcs, size_t n_svcs) {
+        const struct explain_query *q = c->q;
+        uint8_t fam = c->n->p->family;
+        char ports[256];
+
+        for (size_t i = 0; i < n_svcs; i++) {
+                const struct svc *s = svcs[i];
+                const struct inet_addr *cip = svc_cluster_ip(s, fam);
+                bool is_cip = cip && inet_addr_equal(cip, &q->dst);
+                bool is_ext = addr_in(&q->dst, s->external_ips, s->n_external_ips);
+                bool is_lb = addr_in(&q->dst, s->lb_ips, s->n_lb_ips);
+                bool any = false;
+                if (!cip || !(is_cip || is_ext || is_lb))
+                        continue;
+                for (size_t j = 0; j < s->n_ports; j++) {
+                        if (!port_matches(&s->ports[j], q))
+                                continue;
+                        any = true;
+                        if (is_cip)
+                                set_match(c, s, &s->ports[j], EXPLAIN_ENTRY_CLUSTER_IP);
+                        else
+                                set_match(c, s, &s->ports[j],
+                                          is_ext ? EXPLAIN_ENTRY_EXTERNAL_IP : EXPLAIN_ENTRY_LOAD_BALANCER_IP);
+                        if (c->svc == s && c->port == &s->ports[j])
+                                c->cip = cip;
+                }
+                if (!any) {
+                        describe_ports(s, ports, sizeof ports);
+                        explain_note(c->r, "the destination is %s's %s, which serves %s: not %u/%s", s->key,
+                                     is_cip ? "cluster IP" : is_ext ? "external IP" : "load-balancer IP", ports,
+                                     q->dst_port, l4_proto_to_string(q->proto));
+                        if (is_cip && !c->svc && c->route == ROUTE_NONE)
+                                c->route = ROUTE_INVALID_PORT;
+                }
+        }
+}
+
+/* Whether the destination takes node ports in this mode (nodePortAddresses). */
+static bool nodeport_address(const struct explain_ctx *c) {
+        const struct render_params *p = c->n->p;
+        const struct inet_addr *d = &c->q->dst;
+        bool loop = inet_addr_is_loopback(d);
+
+        if (c->n->mode != EXPLAIN_MODE_NFTABLES && loop && !(p->localhost_nodeports && c->src_node))
+                return false;
+        if (c->n->mode == EXPLAIN_MODE_NFTABLES && loop)
+                return false;
+        if (p->nodeports_match_all)
+                return c->dst_local;
+        return addr_in(d, p->nodeport_ips, p->n_nodeport_ips);
+}
+
+static void locate_node_port(struct explain_ctx *c, const struct svc *const *svcs, size_t n_svcs) {
+        const struct explain_query *q = c->q;
+        bool np_addr = nodeport_address(c);
+        uint8_t fam = c->n->p->family;
+
+        for (size_t i = 0; i < n_svcs; i++) {
+                const struct svc *s = svcs[i];
+                const struct inet_addr *cip = svc_cluster_ip(s, fam);
+                if (!cip)
+                        continue;
+                for (size_t j = 0; j < s->n_ports; j++) {
+                        const struct svc_port *sp = &s->ports[j];
+                        if (sp->node_port != q->dst_port || (int) sp->proto != q->proto)
+                                continue;
+                        if (!np_addr) {
+                                explain_note(c->r,
+                                             "%u/%s is %s's node port, but the destination is not an address that "
+                                             "takes node ports here (nodePortAddresses%s)",
+                                             sp->node_port, l4_proto_to_string(sp->proto), s->key,
+                                             inet_addr_is_loopback(&q->dst) ? "; loopback: see localhost node ports"
+                                                                            : "");
+                                continue;
+                        }
+                        if (!c->svc)
+                                c->cip = cip;
+                        set_match(c, s, sp, EXPLAIN_ENTRY_NODE_PORT);
+                }
+                if (!c->svc && c->dst_local && s->health_check_node_port == q->dst_port && q->proto == L4_TCP) {
+                        c->svc = s;
+                        c->port = NULL;
+                        c->r->entry = EXPLAIN_ENTRY_HEALTH_CHECK_NODE_PORT;
+                        c->route = ROUTE_HEALTH_CHECK;
+                }
+        }
+}
+
+static void locate(struct explain_ctx *c) {
+        size_t n_svcs;
+        _cleanup_free_ const struct svc **svcs = model_services_sorted(c->m, &n_svcs);
+
+        locate_address(c, svcs, n_svcs);
+        if (!c->svc)
+                locate_node_port(c, svcs, n_svcs);
+        if (c->svc || c->route != ROUTE_NONE)
+                return;
+        for (size_t i = 0; i < c->n->n_service_cidrs; i++)
+                if (inet_cidr_contains(&c->n->service_cidrs[i], &c->q->dst)) {
+                        char cidr[INET_CIDR_STRLEN];
+                        c->route = ROUTE_UNALLOCATED;
+                        explain_note(c->r, "the destination is inside ServiceCIDR %s, but no service has it",
+                                     inet_cidr_format(&c->n->service_cidrs[i], cidr));
+                        return;
+                }
+}
+
+/* ---- The endpoints. ---- */
+
+static const char *endpoint_node(const struct explain_ctx *c, const struct endpoint *e) {
+        size_t n;
+        _cleanup_free_ const struct slice **slices = model_service_slices(c->m, c->svc->key, &n);
+        for (size_t i = 0; i < n; i++) {
+                const struct slice *s = slices[i];
+                if (s->family != e->addr.family)
+                        continue;
+                for (size_t k = 0; k < s->n_endpoints; k++) {
+                        struct inet_addr a = slice_endpoint_addr(s, k);
+                        if (inet_addr_equal(&a, &e->addr))
+                                return slice_endpoint_node(&s->endpoints[k]);
+                }
+        }
+        return NULL;
+}
+
+static bool in_list(struct endpoint *const *v, size_t n, const struct endpoint *e) {
+        for (size_t i = 0; i < n; i++)
+                if (v[i] == e)
+                        return true;
+        return false;
+}
+
+static void endpoint_why(const struct explain_ctx *c, const struct endpoint *e, bool picked, bool topology,
+                         char *out, size_t len) {
+        const struct render_params *p = c->n->p;
+        const char *state = e->ready                        ? "ready"
+                            : e->serving && e->terminating ? "serving and terminating"
+                            : e->terminating               ? "terminating, not serving"
+                                                           : "not ready";
+        if (!picked) {
+                const char *left = !(e->ready || (e->serving && e->terminating)) ? "not usable"
+                                   : c->chain_local && !e->local                ? "on another node, and the policy is Local"
+                                   : !e->ready                                   ? "a ready endpoint is preferred"
+                                   : topology ? "its topology hints are for another zone or node"
+                                              : "not in this chain";
+                snprintf(out, len, "%s: left out, %s", state, left);
+                return;
+        }
+        if (!e->ready)
+                snprintf(out, len, "%s: no ready endpoint%s, so terminating ones serve", state,
+                         c->chain_local ? " on this node" : "");
+        else if (c->chain_local)
+                snprintf(out, len, "%s, on this node (%s)", state, c->r->policy);
+        else if (topology && e->hints && e->hints->n_nodes > 0 && p->prefer_same_node)
+                snprintf(out, len, "%s, hinted for this node (topology)", state);
+        else if (topology)
+                snprintf(out, len, "%s, hinted for this node's zone %s (topology)", state,
+                         p->node_zone ? p->node_zone : "");
+        else
+                snprintf(out, len, "%s (%s)", state, c->r->policy);
+}
+
+/* Fills r->eps: the chosen chain's endpoints first, with their chances,
+ * then the port's other endpoints, left out. */
+static int fill_endpoints(struct explain_ctx *c) {
+        struct explain_result *r = c->r;
+        const struct svc_port_endpoints *e = &c->eps;
+        struct endpoint *const *list = c->chain_local ? e->local : e->cluster;
+        size_t n = c->chain_local ? e->n_local : e->n_cluster;
+        bool topology = false;
+
+        for (size_t i = 0; !c->chain_local && i < e->n_all; i++)
+                if (e->all[i].ready && !in_list(list, n, &e->all[i]) && n > 0 && list[0]->ready)
+                        topology = true;
+        r->eps = calloc(e->n_all ? e->n_all : 1, sizeof *r->eps);
+        if (!r->eps)
+                return -ENOMEM;
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < e->n_all; i++) {
+                        const struct endpoint *ep = &e->all[i];
+                        bool picked = false;
+                        size_t k = 0;
+                        for (; k < n; k++)
+                                if (list[k] == ep) {
+                                        picked = true;
+                                        break;
+                                }
+                        if (picked != (pass == 0))
+                                continue;
+                        struct explain_endpoint *x = &r->eps[r->n_eps++];
+                        memcpy(x->addr, ep->str, sizeof x->addr);
+                        x->node = endpoint_node(c, ep);
+                        x->ready = ep->ready;
+                        x->serving = ep->serving;
+                        x->terminating = ep->terminating;
+                        x->local = ep->local;
+                        x->selected = picked;
+                        if (picked) {
+                                x->probability = 1.0 / (double) n;
+                                if (k + 1 < n)
+                                        snprintf(x->rule_probability, sizeof x->rule_probability, "%.10f",
+                                                 1.0 / (double) (n - k));
+                                x->masquerade = r->masquerade || inet_addr_equal(&ep->addr, &c->q->src);
+                        }
+                        endpoint_why(c, ep, picked, topology, x->why, sizeof x->why);
+                }
+        return 0;
+}
+
+static int fill_slices(struct explain_ctx *c) {
+        size_t n;
+        _cleanup_free_ const struct slice **slices = model_service_slices(c->m, c->svc->key, &n);
+        if (!slices && n > 0)
+                return -ENOMEM;
+        c->r->slices = calloc(n ? n : 1, sizeof *c->r->slices);
+        if (!c->r->slices)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (slices[i]->family != c->n->p->family)
+                        continue;
+                c->r->slices[c->r->n_slices] = strdup(slices[i]->key);
+                if (!c->r->slices[c->r->n_slices])
+                        return -ENOMEM;
+                c->r->n_slices++;
+        }
+        return 0;
+}
+
+/* ---- The rule modes' decisions. ---- */
+
+static bool lb_source_admitted(const struct explain_ctx *c) {
+        const struct svc *s = c->svc;
+        uint8_t fam = c->n->p->family;
+        for (size_t i = 0; i < s->n_source_ranges; i++)
+                if (s->source_ranges[i].addr.family == fam && inet_cidr_contains(&s->source_ranges[i], &c->q->src))
+                        return true;
+        return endpoints_lb_admits_node(s, fam, &c->n->p->node_ip) && addr_in(&c->q->src, s->lb_ips, s->n_lb_ips);
+}
+
+static void block(struct explain_ctx *c, enum endpoints_block b, bool internal) {
+        struct explain_result *r = c->r;
+        r->verdict = b == ENDPOINTS_REJECT ? EXPLAIN_REJECT : EXPLAIN_DROP;
+        if (b == ENDPOINTS_REJECT)
+                say(r->reason, "%s has no endpoints", c->spn);
+        else
+                say(r->reason, "%s has no local endpoints, and its %s traffic policy is Local", c->spn,
+                    internal ? "internal" : "external");
+}
+
+static void decide_internal(struct explain_ctx *c) {
+        struct explain_result *r = c->r;
+        const struct endpoints_plan *pl = &c->plan;
+        char why[200];
+
+        snprintf(r->policy, sizeof r->policy, "internalTrafficPolicy %s", pl->internal_policy_local ? "Local" : "Cluster");
+        if (pl->internal_block != ENDPOINTS_PASS) {
+                c->route = ROUTE_INTERNAL_BLOCK;
+                block(c, pl->internal_block, true);
+                return;
+        }
+        c->route = ROUTE_INTERNAL;
+        c->chain_local = pl->internal_policy_local;
+        bool local = detector_local(c, why, sizeof why);
+        if (c->n->p->masquerade_all) {
+                r->masquerade = true;
+                say(r->masquerade_why, "masqueradeAll is set: all cluster-IP traffic is masqueraded");
+        } else if (c->n->p->detector == DETECTOR_NONE) {
+                say(r->masquerade_why, "%s: cluster-IP traffic is not masqueraded", why);
+        } else {
+                r->masquerade = !local;
+                say(r->masquerade_why, "%s%s", why,
+                    local ? ": a local pod's traffic keeps its address" : ": traffic from off the pod network is masqueraded");
+        }
+}
+
+static void decide_external(struct explain_ctx *c) {
+        struct explain_result *r = c->r;
+        const struct endpoints_plan *pl = &c->plan;
+        bool iptables = c->n->mode == EXPLAIN_MODE_IPTABLES;
+        char why[200];
+
+        snprintf(r->policy, sizeof r->policy, "externalTrafficPolicy %s", pl->external_policy_local ? "Local" : "Cluster");
+        if (r->entry == EXPLAIN_ENTRY_LOAD_BALANCER_IP && (iptables ? pl->uses_firewall_chain : pl->filters_sources) &&
+            !lb_source_admitted(c)) {
+                c->route = ROUTE_FIREWALL_DROP;
+                r->verdict = EXPLAIN_DROP;
+                say(r->reason, "the source is outside %s's loadBalancerSourceRanges", c->svc->key);
+                return;
+        }
+        if (!pl->has_any || (!pl->has_external && !(pl->short_circuit_pods || c->src_node))) {
+                c->route = ROUTE_EXTERNAL_BLOCK;
+                /* iptables mode blocks external destinations in
+                 * KUBE-EXTERNAL-SERVICES, on INPUT and FORWARD only. */
+                if (iptables && !c->reaches_external_services) {
+                        r->verdict = EXPLAIN_NONE;
+                        say(r->reason,
+                            "%s has no %sendpoints, and iptables mode rejects external destinations only on the "
+                            "INPUT and FORWARD paths: the node's own connection leaves untranslated",
+                            c->spn, pl->has_any ? "local " : "");
+                        return;
+                }
+                block(c, pl->external_block, false);
+                return;
+        }
+        if (!pl->external_policy_local) {
+                c->route = ROUTE_EXT_CLUSTER;
+                r->masquerade = true;
+                say(r->masquerade_why, "externalTrafficPolicy Cluster: external traffic is masqueraded");
+                return;
+        }
+        bool local = detector_local(c, why, sizeof why);
+        if (pl->short_circuit_pods && local) {
+                c->route = ROUTE_EXT_POD;
+                say(r->masquerade_why, "%s: a local pod's traffic short-circuits to all endpoints, unmasqueraded", why);
+                snprintf(r->policy, sizeof r->policy, "externalTrafficPolicy Local, short-circuited for pods");
+        } else if (c->src_node) {
+                c->route = ROUTE_EXT_NODE;
+                r->masquerade = true;
+                say(r->masquerade_why, "the node's own traffic short-circuits to all endpoints, masqueraded");
+                snprintf(r->policy, sizeof r->policy, "externalTrafficPolicy Local, short-circuited for the node");
+        } else if (pl->has_external) {
+                c->route = ROUTE_EXT_LOCAL;
+                c->chain_local = true;
+                say(r->masquerade_why, "externalTrafficPolicy Local: the client's address is kept");
+        } else {
+                c->route = ROUTE_EXT_NO_LOCAL;
+                block(c, ENDPOINTS_DROP, false);
+        }
+}
+
+static void decide_rules(struct explain_ctx *c) {
+        struct explain_result *r = c->r;
+        if (r->entry == EXPLAIN_ENTRY_CLUSTER_IP)
+                decide_internal(c);
+        else
+                decide_external(c);
+        if (r->verdict == EXPLAIN_FORWARD && (c->chain_local ? c->eps.n_local : c->eps.n_cluster) > 0)
+                say(r->reason, "to one of %zu endpoint%s of %s, at random", c->chain_local ? c->eps.n_local : c->eps.n_cluster,
+                    (c->chain_local ? c->eps.n_local : c->eps.n_cluster) == 1 ? "" : "s", c->spn);
+}
+
+/* The routes without a service port. */
+static void decide_unmatched(struct explain_ctx *c) {
+        struct explain_result *r = c->r;
+        bool nft = c->n->mode == EXPLAIN_MODE_NFTABLES;
+        switch (c->route) {
+        case ROUTE_INVALID_PORT:
+                r->verdict = nft ? EXPLAIN_REJECT : EXPLAIN_NONE;
+                say(r->reason, nft ? "a cluster IP, on a port it does not serve: rejected"
+                                   : "a cluster IP, on a port it does not serve: iptables mode leaves it untranslated");
+                break;
+        case ROUTE_UNALLOCATED:
+                r->verdict = nft ? EXPLAIN_DROP : EXPLAIN_NONE;
+                say(r->reason, nft ? "an unallocated cluster IP: dropped"
+                                   : "an unallocated cluster IP: iptables mode leaves it untranslated");
+                break;
+        case ROUTE_HEALTH_CHECK:
+                r->verdict = EXPLAIN_ACCEPT;
+                say(r->reason, "%s's health check node port: kproxy's health server answers it", c->svc->key);
+                break;
+        default:
+                r->verdict = EXPLAIN_NONE;
+                say(r->reason, "not a service address: the proxy leaves it alone");
+        }
+}
+
+/* ---- Userspace mode and socket load balancing: their plan. ---- */
+
+static const struct userspace_frontend *find_frontend(const struct userspace_plan *pl, const struct explain_query *q) {
+        const struct userspace_frontend *wild = NULL;
+        if (q->proto == L4_SCTP)
+                return NULL;    /* neither has SCTP */
+        for (size_t i = 0; i < pl->n_fe; i++) {
+                const struct userspace_frontend *fe = &pl->fe[i];
+                if (fe->addr.port != q->dst_port || fe->proto != (q->proto == L4_UDP ? IPPROTO_UDP : IPPROTO_TCP) ||
+                    fe->addr.ip.family != q->dst.family)
+                        continue;
+                if (inet_addr_equal(&fe->addr.ip, &q->dst))
+                        return fe;
+                if (inet_addr_is_unspecified(&fe->addr.ip))
+                        wild = fe;
+        }
+        return wild;
+}
+
+static bool frontend_admits(const struct userspace_frontend *fe, const struct inet_addr *src) {
+        for (size_t i = 0; i < fe->n_sources; i++)
+                if (inet_cidr_contains(&fe->sources[i], src))
+                        return true;
+        return fe->n_sources == 0;
+}
+
+/* Puts fe's endpoints first in r->eps, in its order, with equal chances;
+ * the port's others follow, left out. */
+static int frontend_endpoints(struct explain_ctx *c, const struct userspace_frontend *fe, bool masquerade) {
+        struct explain_result *r = c->r;
+        int k = fill_endpoints(c);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < r->n_eps; i++) {
+                struct explain_endpoint *x = &r->eps[i];
+                x->selected = false;
+                x->rule_probability[0] = '\0';
+                for (size_t j = 0; j < fe->n_eps; j++) {
+                        char s[FWD_ADDR_STRLEN];
+                        if (strcmp(fwd_addr_format(&fe->eps[j], s), x->addr) == 0)
+                                x->selected = true;
+                }
+                x->probability = x->selected ? 1.0 / (double) fe->n_eps : 0;
+                x->masquerade = x->selected && masquerade;
+        }
+        return 0;
+}
+
+static int decide_plan(struct explain_ctx *c, bool local_plan, bool *ret_found) {
+        struct explain_result *r = c->r;
+        struct userspace_plan pl;
+        struct hmap only = HMAP_INIT;
+        char key[FWD_ADDR_STRLEN + 8];
+        int k;
+
+        *ret_found = false;
+        hmap_put(&only, c->svc->key, (void *) c->svc);
+        k = local_plan ? userspace_plan_build_local(c->m, c->n->p, &only, &pl)
+                       : userspace_plan_build(c->m, c->n->p, &only, &pl);
+        hmap_done(&only);
+        if (k < 0)
+                return k;
+        const struct userspace_frontend *fe = find_frontend(&pl, c->q);
+        if (fe && !frontend_admits(fe, &c->q->src)) {
+                r->verdict = EXPLAIN_DROP;
+                say(r->reason, "the source is outside %s's loadBalancerSourceRanges: the frontend's socket filter "
+                               "drops it", c->svc->key);
+                explain_step(c, "userspace", fe->key, "socket filter: sources %zu CIDR%s", fe->n_sources,
+                             fe->n_sources == 1 ? "" : "s");
+                *ret_found = true;
+        } else if (fe) {
+                *ret_found = true;
+                r->verdict = EXPLAIN_FORWARD;
+                r->socket_lb = local_plan;
+                /* Userspace mode keeps the rules' policies (but the
+                 * short circuits); socket load balancing sends the node's
+                 * own clients to the cluster's endpoints for external
+                 * destinations, as the rules' short circuits do. */
+                c->chain_local = fe->external ? !local_plan && c->plan.external_policy_local
+                                              : c->plan.internal_policy_local;
+                snprintf(r->policy, sizeof r->policy, "%s %s%s", fe->external ? "externalTrafficPolicy" : "internalTrafficPolicy",
+                         c->chain_local ? "Local" : "Cluster",
+                         fe->external && local_plan && c->plan.external_policy_local ? ", short-circuited for the node's clients" : "");
+                k = frontend_endpoints(c, fe, !local_plan);
+                if (k < 0)
+                        goto out;
+                r->masquerade = !local_plan;
+                say(r->masquerade_why, local_plan ? "socket load balancing: no NAT; the socket connects to the "
+                                                    "endpoint itself, from the client's own address"
+                                                  : "userspace mode: kproxy connects to the endpoint from the "
+                                                    "node's address");
+                say(r->reason, "to one of %zu endpoint%s of %s, at random%s", fe->n_eps, fe->n_eps == 1 ? "" : "s",
+                    c->spn, local_plan ? ", at connect()" : "");
+                snprintf(key, sizeof key, "%s", fe->key);
+                if (local_plan)
+                        explain_step(c, "socket-lb", "socklb_services",
+                                     "connect()/sendmsg() to %s: %zu slot%s in socklb_slots%s", key, fe->n_eps,
+                                     fe->n_eps == 1 ? "" : "s",
+                                     fe->affinity_timeout ? ", ClientIP affinity per network namespace" : "");
+                else
+                        explain_step(c, "userspace", key, "frontend %s %s -> %zu endpoint%s", c->spn,
+                                     fe->external ? "external" : "internal", fe->n_eps, fe->n_eps == 1 ? "" : "s");
+        }
+        k = 0;
+out:
+        userspace_plan_done(&pl);
+        return k;
+}
+
+/* ---- Putting it together. ---- */
+
+static int explain_service_port(struct explain_ctx *c) {
+        struct explain_result *r = c->r;
+        const struct render_params *p = c->n->p;
+        struct endpoint_filter f = {
+                .node_name = p->node_name,
+                .zone = p->node_zone,
+                .prefer_same_node = p->prefer_same_node,
+        };
+        struct endpoints_masq masq = {.all = p->masquerade_all, .detect_local = p->detector != DETECTOR_NONE};
+        size_t n_slices;
+        int k;
+
+        if (c->port->name[0])
+                snprintf(c->spn, sizeof c->spn, "%s:%s", c->svc->key, c->port->name);
+        else
+                snprintf(c->spn, sizeof c->spn, "%s", c->svc->key);
+        c->proto = l4_proto_to_lower(c->port->proto);
+        r->port_name = c->port->name;
+        r->affinity_timeout = c->svc->affinity_client_ip ? c->svc->affinity_timeout : 0;
+        {
+                _cleanup_free_ const struct slice **slices = model_service_slices(c->m, c->svc->key, &n_slices);
+                if (!slices && n_slices > 0)
+                        return -ENOMEM;
+                k = endpoints_collect(c->svc, c->port, p->family, slices, n_slices, &f, &c->eps);
+                if (k < 0)
+                        return k;
+        }
+        endpoints_plan(c->svc, p->family, &c->eps, &masq, &c->plan);
+        k = fill_slices(c);
+        if (k < 0)
+                return k;
+
+        decide_rules(c);
+        if (c->n->mode == EXPLAIN_MODE_USERSPACE || (c->n->socket_lb && r->from != EXPLAIN_FROM_EXTERNAL)) {
+                bool found;
+                bool local_plan = c->n->mode != EXPLAIN_MODE_USERSPACE;
+                struct explain_result saved = *r;       /* the rules' answer, for socket-lb's fallback */
+                r->n_steps = 0;
+                k = decide_plan(c, local_plan, &found);
+                if (k < 0)
+                        return k;
+                if (found)
+                        return 0;
+                if (!local_plan) {
+                        r->verdict = EXPLAIN_REJECT;
+                        say(r->reason, "no frontend: the port is closed (%s); %s",
+                            c->port->proto == L4_UDP ? "ICMP port unreachable" : "RST", saved.reason);
+                        if (c->port->proto == L4_SCTP)
+                                say(r->reason, "userspace mode has no SCTP");
+                        r->masquerade = false;
+                        r->masquerade_why[0] = '\0';
+                        return 0;
+                }
+                *r = saved;
+                explain_note(r, "socket load balancing has no entry for it: the rules decide");
+        }
+        if (r->verdict == EXPLAIN_FORWARD) {
+                k = fill_endpoints(c);
+                if (k < 0)
+                        return k;
+        }
+        if (c->n->mode == EXPLAIN_MODE_IPTABLES)
+                explain_walk_iptables(c);
+        else
+                explain_walk_nftables(c);
+        return 0;
+}
+
+int explain_connection(const struct model *m, const struct explain_node *n, const struct explain_query *q,
+                       struct explain_result *ret) {
+        struct explain_result *r = calloc(1, sizeof *r);
+        struct explain_ctx c = {.m = m, .n = n, .q = q, .r = r};
+        int k = 0;
+
+        if (!r)
+                return -ENOMEM;
+        r->mode = n->mode;
+        r->verdict = EXPLAIN_FORWARD;
+        resolve_origin(&c);
+        c.src_node = r->from == EXPLAIN_FROM_NODE;
+        c.dst_local = host_has(n, &q->dst);
+        /* INPUT (for the node) or FORWARD (through it), not OUTPUT alone. */
+        c.reaches_external_services = !c.src_node || c.dst_local;
+
+        if (q->ct_invalid && n->mode == EXPLAIN_MODE_IPTABLES && !n->p->tcp_be_liberal && !c.dst_local &&
+            !c.src_node) {
+                c.route = ROUTE_CT_INVALID;
+                r->verdict = EXPLAIN_DROP;
+                say(r->reason, "conntrack calls the packet INVALID, and nf_conntrack_tcp_be_liberal is not set: "
+                               "KUBE-FORWARD drops it");
+                explain_walk_iptables(&c);
+                goto out;
+        }
+        if (q->ct_invalid)
+                explain_note(r, "an INVALID packet is not dropped by this mode's rules%s",
+                             n->mode == EXPLAIN_MODE_IPTABLES ? " (nf_conntrack_tcp_be_liberal is set, or it is not "
+                                                               "forwarded)"
+                                                             : "");
+
+        locate(&c);
+        r->service = c.svc ? c.svc->key : NULL;
+        if (!c.svc || !c.port) {
+                decide_unmatched(&c);
+                if (n->mode == EXPLAIN_MODE_IPTABLES)
+                        explain_walk_iptables(&c);
+                else if (n->mode == EXPLAIN_MODE_NFTABLES)
+                        explain_walk_nftables(&c);
+                else if (r->verdict != EXPLAIN_ACCEPT) {
+                        r->verdict = EXPLAIN_NONE;
+                        if (c.route != ROUTE_NONE)
+                                say(r->reason, "userspace mode holds no frontend for it: the proxy leaves it alone");
+                }
+                goto out;
+        }
+        k = explain_service_port(&c);
+out:
+        endpoints_done(&c.eps);
+        if (k < 0) {
+                explain_result_done(r);
+                free(r);
+                return k;
+        }
+        *ret = *r;
+        free(r);
+        return 0;
+}
+
+void explain_result_done(struct explain_result *r) {
+        for (size_t i = 0; i < r->n_slices; i++)
+                free(r->slices[i]);
+        free(r->slices);
+        free(r->eps);
+        memset(r, 0, sizeof *r);
+}
