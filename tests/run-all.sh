@@ -47,6 +47,8 @@ run golden "$here/golden/run.sh" "$build"
 run golden-nft "$here/golden-nft/run.sh" "$build"
 # Socket load balancing sends this node's traffic where those rules do.
 run golden-socket-lb python3 "$here/golden/socketlb.py" "$build"
+# explain against upstream's packet-flow expectations, its reasons, and the goldens' chains.
+run explain env KPROXY_BUILD="$build" python3 "$here/explain/test_explain.py"
 run netns-restore "$here/netns/test-restore.sh" "$build"
 run netns-restore-split "$here/netns/test-restore-split.sh" "$build"
 run netns-restore-delta "$here/netns/test-restore-delta.sh" "$build"
