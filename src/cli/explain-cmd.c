@@ -133,63 +133,6 @@ static int from_daemon(const struct explain_opts *o, json_t **ret) {
         return r;
 }
 
-static int explain_mode_of(const struct kproxy_config *c, enum explain_mode *ret) {
-        switch (c->mode) {
-        case PROXY_MODE_IPTABLES:
-                *ret = EXPLAIN_MODE_IPTABLES;
-                return 0;
-        case PROXY_MODE_NFTABLES:
-                *ret = EXPLAIN_MODE_NFTABLES;
-                return 0;
-        case PROXY_MODE_USERSPACE:
-                if (c->socket_lb) {
-                        fprintf(stderr, "kproxy explain: --socket-lb works beside iptables or nftables mode, not "
-                                        "userspace mode\n");
-                        return -EINVAL;
-                }
-                *ret = EXPLAIN_MODE_USERSPACE;
-                return 0;
-        default:
-                fprintf(stderr, "kproxy explain: proxy mode %s is not supported: kproxy runs in " PROXY_MODE_NAMES
-                                " mode\n",
-                        proxy_mode_to_string(c->mode));
-                return -EINVAL;
-        }
-}
-
-int cli_explain_answer(const struct model *m, const struct kproxy_config *c, const char *node_name,
-                       const struct host_facts *host, const struct inet_cidr *cidrs, size_t n_cidrs,
-                       const struct explain_query *q, json_t **ret) {
-        struct render_params p;
-        struct buf warnings = BUF_INIT;
-        struct explain_result res;
-        enum explain_mode mode;
-        int r = explain_mode_of(c, &mode);
-        if (r < 0)
-                return r;
-        r = render_params_init(&p, q->dst.family, c, node_name, model_node(m), host, &warnings);
-        cli_log_lines(&warnings);
-        buf_done(&warnings);
-        if (r < 0)
-                return r;
-        const struct explain_node n = {
-                .p = &p,
-                .mode = mode,
-                .socket_lb = c->socket_lb,
-                .host_addrs = host->addrs,
-                .n_host_addrs = host->n_addrs,
-                .service_cidrs = cidrs,
-                .n_service_cidrs = n_cidrs,
-        };
-        r = explain_connection(m, &n, q, &res);
-        render_params_done(&p);
-        if (r < 0)
-                return r;
-        *ret = explain_to_json(q, &res);
-        explain_result_done(&res);
-        return *ret ? 0 : -ENOMEM;
-}
-
 int cli_explain(int argc, char **argv) {
         struct kproxy_config cfg;
         struct explain_opts o;
@@ -213,7 +156,7 @@ int cli_explain(int argc, char **argv) {
                 goto out;
         }
         if (cli_refuses_daemon_actions(&cfg, "explain") < 0 || config_finish(&cfg) < 0 ||
-            explain_mode_of(&cfg, &mode) < 0)
+            explain_mode_of_config(&cfg, &mode, stderr) < 0)
                 goto out;
         cli_setup_logging(&cfg);
         if (explain_query_check(&o.q, err) < 0) {
@@ -246,7 +189,7 @@ int cli_explain(int argc, char **argv) {
                         m = intake_model(intake);
                         cidrs = intake_service_cidrs(intake, &n_cidrs);
                 }
-                r = cli_explain_answer(m, &cfg, o.st.node_name, &o.st.host, cidrs, n_cidrs, &o.q, &answer);
+                r = explain_answer(m, &cfg, cfg.socket_lb, o.st.node_name, &o.st.host, cidrs, n_cidrs, &o.q, &answer);
                 if (r < 0)
                         log_error_errno(r, "Failed to explain the connection");
         }

@@ -151,6 +151,19 @@ json_t *explain_to_json(const struct explain_query *q, const struct explain_resu
  * when it does not have that form. */
 int explain_print(const json_t *j, FILE *out);
 
+struct kproxy_config;
+struct host_facts;
+/* The mode explain follows for configuration c (iptables, nftables or
+ * userspace). Returns 0, or -EINVAL for another mode or userspace with
+ * --socket-lb, said on why (may be NULL). */
+int explain_mode_of_config(const struct kproxy_config *c, enum explain_mode *ret, FILE *why);
+/* The answer as JSON for q against model m, on the node that c, node_name
+ * and host describe (socket_lb: socket load balancing runs beside the
+ * rules; cidrs: the ServiceCIDRs). Returns 0 or -errno. */
+int explain_answer(const struct model *m, const struct kproxy_config *c, bool socket_lb, const char *node_name,
+                   const struct host_facts *host, const struct inet_cidr *cidrs, size_t n_cidrs,
+                   const struct explain_query *q, json_t **ret);
+
 const char *explain_verdict_to_string(enum explain_verdict v);
 const char *explain_origin_to_string(enum explain_origin o);
 const char *explain_entry_to_string(enum explain_entry e);

@@ -2,7 +2,7 @@
 /*
  * The metrics server's paths, as upstream's metrics server serves them:
  * /metrics, /healthz (component-base's healthz with only its "ping"
- * check), /proxyMode and /configz; /debug/backend, kproxy's own (what the
+ * check), /proxyMode and /configz; /debug/backend and /debug/explain, kproxy's own (what the
  * mode serves now, where it says). Everything else is Go's 404.
  */
 #include <stdlib.h>
@@ -112,6 +112,9 @@ void metrics_http_handle(void *userdata, const struct mhd_request *req, struct m
                 reply->content_type = "text/plain; charset=utf-8";
                 reply->nosniff = true;
                 if (!metrics_describe_backend(m, &reply->body))
+                        mhd_reply_not_found(reply);
+        } else if (strcmp(path, "/debug/explain") == 0) {
+                if (!metrics_debug(m, req, reply))
                         mhd_reply_not_found(reply);
         } else if (strcmp(path, "/configz") == 0) {
                 int r;

@@ -77,6 +77,10 @@ const struct metrics_desc *metrics_descs(size_t *ret_n);
 
 /* The exposition of every family m's mode serves, in order. */
 void metrics_write(const struct metrics *m, struct buf *b);
+struct mhd_request;
+struct mhd_reply;
+/* /debug/explain's answer into reply; false when none is set. */
+bool metrics_debug(const struct metrics *m, const struct mhd_request *req, struct mhd_reply *reply);
 /* /debug/backend's text into b; false when the mode has none. */
 bool metrics_describe_backend(const struct metrics *m, struct buf *b);
 const struct kproxy_config *metrics_config(const struct metrics *m);

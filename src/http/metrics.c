@@ -140,6 +140,8 @@ struct metrics {
         /* The mode's own (backend_ops.expose, .describe): may be NULL. */
         void (*backend_expose)(void *userdata, struct buf *out);
         void (*backend_describe)(void *userdata, struct buf *out);
+        void (*debug)(void *userdata, const struct mhd_request *req, struct mhd_reply *reply);
+        void *debug_userdata;
         void *backend_userdata;
         struct metrics_acct *acct;              /* NULL: no nfacct families */
         struct metrics_client *client;
@@ -763,4 +765,20 @@ struct metrics *metrics_free(struct metrics *m) {
 
 int metrics_port(const struct metrics *m) {
         return m ? mhd_server_port(m->server) : 0;
+}
+
+void metrics_set_debug(struct metrics *m,
+                       void (*debug)(void *userdata, const struct mhd_request *req, struct mhd_reply *reply),
+                       void *userdata) {
+        if (!m)
+                return;
+        m->debug = debug;
+        m->debug_userdata = userdata;
+}
+
+bool metrics_debug(const struct metrics *m, const struct mhd_request *req, struct mhd_reply *reply) {
+        if (!m->debug)
+                return false;
+        m->debug(m->debug_userdata, req, reply);
+        return true;
 }

@@ -37,6 +37,14 @@ int metrics_port(const struct metrics *m);     /* the bound port, for tests */
 void metrics_set_backend(struct metrics *m, void (*expose)(void *userdata, struct buf *out),
                          void (*describe)(void *userdata, struct buf *out), void *userdata);
 
+struct mhd_request;
+struct mhd_reply;
+/* The daemon's answers on /debug/explain (NULL: 404): debug fills reply
+ * for the request. */
+void metrics_set_debug(struct metrics *m,
+                       void (*debug)(void *userdata, const struct mhd_request *req, struct mhd_reply *reply),
+                       void *userdata);
+
 /* A sync of family's rules was asked for (a change queued, a resync): the
  * queued timestamp. */
 void metrics_sync_queued(struct metrics *m, uint8_t family);

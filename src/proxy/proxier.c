@@ -12,6 +12,7 @@
  * runs.
  */
 #include "proxy/proxier.h"
+#include "proxy/debug-explain.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -236,6 +237,23 @@ static void expose_backend(void *userdata, struct buf *out) {
         }
 }
 
+/* /debug/explain, from the model this daemon serves. */
+static void explain_debug(void *userdata, const struct mhd_request *req, struct mhd_reply *reply) {
+        struct proxier *p = userdata;
+        size_t n_cidrs;
+        const struct inet_cidr *cidrs = intake_service_cidrs(p->intake, &n_cidrs);
+        const struct debug_explain_node n = {
+                .m = intake_model(p->intake),
+                .cfg = p->cfg,
+                .socket_lb = p->companion != NULL,
+                .node_name = p->node_name,
+                .host = &p->host,
+                .service_cidrs = cidrs,
+                .n_service_cidrs = n_cidrs,
+        };
+        debug_explain(&n, req, reply);
+}
+
 static void describe_backend(void *userdata, struct buf *out) {
         struct proxier *p = userdata;
         p->ops->describe(p->backend, out);
@@ -260,6 +278,7 @@ static void on_backend_replacing(void *core, bool starting) {
 
 void proxier_detach_servers(struct proxier *p) {
         metrics_set_backend(p->metrics, NULL, NULL, NULL);
+        metrics_set_debug(p->metrics, NULL, NULL);
         p->metrics = NULL;
         p->health = NULL;
         p->hcnp = NULL;
@@ -580,6 +599,7 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->check_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_check, p);
         metrics_set_backend(p->metrics, p->ops->expose || p->companion_ops ? expose_backend : NULL,
                             p->ops->describe ? describe_backend : NULL, p);
+        metrics_set_debug(p->metrics, explain_debug, p);
         *ret = p;
         return 0;
 }
@@ -590,6 +610,7 @@ struct proxier *proxier_free(struct proxier *p) {
         p->sync_timer = ev_timer_cancel(p->loop, p->sync_timer);
         p->check_timer = ev_timer_cancel(p->loop, p->check_timer);
         metrics_set_backend(p->metrics, NULL, NULL, NULL);
+        metrics_set_debug(p->metrics, NULL, NULL);
         if (p->backend)
                 p->ops->destroy(p->backend);
         if (p->companion)

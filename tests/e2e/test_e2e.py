@@ -428,6 +428,39 @@ class Suite:
         for pod, n in r["replies"].items():
             self.assertTrue(140 <= n <= 260, "%s got %d of 600: %s" % (pod, n, r["replies"]))
 
+    def test_02b_explain_agrees_from_dump_api_and_daemon(self):
+        """kproxy explain gives one answer from a kubectl dump, from the API
+        server and from the running daemon (/debug/explain), and its
+        endpoints are those the kernel's rules send the service to."""
+        lab = self.lab
+        self.assertKproxyRunning()
+        dump = os.path.join(lab.tmp, "explain-state.json")
+        with open(dump, "w") as f:
+            f.write(lab.kubectl("get", "services,endpointslices,nodes,servicecidrs", "-A", "-o", "json").stdout)
+        base = [lab.kproxy_bin, "explain", "--proxy-mode", self.MODE, "--hostname-override", "node-1",
+                "--cluster-cidr", "10.244.0.0/16", "--output", "json"]
+        for src, dst in ((self.ip["cl"], "10.96.0.10:80"), (NODE_IPS["node-2"], NODE_IPS["node-1"] + ":30081"),
+                         (self.ip["cl"], "10.96.0.30:80"), (self.ip["cl"], "10.96.0.99:80")):
+            q = ["--source", src, "--destination", dst]
+            answers = {
+                "dump": lab.run(base + q + [dump], ns="n1").stdout,
+                "api": lab.run(base + q + ["--kubeconfig", lab.kubeconfig], ns="n1").stdout,
+                "daemon": lab.run(base + q + ["--daemon", "http://127.0.0.1:10249"], ns="n1").stdout,
+            }
+            parsed = {k: json.loads(v) for k, v in answers.items()}
+            with self.subTest(destination=dst):
+                self.assertEqual(parsed["dump"], parsed["api"])
+                self.assertEqual(parsed["dump"], parsed["daemon"])
+        j = json.loads(lab.run(base + ["--source", self.ip["cl"], "--destination", "10.96.0.10:80", dump],
+                               ns="n1").stdout)
+        self.assertEqual(j["verdict"], "forward")
+        self.assertEqual(sorted(e["address"] for e in j["endpoints"] if e["selected"]),
+                         lab.targets("default/web", "p"))
+        # A bad query is the daemon's 400, naming the field.
+        out = lab.run(["curl", "-s", "-w", "%{http_code}", "http://127.0.0.1:10249/debug/explain?source=x"],
+                      ns="n1", check=False).stdout
+        self.assertTrue(out.endswith("400") and "source" in out, out)
+
     def test_03_removed_endpoint_gets_no_traffic(self):
         ip = self.ip
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
@@ -636,7 +669,7 @@ class Suite:
         lab.apply_objects("create", [service("gone", "10.96.0.60"), slice_("gone-1", "gone", [(ip["a4"], "node-1")])])
         lab.wait_targets("the service to delete behind kproxy's back", "default/gone", "p", self.eps("a4"))
         state = os.path.join(lab.tmp, "state.json")
-        objs = json.loads(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
+        objs = json.loads(lab.kubectl("get", "services,endpointslices,nodes,servicecidrs", "-A", "-o", "json").stdout)
         objs["items"] = [o for o in objs["items"] if o["metadata"]["name"] not in ("gone", "gone-1")]
         with open(state, "w") as f:
             json.dump(objs, f)
@@ -786,7 +819,7 @@ class Suite:
         lab = self.lab
         lab.stop_kproxy(signal.SIGTERM)
         # Also the other mode's rules, as render writes them.
-        state = lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout
+        state = lab.kubectl("get", "services,endpointslices,nodes,servicecidrs", "-A", "-o", "json").stdout
         script = lab.run([lab.kproxy_bin, "render", "--proxy-mode", self.OTHER, "--hostname-override", "node-1",
                           "--cluster-cidr", "10.244.0.0/16", "-"], ns="n1", input=state).stdout
         lab.run(["iptables-restore", "--noflush"] if self.OTHER == "iptables" else ["nft", "-f", "-"], ns="n1",
@@ -1084,7 +1117,7 @@ class E2ENftables(Suite, unittest.TestCase):
         lab = self.lab
         state = os.path.join(lab.tmp, "state-11c.json")
         with open(state, "w") as f:
-            f.write(lab.kubectl("get", "services,endpointslices,nodes", "-A", "-o", "json").stdout)
+            f.write(lab.kubectl("get", "services,endpointslices,nodes,servicecidrs", "-A", "-o", "json").stdout)
         mark = len(lab.kproxy_output())
         lab.stop_kproxy(signal.SIGTERM)
         lab.stop_apiserver()
