@@ -36,7 +36,7 @@ endif
 
 CORE_SRC := $(sort $(wildcard src/util/*.c src/config/*.c src/kube/*.c src/model/*.c src/ev/*.c src/http/*.c src/proxy/*.c \
                                src/render/*.c src/apply/*.c src/host/*.c \
-                               src/userspace/*.c src/explain/*.c src/cli/*.c src/sockbpf/sockbpf.c src/sockbpf/udpreap.c))
+                               src/userspace/*.c src/explain/*.c src/trace/*.c src/cli/*.c src/sockbpf/sockbpf.c src/sockbpf/udpreap.c))
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/src/main.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))

@@ -250,5 +250,7 @@ int main(int argc, char **argv) {
                 return cmd_render(argc - 2, argv + 2);
         if (argc > 1 && strcmp(argv[1], "explain") == 0)
                 return cli_explain(argc - 2, argv + 2);
+        if (argc > 1 && strcmp(argv[1], "trace") == 0)
+                return cli_trace(argc - 2, argv + 2);
         return cmd_proxy(argc - 1, argv + 1);
 }

@@ -6,3 +6,5 @@
 
 /* `kproxy explain`: argv after the subcommand. Returns the exit status. */
 int cli_explain(int argc, char **argv);
+/* `kproxy trace`: likewise. */
+int cli_trace(int argc, char **argv);

@@ -25,6 +25,7 @@
 #include "proxy/backend.h"
 #include "proxy/proxier.h"
 #include "proxy/setup.h"
+#include "trace/trace.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -131,6 +132,13 @@ int daemon_cleanup(const struct kproxy_config *c, const struct daemon_opts *o) {
                         r = q;
         }
         host_facts_done(&host);
+        /* A kproxy trace's table, if a kernel without owned tables kept it
+         * after the trace was killed. */
+        int t = trace_cleanup();
+        if (t > 0)
+                log_info("Removed %d table%s %s left by kproxy trace", t, t == 1 ? "" : "s", TRACE_TABLE);
+        else if (t < 0)
+                log_warning_errno(t, "Could not look for kproxy trace's table %s, ignoring", TRACE_TABLE);
         if (r < 0) {
                 log_error_errno(r, "Cleanup failed");
                 return EXIT_FAILURE;

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `nft -a list ruleset` gives every rule of every table with its handle
+ * ("... # handle 12"), in chain order; iptables-nft-save gives the
+ * iptables rules of the tables iptables-nft manages, in the same order
+ * ("-A CHAIN ..."). A rule is found by (family, table, chain, handle); in
+ * an iptables-nft table, the handle's place in its chain picks the
+ * iptables-save line. Both tools run with an argv array, no shell.
+ */
+#include "trace/trace-rules.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply/exec.h"
+#include "util/buf.h"
+#include "util/hmap.h"
+
+struct rule {
+        char *key;              /* "4 nat KUBE-SERVICES 12" */
+        char *text;
+};
+
+struct trace_rules {
+        struct hmap by_key;     /* struct rule */
+};
+
+static int add(struct trace_rules *r, const char *key, const char *text, size_t len) {
+        struct rule *x = calloc(1, sizeof *x);
+        if (!x || !(x->key = strdup(key)) || !(x->text = strndup(text, len))) {
+                if (x)
+                        free(x->key);
+                free(x);
+                return -ENOMEM;
+        }
+        struct rule *old = hmap_put(&r->by_key, x->key, x);
+        if (old) {
+                free(old->key);
+                free(old->text);
+                free(old);
+        }
+        return 0;
+}
+
+/* The "-A CHAIN ..." lines of table in iptables-save's output, for the
+ * chain: the i-th, or NULL. */
+static const char *save_rule(const char *save, const char *table, const char *chain, size_t i, size_t *ret_len) {
+        size_t cl = strlen(chain), k = 0;
+        bool in = false;
+        for (const char *p = save; p && *p;) {
+                size_t n = strcspn(p, "\n");
+                if (p[0] == '*')
+                        in = n - 1 == strlen(table) && strncmp(p + 1, table, n - 1) == 0;
+                else if (in && n > 3 + cl && strncmp(p, "-A ", 3) == 0 && strncmp(p + 3, chain, cl) == 0 &&
+                         p[3 + cl] == ' ' && k++ == i) {
+                        *ret_len = n;
+                        return p;
+                }
+                p += n + (p[n] == '\n');
+        }
+        return NULL;
+}
+
+/* nft says which tables iptables-nft manages, on stderr. */
+static bool iptables_table(const char *warnings, const char *fam, const char *table) {
+        char warn[160];
+        snprintf(warn, sizeof warn, "table %s %s is managed by iptables-nft", fam, table);
+        return warnings && strstr(warnings, warn) != NULL;
+}
+
+/* One table's chains from nft's listing: line by line, "table F T {",
+ * "chain C {", and rules ending in "# handle N". */
+static int parse_listing(struct trace_rules *r, const char *list, const char *warnings, const char *save4,
+                         const char *save6) {
+        char fam[16] = "", table[64] = "", chain[256] = "";
+        int depth = 0, chain_depth = -1;
+        size_t index = 0;
+        bool ipt = false;
+
+        for (const char *p = list; *p;) {
+                size_t n = strcspn(p, "\n");
+                const char *s = p, *end = p + n;
+                while (s < end && (*s == ' ' || *s == '\t'))
+                        s++;
+                const char *h = NULL;
+                for (const char *q = s; q + 9 <= end; q++)
+                        if (strncmp(q, "# handle ", 9) == 0)
+                                h = q;
+                if (strncmp(s, "table ", 6) == 0) {
+                        if (sscanf(s, "table %15s %63s", fam, table) != 2)
+                                fam[0] = table[0] = '\0';
+                        ipt = iptables_table(warnings, fam, table);
+                        depth++;
+                } else if (strncmp(s, "chain ", 6) == 0) {
+                        if (sscanf(s, "chain %255s", chain) != 1)
+                                chain[0] = '\0';
+                        chain_depth = depth++;
+                        index = 0;
+                } else if (end > s && end[-1] == '{') {
+                        depth++;
+                } else if (end - s == 1 && *s == '}') {
+                        depth--;
+                        if (depth == chain_depth)
+                                chain_depth = -1;
+                } else if (h && chain_depth >= 0 && depth == chain_depth + 1 &&
+                           (strcmp(fam, "ip") == 0 || strcmp(fam, "ip6") == 0)) {
+                        char key[400];
+                        unsigned long long handle = strtoull(h + 9, NULL, 10);
+                        bool v6 = strcmp(fam, "ip6") == 0;
+                        const char *text = s;
+                        size_t len = (size_t) (h - s);
+                        size_t sl;
+                        if (ipt) {
+                                const char *line = save_rule(v6 ? save6 : save4, table, chain, index, &sl);
+                                if (line) {
+                                        text = line;
+                                        len = sl;
+                                }
+                        }
+                        while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t'))
+                                len--;
+                        snprintf(key, sizeof key, "%c %s %s %llu", v6 ? '6' : '4', table, chain, handle);
+                        if (add(r, key, text, len) < 0)
+                                return -ENOMEM;
+                        index++;
+                }
+                p = end + (*end == '\n');
+        }
+        return 0;
+}
+
+int trace_rules_load(struct trace_rules **ret) {
+        static const char *const nft[] = {"nft", "-a", "list", "ruleset", NULL};
+        static const char *const save4[] = {"iptables-nft-save", NULL};
+        static const char *const save6[] = {"ip6tables-nft-save", NULL};
+        struct buf list = BUF_INIT, warn = BUF_INIT, s4 = BUF_INIT, s6 = BUF_INIT;
+        struct trace_rules *r = calloc(1, sizeof *r);
+        int k = 0;
+
+        if (!r)
+                return -ENOMEM;
+        r->by_key = (struct hmap) HMAP_INIT;
+        if (exec_run(nft, NULL, 0, &list, &warn) == 0 && list.data) {
+                if (exec_installed("iptables-nft-save"))
+                        exec_run(save4, NULL, 0, &s4, NULL);
+                if (exec_installed("ip6tables-nft-save"))
+                        exec_run(save6, NULL, 0, &s6, NULL);
+                buf_putc(&list, '\0');
+                buf_putc(&warn, '\0');
+                buf_putc(&s4, '\0');
+                buf_putc(&s6, '\0');
+                k = parse_listing(r, list.data, warn.data, s4.data, s6.data);
+        }
+        buf_done(&list);
+        buf_done(&warn);
+        buf_done(&s4);
+        buf_done(&s6);
+        if (k < 0) {
+                trace_rules_free(r);
+                return k;
+        }
+        *ret = r;
+        return 0;
+}
+
+struct trace_rules *trace_rules_free(struct trace_rules *r) {
+        size_t it = 0;
+        const char *key;
+        void *v;
+        if (!r)
+                return NULL;
+        while (hmap_next(&r->by_key, &it, &key, &v)) {
+                struct rule *x = v;
+                free(x->key);
+                free(x->text);
+                free(x);
+        }
+        hmap_done(&r->by_key);
+        free(r);
+        return NULL;
+}
+
+const char *trace_rules_find(const struct trace_rules *r, uint8_t family, const char *table, const char *chain,
+                             uint64_t handle) {
+        char key[400];
+        snprintf(key, sizeof key, "%c %s %s %llu", family == 6 ? '6' : '4', table, chain,
+                 (unsigned long long) handle);
+        const struct rule *x = r ? hmap_get(&r->by_key, key) : NULL;
+        return x ? x->text : NULL;
+}
