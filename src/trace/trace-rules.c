@@ -70,14 +70,23 @@ static bool iptables_table(const char *warnings, const char *fam, const char *ta
         return warnings && strstr(warnings, warn) != NULL;
 }
 
-/* One table's chains from nft's listing: line by line, "table F T {",
- * "chain C {", and rules ending in "# handle N". */
+/* nft quotes names with characters outside [a-zA-Z0-9_.] ("service-…/tcp/p"). */
+static void unquote(char *s) {
+        size_t n = strlen(s);
+        if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+                memmove(s, s + 1, n - 2);
+                s[n - 2] = '\0';
+        }
+}
+
+/* The rules from nft's listing, line by line: "table F T {", "chain C {",
+ * rules ending in "# handle N" until the chain's "}"; sets', maps' and
+ * other objects' lines are outside any chain. */
 static int parse_listing(struct trace_rules *r, const char *list, const char *warnings, const char *save4,
                          const char *save6) {
         char fam[16] = "", table[64] = "", chain[256] = "";
-        int depth = 0, chain_depth = -1;
+        bool in_chain = false, ipt = false;
         size_t index = 0;
-        bool ipt = false;
 
         for (const char *p = list; *p;) {
                 size_t n = strcspn(p, "\n");
@@ -91,27 +100,23 @@ static int parse_listing(struct trace_rules *r, const char *list, const char *wa
                 if (strncmp(s, "table ", 6) == 0) {
                         if (sscanf(s, "table %15s %63s", fam, table) != 2)
                                 fam[0] = table[0] = '\0';
+                        unquote(table);
                         ipt = iptables_table(warnings, fam, table);
-                        depth++;
+                        in_chain = false;
                 } else if (strncmp(s, "chain ", 6) == 0) {
                         if (sscanf(s, "chain %255s", chain) != 1)
                                 chain[0] = '\0';
-                        chain_depth = depth++;
+                        unquote(chain);
+                        in_chain = true;
                         index = 0;
-                } else if (end > s && end[-1] == '{') {
-                        depth++;
-                } else if (end - s == 1 && *s == '}') {
-                        depth--;
-                        if (depth == chain_depth)
-                                chain_depth = -1;
-                } else if (h && chain_depth >= 0 && depth == chain_depth + 1 &&
-                           (strcmp(fam, "ip") == 0 || strcmp(fam, "ip6") == 0)) {
+                } else if (in_chain && end - s == 1 && *s == '}') {
+                        in_chain = false;
+                } else if (in_chain && h && (strcmp(fam, "ip") == 0 || strcmp(fam, "ip6") == 0)) {
                         char key[400];
                         unsigned long long handle = strtoull(h + 9, NULL, 10);
                         bool v6 = strcmp(fam, "ip6") == 0;
                         const char *text = s;
-                        size_t len = (size_t) (h - s);
-                        size_t sl;
+                        size_t len = (size_t) (h - s), sl;
                         if (ipt) {
                                 const char *line = save_rule(v6 ? save6 : save4, table, chain, index, &sl);
                                 if (line) {

@@ -136,8 +136,11 @@ static void print_event(struct tracer *t, const struct trace_event *e, unsigned 
                         e->has_verdict ? trace_verdict_name(e->verdict) : "?");
                 return;
         }
-        if (e->type == NFT_TRACETYPE_RETURN) {
-                fprintf(t->out, "  %s %s %s: end of chain, return\n", fam, e->table, e->chain);
+        if (e->type == NFT_TRACETYPE_RETURN || (e->type == NFT_TRACETYPE_RULE && e->handle == 0)) {
+                /* Past the chain's last rule: newer kernels name the
+                 * chain's end as a rule without a handle. */
+                fprintf(t->out, "  %s %s %s: end of chain (no rule matched)%s\n", fam, e->table, e->chain,
+                        e->has_verdict && e->verdict == NFT_RETURN ? ", return" : "");
                 return;
         }
         const char *text = rule_text(t, e);
@@ -178,10 +181,23 @@ static void new_packet(struct tracer *t, const struct trace_event *e) {
                 t->done = true;
 }
 
+/* The kernel's trace id comes from the packet buffer's address, which a
+ * later packet may reuse: the trace's own rule starts every packet, so an
+ * id seen there again is a new packet, and the old one's events are over. */
+static void forget(uint32_t *v, unsigned n, uint32_t id) {
+        for (unsigned i = 0; i < n && i < MAX_IDS; i++)
+                if (v[i] == id)
+                        v[i] = 0;
+}
+
 static void on_event(struct tracer *t, const struct trace_event *e) {
         if (strcmp(e->table, TRACE_TABLE) == 0) {
-                if (!known(t->ids, t->n_ids, e->id) && !known(t->skipped, t->n_skipped, e->id))
-                        new_packet(t, e);
+                /* Its rule starts a packet; the chain's end and policy follow. */
+                if (e->type != NFT_TRACETYPE_RULE || e->handle == 0)
+                        return;
+                forget(t->ids, t->n_ids, e->id);
+                forget(t->skipped, t->n_skipped, e->id);
+                new_packet(t, e);
                 return;
         }
         if (!known(t->ids, t->n_ids, e->id))
@@ -264,8 +280,15 @@ int trace_run(const struct trace_filter *f, const struct trace_opts *o, FILE *ou
                         r = log_error_errno(-errno, "poll failed");
                         break;
                 }
-                if (k > 0 && p[1].revents)
-                        break;  /* SIGINT, SIGTERM, SIGHUP: stop, disarm */
+                if (k > 0 && p[1].revents) {
+                        /* SIGINT, SIGTERM, SIGHUP: stop, disarm. Taken off
+                         * the queue, or it would end the process when the
+                         * old mask is back. */
+                        struct signalfd_siginfo si;
+                        if (read(sfd, &si, sizeof si) < 0)
+                                log_v(1, "signalfd: %m");
+                        break;
+                }
                 if (k > 0 && p[0].revents) {
                         r = read_events(&t, nl);
                         if (r < 0) {

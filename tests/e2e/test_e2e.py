@@ -461,6 +461,84 @@ class Suite:
                       ns="n1", check=False).stdout
         self.assertTrue(out.endswith("400") and "source" in out, out)
 
+    def trace(self, traffic, *args):
+        """Runs kproxy trace in node 1 with args, starts traffic() once it
+        says it is armed, and returns what it printed."""
+        lab = self.lab
+        p = subprocess.Popen(["ip", "netns", "exec", lab.ns("n1"), lab.kproxy_bin, "trace", "--packets", "1",
+                              "--timeout", "20s", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+        try:
+            line = p.stderr.readline()
+            if "armed" not in line:
+                self.fail("kproxy trace did not arm: " + line + p.communicate(timeout=30)[1])
+            traffic()
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 0, err)
+        self.assertNotIn("kproxy-trace", lab.run(["nft", "list", "tables"], ns="n1").stdout)
+        self.assertIn("packet 1:", out, err)
+        return out
+
+    def test_02c_trace_names_the_rule_that_decided(self):
+        """kproxy trace prints the kernel's walk of real packets: a pod's
+        connection to a service, a node port from outside, a packet a
+        foreign rule drops, a packet to an unallocated cluster IP."""
+        lab, nft = self.lab, self.MODE == "nftables"
+        out = self.trace(lambda: self.client("10.96.0.10", 80, 1), "--destination", "10.96.0.10:80")
+        self.assertIn("default/web", out)
+        dnat = [l for l in out.splitlines() if ("dnat to" if nft else "-j DNAT") in l]
+        self.assertTrue(dnat and "=> accept" in dnat[0], out)
+        self.assertIn("now %s:" % self.ip["cl"], out)          # the translated packet, as the kernel saw it next
+
+        out = self.trace(lambda: self.client(NODE_IPS["node-1"], 30080, 1, ns="n2"),
+                         "--destination", NODE_IPS["node-1"] + ":30080")
+        self.assertIn("default/np" if not nft else "service-nodeports", out)
+        self.assertTrue(any(("dnat to" if nft else "-j DNAT") in l for l in out.splitlines()), out)
+
+        # A firewall's rule of its own table, not kproxy's.
+        lab.run(["nft", "-f", "-"], ns="n1", input=(
+            "table ip planted {\n chain forward_drop {\n  type filter hook forward priority 0;\n"
+            "  ip saddr %s tcp dport 8080 drop comment \"planted drop\"\n }\n}\n" % self.ip["cl"]))
+        try:
+            out = self.trace(lambda: self.client("10.96.0.10", 80, 1, "--timeout", "2"),
+                             "--destination", "10.96.0.10:80")
+        finally:
+            lab.run(["nft", "delete", "table", "ip", "planted"], ns="n1")
+        drop = [l for l in out.splitlines() if "planted drop" in l]
+        self.assertTrue(drop and drop[0].rstrip().endswith("=> drop") and " planted forward_drop:" in drop[0], out)
+
+        out = self.trace(lambda: self.client("10.96.0.99", 80, 1, "--timeout", "2"), "--destination",
+                         "10.96.0.99:80")
+        if nft:
+            self.assertIn("Drop traffic to unallocated ClusterIPs", out)
+        else:
+            self.assertIn("KUBE-SERVICES: end of chain", out)
+            self.assertNotIn("DNAT", out)
+
+    def test_02d_trace_leaves_nothing_armed(self):
+        lab = self.lab
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            p = subprocess.Popen(["ip", "netns", "exec", lab.ns("n1"), lab.kproxy_bin, "trace", "--destination",
+                                  "10.96.0.10:80"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            self.assertIn("armed", p.stderr.readline())
+            self.assertIn("kproxy-trace", lab.run(["nft", "list", "tables"], ns="n1").stdout)
+            p.send_signal(sig)
+            p.wait(timeout=20)
+            p.stderr.close()
+            self.assertEqual(p.returncode, 0 if sig == signal.SIGTERM else -signal.SIGKILL)
+            self.assertNotIn("kproxy-trace", lab.run(["nft", "list", "tables"], ns="n1").stdout, sig)
+        # A table a kernel without owned tables kept: --cleanup removes it
+        # (in a namespace of its own: --cleanup removes kproxy's rules too).
+        lab.add_ns("tr")
+        lab.run(["nft", "add", "table", "ip", "kproxy-trace"], ns="tr")
+        out = lab.run([lab.kproxy_bin, "--cleanup"], ns="tr")
+        self.assertIn("left by kproxy trace", out.stderr)
+        self.assertNotIn("kproxy-trace", lab.run(["nft", "list", "tables"], ns="tr").stdout)
+
     def test_03_removed_endpoint_gets_no_traffic(self):
         ip = self.ip
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
