@@ -17,6 +17,12 @@ kproxy \\- Kubernetes service proxy, a drop-in replacement for kube-proxy
 .br
 .B kproxy render
 [\\fIflags\\fR] \\fISTATE\\fR...
+.br
+.B kproxy explain
+[\\fIflags\\fR] \\-\\-source \\fIIP\\fR \\-\\-destination \\fIIP:PORT\\fR [\\fISTATE\\fR...]
+.br
+.B kproxy trace
+[\\fIflags\\fR] \\-\\-destination \\fIIP\\fR[:\\fIPORT\\fR]
 .SH DESCRIPTION
 kproxy watches the Kubernetes API server's Services, EndpointSlices and its
 Node, and keeps the node's service proxying in step, as kube-proxy does, with
@@ -33,11 +39,21 @@ removes what every mode left.
 .PP
 .B kproxy render
 prints what a mode would write for a cluster state, without touching the node.
+.B kproxy explain
+says what the proxy does with one connection and why (the verdict, the
+endpoints and their chances, masquerading, the chain walk), from a cluster
+state, the API server or the running daemon;
+.B kproxy trace
+prints the kernel's own walk of real packets through every nf_tables table.
+Each has its own \\-\\-help.
 .SH "EXIT STATUS"
 The daemon exits 0, or 1 for any error (a flag, the configuration file, the
 API connection, start-up), as kube-proxy does.
-.B kproxy render
-exits 2 for a usage error (a flag it does not honour, a file it cannot read).
+.BR "kproxy render" ,
+.B explain
+and
+.B trace
+exit 2 for a usage error (a flag they do not honour, a file they cannot read).
 .SH OPTIONS
 The text of
 .BR "kproxy \\-\\-help" :

@@ -2,7 +2,9 @@
 /*
  * kproxy's entry point: argv and configuration, then one of
  *
- *   kproxy render [flags] STATE...   print the iptables-restore input for a cluster state
+ *   kproxy render [flags] STATE...   print what a mode writes for a cluster state
+ *   kproxy explain [flags] ...       what the proxy does with one connection, and why (cli/)
+ *   kproxy trace [flags] ...         the kernel's walk of real packets (cli/, trace/)
  *   kproxy [flags]                   the node proxy (kube-proxy's command line)
  */
 #include <errno.h>
@@ -198,7 +200,9 @@ static int cmd_proxy(int argc, char **argv) {
         if (config_parse_args(&cfg, argc, argv, proxy_flags, ELEMENTSOF(proxy_flags), &dopts, &args, &n_args) < 0)
                 goto out;
         if (cfg.show_help) {
-                config_print_help("Usage: kproxy [flags]\n       kproxy render [flags] STATE...\n\n"
+                config_print_help("Usage: kproxy [flags]\n       kproxy render [flags] STATE...\n"
+                                  "       kproxy explain [flags] --source IP --destination IP:PORT [STATE...]\n"
+                                  "       kproxy trace [flags] --destination IP[:PORT]\n\n"
                                   "kproxy is a Kubernetes service proxy, a drop-in replacement for\n"
                                   "kube-proxy: it takes kube-proxy's flags and configuration file. Modes:\n"
                                   PROXY_MODE_NAMES " (--proxy-mode), and eBPF socket load balancing\n"

@@ -93,7 +93,7 @@ static void resolve_origin(struct explain_ctx *c) {
                 }
         r->from = EXPLAIN_FROM_EXTERNAL;
         snprintf(r->from_why, sizeof r->from_why,
-                 "the source is neither the node's nor in its pod CIDR (another node, or outside)");
+                 "the source is neither the node's nor in its pod CIDR");
 }
 
 /* The local traffic detector's answer for the source (upstream's "local"
@@ -495,9 +495,11 @@ static void decide_rules(struct explain_ctx *c) {
                 decide_internal(c);
         else
                 decide_external(c);
-        if (r->verdict == EXPLAIN_FORWARD && (c->chain_local ? c->eps.n_local : c->eps.n_cluster) > 0)
-                say(r->reason, "to one of %zu endpoint%s of %s, at random", c->chain_local ? c->eps.n_local : c->eps.n_cluster,
-                    (c->chain_local ? c->eps.n_local : c->eps.n_cluster) == 1 ? "" : "s", c->spn);
+        size_t n = c->chain_local ? c->eps.n_local : c->eps.n_cluster;
+        if (r->verdict == EXPLAIN_FORWARD && n == 1)
+                say(r->reason, "to the one endpoint of %s", c->spn);
+        else if (r->verdict == EXPLAIN_FORWARD && n > 1)
+                say(r->reason, "to one of %zu endpoints of %s, at random", n, c->spn);
 }
 
 /* The routes without a service port. */
@@ -616,8 +618,11 @@ static int decide_plan(struct explain_ctx *c, bool local_plan, bool *ret_found) 
                                                     "endpoint itself, from the client's own address"
                                                   : "userspace mode: kproxy connects to the endpoint from the "
                                                     "node's address");
-                say(r->reason, "to one of %zu endpoint%s of %s, at random%s", fe->n_eps, fe->n_eps == 1 ? "" : "s",
-                    c->spn, local_plan ? ", at connect()" : "");
+                if (fe->n_eps == 1)
+                        say(r->reason, "to the one endpoint of %s%s", c->spn, local_plan ? ", at connect()" : "");
+                else
+                        say(r->reason, "to one of %zu endpoints of %s, at random%s", fe->n_eps, c->spn,
+                            local_plan ? ", at connect()" : "");
                 snprintf(key, sizeof key, "%s", fe->key);
                 if (local_plan)
                         explain_step(c, "socket-lb", "socklb_services",
