@@ -10,6 +10,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "kube/list-scan.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/hmap.h"
@@ -350,6 +351,69 @@ static int check_text(const char *name, const char *data, size_t len, size_t off
         return -EINVAL;
 }
 
+/* A parse error at offset off of data (where jansson's line and column
+ * count from), as "name:line:column: text" of the whole buffer. */
+static void json_error_at(struct dispatch *d, const char *data, size_t off, const json_error_t *je) {
+        int line = je->line, column = je->column;
+        int before = 0;
+        for (size_t i = 0; i < off; i++)
+                before += data[i] == '\n';
+        if (line == 1) {
+                const char *nl = off ? memrchr(data, '\n', off) : NULL;
+                column += (int) (off - (nl ? (size_t) (nl - data) + 1 : 0));
+        }
+        snprintf(d->err, KUBE_LOAD_ERRLEN, "%s:%d:%d: %s", d->name, line + before, column, je->text);
+}
+
+/* A JSON List an item at a time (kube/list-scan.h): the document tree of
+ * a 10k-service dump took 150 MB, one item takes a few kilobytes. The
+ * top level is parsed with its items left out, so its kind decides as in
+ * dispatch_root(). Returns 1 when the text is not such a list (the caller
+ * parses it whole), else 0 or a negative errno. */
+static int load_json_list(struct dispatch *d, const char *data, size_t len) {
+        struct kube_list_scan scan;
+        struct buf top = BUF_INIT;
+        json_error_t je;
+        int r = 1;
+
+        if (kube_list_scan(data, len, &scan) < 0)
+                return 1;
+        if (!scan.has_items || scan.n_items == 0)
+                goto out;
+        /* The array's brackets: around the first and last items. */
+        size_t open = scan.items[0].off, close = scan.items[scan.n_items - 1].off + scan.items[scan.n_items - 1].len;
+        while (open > 0 && data[open - 1] != '[')
+                open--;
+        while (close < len && data[close] != ']')
+                close++;
+        if (open == 0 || close >= len)
+                goto out;
+        buf_put(&top, data, open);
+        buf_put(&top, data + close, len - close);
+        json_t *root = json_loadb(top.data, top.len, JSON_REJECT_DUPLICATES, &je);
+        const char *kind = json_string_value(json_object_get(root, "kind"));
+        bool list = kind && strlen(kind) >= 4 && strcmp(kind + strlen(kind) - 4, "List") == 0 &&
+                    json_is_array(json_object_get(root, "items"));
+        json_decref(root);
+        if (!list)
+                goto out;       /* not a list, or a top level jansson refuses: the whole parse says why */
+        r = 0;
+        for (size_t i = 0; i < scan.n_items && r == 0; i++) {
+                json_t *item = json_loadb(data + scan.items[i].off, scan.items[i].len, JSON_REJECT_DUPLICATES, &je);
+                if (!item) {
+                        json_error_at(d, data, scan.items[i].off, &je);
+                        r = -EINVAL;
+                        break;
+                }
+                r = dispatch_root(d, item);
+                json_decref(item);
+        }
+out:
+        buf_done(&top);
+        kube_list_scan_done(&scan);
+        return r;
+}
+
 int kube_load_buffer(const char *name, const char *data, size_t len, kube_object_fn fn, void *userdata,
                      char err[KUBE_LOAD_ERRLEN]) {
         struct dispatch d = {fn, userdata, name, err};
@@ -362,12 +426,15 @@ int kube_load_buffer(const char *name, const char *data, size_t len, kube_object
                 i++;
         if (i < len && (data[i] == '{' || data[i] == '[')) {
                 json_error_t je;
+                int r = data[i] == '{' ? load_json_list(&d, data, len) : 1;
+                if (r <= 0)
+                        return r;
                 json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
                 if (!root) {
                         snprintf(err, KUBE_LOAD_ERRLEN, "%s:%d:%d: %s", name, je.line, je.column, je.text);
                         return -EINVAL;
                 }
-                int r = dispatch_root(&d, root);
+                r = dispatch_root(&d, root);
                 json_decref(root);
                 return r;
         }
