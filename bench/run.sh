@@ -20,11 +20,28 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 python3 - "$build" "$here" "$tmp" $sizes <<'PY'
-import os, platform, subprocess, sys, time
+import json, os, platform, subprocess, sys, time
 build, here, tmp = sys.argv[1:4]
 sizes = [int(s) for s in sys.argv[4:]]
 rows = []
 sync_rows = []
+explain_rows = []
+
+
+def explain_cost(state, dst):
+    """`kproxy explain` of one connection on state: wall seconds and peak RSS (MiB), as a user runs it."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen([os.path.join(build, "kproxy"), "explain", "--hostname-override", "node-0",
+                          "--cluster-cidr", "10.128.0.0/9", "--host-addresses", "127.0.0.1/8,192.168.0.2/24",
+                          "--source", "10.128.0.5", "--destination", dst, "--output", "json", state],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit("kproxy explain failed on %s" % state)
+    return time.perf_counter() - t0, ru.ru_maxrss / 1024.0
+
+
 for n in sizes:
     state = os.path.join(tmp, "state-%d.json" % n)
     with open(state, "w") as f:
@@ -43,6 +60,14 @@ for n in sizes:
     row = (n, mb, float(r["load_wall"]), float(r["render_wall"]), float(r["render_cpu"]),
            int(r["output_bytes"]) / 1e6, float(r["peak_rss_mib"]), total)
     rows.append(row)
+    # explain (issue 33): the middle service's cluster IP, from the state file, best of 3.
+    with open(state) as f:
+        svcs = [o for o in json.load(f)["items"] if o["kind"] == "Service"]
+    mid = svcs[len(svcs) // 2]["spec"]
+    runs = [explain_cost(state, "%s:%d" % (mid["clusterIP"], mid["ports"][0]["port"])) for _ in range(3)]
+    explain_rows.append((n, mb, min(r[0] for r in runs), max(r[1] for r in runs)))
+    print("N=%6d  `kproxy explain` %.3f s, peak RSS %.1f MiB" % (n, explain_rows[-1][2], explain_rows[-1][3]),
+          flush=True)
     print("N=%6d  state %6.1f MB  load %6.3f s  render %6.3f s (cpu %6.3f s)  output %6.1f MB  "
           "peak RSS %7.1f MiB  `kproxy render` %6.3f s" % row, flush=True)
     # nftables mode's sync in a scratch namespace: one table up to 20k (a
@@ -89,6 +114,13 @@ with open(os.path.join(here, "RESULTS.md"), "w") as f:
     for n, mb, load, rw, rc, omb, rss, total in rows:
         f.write("| %d | %.1f MB | %.3f s | %.3f s | %.3f s | %.1f MB | %.0f MiB | %.3f s |\n" %
                 (n, mb, load, rw, rc, omb, rss, total))
+    f.write("\n## `kproxy explain` (issue 33)\n\n")
+    f.write("One connection to the middle service's cluster IP, explained from the same state file as a "
+            "user runs it (load, decode, model, answer as JSON): best wall time of 3, and peak RSS. "
+            "Target: under 1 s and 100 MiB at 10k services.\n\n")
+    f.write("| services | state file | `kproxy explain` | peak RSS |\n|---|---|---|---|\n")
+    for n, mb, wall, rss in explain_rows:
+        f.write("| %d | %.1f MB | %.3f s | %.0f MiB |\n" % (n, mb, wall, rss))
     f.write("\n## nftables sync: kproxy's work and the kernel's\n\n")
     f.write("`bench/bench-nftsync` in a scratch network namespace, the same clusters: *render* is the netlink "
             "messages of a whole first full sync, no kernel (best of 5, CPU); *first full sync* is "
