@@ -205,7 +205,7 @@ bench-socket-lb: deps bench-deps
 	bench/socketlb.py build-bench $(BENCH_SOCKET_LB_SIZES)
 
 # What only the benchmarks need: gnuplot for the plots, perf for --perf.
-DEB_BENCH := gnuplot-nox linux-perf
+DEB_BENCH := gnuplot-nox linux-perf time
 bench-deps:
 	@$(call apt_missing,$(DEB_BENCH))
 
