@@ -301,6 +301,16 @@ class E2EUserspace(Suite, unittest.TestCase):
         lab.start_kproxy()
         lab.wait_healthy()
 
+    def test_02c_trace_names_the_rule_that_decided(self):
+        # No table holds the service: the trace sees the packet come in and
+        # no rule of kproxy's (the frontend takes it in a socket); the
+        # connection is served all the same.
+        out = self.trace(lambda: self.assertEqual(self.client("10.96.0.10", 80, 1)["errors"], {}),
+                         "--destination", "10.96.0.10:80")
+        self.assertRegex(out, r"^packet 1: %s:\d+ -> 10.96.0.10:80 tcp" % self.ip["cl"])
+        self.assertNotIn("KUBE-", out)
+        self.assertNotIn("kube-proxy", out)
+
     # The packet-filter modes' own.
     test_06b_localhost_nodeport_is_counted = skip("iptables mode's nfacct counter")
     test_08c_udp_flow_to_a_deleted_service_is_not_delivered = skip(
