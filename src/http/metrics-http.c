@@ -2,8 +2,9 @@
 /*
  * The metrics server's paths, as upstream's metrics server serves them:
  * /metrics, /healthz (component-base's healthz with only its "ping"
- * check), /proxyMode and /configz; /debug/backend and /debug/explain, kproxy's own (what the
- * mode serves now, where it says). Everything else is Go's 404.
+ * check), /proxyMode and /configz; kproxy's own /debug/backend (what the
+ * mode serves now, where it says), /debug/explain and /debug/rules (the
+ * daemon's: docs/explain.md). Everything else is Go's 404.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -113,8 +114,8 @@ void metrics_http_handle(void *userdata, const struct mhd_request *req, struct m
                 reply->nosniff = true;
                 if (!metrics_describe_backend(m, &reply->body))
                         mhd_reply_not_found(reply);
-        } else if (strcmp(path, "/debug/explain") == 0) {
-                if (!metrics_debug(m, req, reply))
+        } else if (strcmp(path, "/debug/explain") == 0 || strcmp(path, "/debug/rules") == 0) {
+                if (!metrics_debug(m, path, req, reply))
                         mhd_reply_not_found(reply);
         } else if (strcmp(path, "/configz") == 0) {
                 int r;

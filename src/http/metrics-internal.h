@@ -79,8 +79,8 @@ const struct metrics_desc *metrics_descs(size_t *ret_n);
 void metrics_write(const struct metrics *m, struct buf *b);
 struct mhd_request;
 struct mhd_reply;
-/* /debug/explain's answer into reply; false when none is set. */
-bool metrics_debug(const struct metrics *m, const struct mhd_request *req, struct mhd_reply *reply);
+/* /debug/explain's and /debug/rules' answer into reply; false when none is set. */
+bool metrics_debug(const struct metrics *m, const char *path, const struct mhd_request *req, struct mhd_reply *reply);
 /* /debug/backend's text into b; false when the mode has none. */
 bool metrics_describe_backend(const struct metrics *m, struct buf *b);
 const struct kproxy_config *metrics_config(const struct metrics *m);

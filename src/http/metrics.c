@@ -140,7 +140,7 @@ struct metrics {
         /* The mode's own (backend_ops.expose, .describe): may be NULL. */
         void (*backend_expose)(void *userdata, struct buf *out);
         void (*backend_describe)(void *userdata, struct buf *out);
-        void (*debug)(void *userdata, const struct mhd_request *req, struct mhd_reply *reply);
+        void (*debug)(void *userdata, const char *path, const struct mhd_request *req, struct mhd_reply *reply);
         void *debug_userdata;
         void *backend_userdata;
         struct metrics_acct *acct;              /* NULL: no nfacct families */
@@ -768,7 +768,8 @@ int metrics_port(const struct metrics *m) {
 }
 
 void metrics_set_debug(struct metrics *m,
-                       void (*debug)(void *userdata, const struct mhd_request *req, struct mhd_reply *reply),
+                       void (*debug)(void *userdata, const char *path, const struct mhd_request *req,
+                                     struct mhd_reply *reply),
                        void *userdata) {
         if (!m)
                 return;
@@ -776,9 +777,9 @@ void metrics_set_debug(struct metrics *m,
         m->debug_userdata = userdata;
 }
 
-bool metrics_debug(const struct metrics *m, const struct mhd_request *req, struct mhd_reply *reply) {
+bool metrics_debug(const struct metrics *m, const char *path, const struct mhd_request *req, struct mhd_reply *reply) {
         if (!m->debug)
                 return false;
-        m->debug(m->debug_userdata, req, reply);
+        m->debug(m->debug_userdata, path, req, reply);
         return true;
 }

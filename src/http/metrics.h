@@ -39,10 +39,11 @@ void metrics_set_backend(struct metrics *m, void (*expose)(void *userdata, struc
 
 struct mhd_request;
 struct mhd_reply;
-/* The daemon's answers on /debug/explain (NULL: 404): debug fills reply
- * for the request. */
+/* The daemon's answers on /debug/explain and /debug/rules (NULL: 404):
+ * debug fills reply for the request to path. */
 void metrics_set_debug(struct metrics *m,
-                       void (*debug)(void *userdata, const struct mhd_request *req, struct mhd_reply *reply),
+                       void (*debug)(void *userdata, const char *path, const struct mhd_request *req,
+                                     struct mhd_reply *reply),
                        void *userdata);
 
 /* A sync of family's rules was asked for (a change queued, a resync): the

@@ -13,6 +13,7 @@
  */
 #include "proxy/proxier.h"
 #include "proxy/debug-explain.h"
+#include "proxy/debug-rules.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -75,6 +76,7 @@ struct proxier {
         void (*handed_over)(void *ctx);
         void *handed_over_ctx;
         uint64_t last_full_ms, last_sync_ms;
+        uint64_t last_rules_ms;         /* /debug/rules' last render */
         uint64_t sync_due;              /* when sync_timer fires */
         struct ev_timer *sync_timer, *check_timer;
         struct family_state fam[2];
@@ -237,9 +239,40 @@ static void expose_backend(void *userdata, struct buf *out) {
         }
 }
 
-/* /debug/explain, from the model this daemon serves. */
-static void explain_debug(void *userdata, const struct mhd_request *req, struct mhd_reply *reply) {
+#define DEBUG_RULES_PERIOD_MS 1000  /* /debug/rules renders everything: once a second at most */
+
+/* /debug/rules: what the mode writes for the model held now. */
+static void rules_debug(struct proxier *p, struct mhd_reply *reply) {
+        uint64_t now = ev_now_ms(p->loop);
+        bool too_soon = p->last_rules_ms && now < p->last_rules_ms + DEBUG_RULES_PERIOD_MS;
+        if (!too_soon)
+                p->last_rules_ms = now;
+        size_t n_cidrs;
+        const struct inet_cidr *cidrs = intake_service_cidrs(p->intake, &n_cidrs);
+        const struct debug_rules_node n = {
+                .m = intake_model(p->intake),
+                .cfg = p->cfg,
+                .node_name = p->node_name,
+                .host = &p->host,
+                .service_cidrs = cidrs,
+                .n_service_cidrs = n_cidrs,
+                .ops = p->ops,
+                .companion = p->companion ? p->companion_ops : NULL,
+                .families = p->families,
+                .n_families = p->n_fam,
+                .pending = intake_changed(p->intake)->len,
+                .too_soon = too_soon,
+        };
+        debug_rules(&n, reply);
+}
+
+/* /debug/explain, from the model this daemon serves; /debug/rules. */
+static void explain_debug(void *userdata, const char *path, const struct mhd_request *req, struct mhd_reply *reply) {
         struct proxier *p = userdata;
+        if (strcmp(path, "/debug/rules") == 0) {
+                rules_debug(p, reply);
+                return;
+        }
         size_t n_cidrs;
         const struct inet_cidr *cidrs = intake_service_cidrs(p->intake, &n_cidrs);
         const struct debug_explain_node n = {

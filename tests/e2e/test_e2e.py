@@ -539,6 +539,26 @@ class Suite:
         self.assertIn("left by kproxy trace", out.stderr)
         self.assertNotIn("kproxy-trace", lab.run(["nft", "list", "tables"], ns="tr").stdout)
 
+    def test_02e_debug_rules_is_what_render_prints(self):
+        """/debug/rules: the mode's text for the model the daemon holds,
+        as `kproxy render` prints it for a dump of the same cluster; a
+        second request within its period is refused (429)."""
+        lab = self.lab
+        dump = os.path.join(lab.tmp, "rules-state.json")
+        with open(dump, "w") as f:
+            f.write(lab.kubectl("get", "services,endpointslices,nodes,servicecidrs", "-A", "-o", "json").stdout)
+        lab.wait_healthy()
+        get = ["curl", "-s", "-w", "\\n%{http_code}", "http://127.0.0.1:10249/debug/rules"]
+        body, code = lab.run(get, ns="n1").stdout.rsplit("\n", 1)
+        again = lab.run(get, ns="n1").stdout.rsplit("\n", 1)[1]
+        self.assertEqual((code, again), ("200", "429"))
+        self.assertIn("nothing pending", body)
+        sections = re.split(r"(?m)^# (IPv\d, .*)\n", body)
+        mine = dict(zip(sections[1::2], sections[2::2]))
+        render = lab.run([lab.kproxy_bin, "render", "--proxy-mode", self.MODE, "--hostname-override", "node-1",
+                          "--cluster-cidr", "10.244.0.0/16", dump], ns="n1").stdout
+        self.assertEqual(mine["IPv4, " + self.MODE], render)
+
     def test_03_removed_endpoint_gets_no_traffic(self):
         ip = self.ip
         self.replace_slice(slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["a2"], "node-1")]))
