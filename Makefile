@@ -189,6 +189,7 @@ bench: deps bench-deps
 	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES) $(BENCH_XL)
 	bench/userspace.py build-bench $(BENCH_USERSPACE_SIZES)
 	bench/socketlb.py build-bench $(BENCH_SOCKET_LB_SIZES)
+	bench/trace_overhead.py build-bench
 	bench/plot.py bench/results.json bench/plots
 
 # Only userspace mode beside nftables mode (bench/userspace.py): connections/s,

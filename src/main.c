@@ -8,7 +8,6 @@
  *   kproxy [flags]                   the node proxy (kube-proxy's command line)
  */
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +16,7 @@
 #include "cli/state.h"
 #include "config/config.h"
 #include "host/host.h"
-#include "kube/decode.h"
-#include "kube/load.h"
 #include "model/model.h"
-#include "model/servicecidrs.h"
 #include "proxy/backend.h"
 #include "proxy/daemon.h"
 #include "render/render.h"
@@ -32,7 +28,6 @@
  * The daemon's command line is kube-proxy's, which exits 1 for every error
  * (flags, --config, start-up), as cobra and component-base's cli.Run do. */
 #define EXIT_USAGE 2
-
 
 static int set_iptables_backend(enum iptables_backend *ret, const char *v) {
         enum iptables_backend b = iptables_backend_from_string(v);
