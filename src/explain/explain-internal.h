@@ -58,6 +58,16 @@ struct explain_ctx {
 void explain_step(struct explain_ctx *c, const char *table, const char *chain, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 void explain_note(struct explain_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Formats into out (EXPLAIN_TEXT bytes). */
+void explain_say(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Fills c->r->eps: the chosen chain's endpoints first, with their chances,
+ * then the port's others, left out. Returns 0 or -ENOMEM. */
+int explain_fill_endpoints(struct explain_ctx *c);
+/* Userspace mode (local_plan false) or socket load balancing (true):
+ * the answer from the plan, in c->r, with *ret_found; not found, c->r is
+ * left for the caller. Returns 0 or -ENOMEM (explain-plan.c). */
+int explain_plan(struct explain_ctx *c, bool local_plan, bool *ret_found);
 
 /* The walk of c->route through each rule mode's chains, and the chain of
  * each endpoint in c->r->eps. */

@@ -19,7 +19,6 @@
 #include "explain/explain-internal.h"
 #include "model/model.h"
 #include "render/render.h"
-#include "userspace/plan.h"
 #include "util/cleanup.h"
 #include "util/hmap.h"
 
@@ -45,8 +44,7 @@ void explain_note(struct explain_result *r, const char *fmt, ...) {
         va_end(ap);
 }
 
-static void say(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(char *out, const char *fmt, ...) {
+void explain_say(char *out, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(out, EXPLAIN_TEXT, fmt, ap);
@@ -323,7 +321,7 @@ static void endpoint_why(const struct explain_ctx *c, const struct endpoint *e, 
 
 /* Fills r->eps: the chosen chain's endpoints first, with their chances,
  * then the port's other endpoints, left out. */
-static int fill_endpoints(struct explain_ctx *c) {
+int explain_fill_endpoints(struct explain_ctx *c) {
         struct explain_result *r = c->r;
         const struct svc_port_endpoints *e = &c->eps;
         struct endpoint *const *list = c->chain_local ? e->local : e->cluster;
@@ -402,9 +400,9 @@ static void block(struct explain_ctx *c, enum endpoints_block b, bool internal) 
         struct explain_result *r = c->r;
         r->verdict = b == ENDPOINTS_REJECT ? EXPLAIN_REJECT : EXPLAIN_DROP;
         if (b == ENDPOINTS_REJECT)
-                say(r->reason, "%s has no endpoints", c->spn);
+                explain_say(r->reason, "%s has no endpoints", c->spn);
         else
-                say(r->reason, "%s has no local endpoints, and its %s traffic policy is Local", c->spn,
+                explain_say(r->reason, "%s has no local endpoints, and its %s traffic policy is Local", c->spn,
                     internal ? "internal" : "external");
 }
 
@@ -424,12 +422,12 @@ static void decide_internal(struct explain_ctx *c) {
         bool local = detector_local(c, why, sizeof why);
         if (c->n->p->masquerade_all) {
                 r->masquerade = true;
-                say(r->masquerade_why, "masqueradeAll is set: all cluster-IP traffic is masqueraded");
+                explain_say(r->masquerade_why, "masqueradeAll is set: all cluster-IP traffic is masqueraded");
         } else if (c->n->p->detector == DETECTOR_NONE) {
-                say(r->masquerade_why, "%s: cluster-IP traffic is not masqueraded", why);
+                explain_say(r->masquerade_why, "%s: cluster-IP traffic is not masqueraded", why);
         } else {
                 r->masquerade = !local;
-                say(r->masquerade_why, "%s%s", why,
+                explain_say(r->masquerade_why, "%s%s", why,
                     local ? ": a local pod's traffic keeps its address" : ": traffic from off the pod network is masqueraded");
         }
 }
@@ -445,7 +443,7 @@ static void decide_external(struct explain_ctx *c) {
             !lb_source_admitted(c)) {
                 c->route = ROUTE_FIREWALL_DROP;
                 r->verdict = EXPLAIN_DROP;
-                say(r->reason, "the source is outside %s's loadBalancerSourceRanges", c->svc->key);
+                explain_say(r->reason, "the source is outside %s's loadBalancerSourceRanges", c->svc->key);
                 return;
         }
         if (!pl->has_any || (!pl->has_external && !(pl->short_circuit_pods || c->src_node))) {
@@ -454,7 +452,7 @@ static void decide_external(struct explain_ctx *c) {
                  * KUBE-EXTERNAL-SERVICES, on INPUT and FORWARD only. */
                 if (iptables && !c->reaches_external_services) {
                         r->verdict = EXPLAIN_NONE;
-                        say(r->reason,
+                        explain_say(r->reason,
                             "%s has no %sendpoints, and iptables mode rejects external destinations only on the "
                             "INPUT and FORWARD paths: the node's own connection leaves untranslated",
                             c->spn, pl->has_any ? "local " : "");
@@ -466,23 +464,23 @@ static void decide_external(struct explain_ctx *c) {
         if (!pl->external_policy_local) {
                 c->route = ROUTE_EXT_CLUSTER;
                 r->masquerade = true;
-                say(r->masquerade_why, "externalTrafficPolicy Cluster: external traffic is masqueraded");
+                explain_say(r->masquerade_why, "externalTrafficPolicy Cluster: external traffic is masqueraded");
                 return;
         }
         bool local = detector_local(c, why, sizeof why);
         if (pl->short_circuit_pods && local) {
                 c->route = ROUTE_EXT_POD;
-                say(r->masquerade_why, "%s: a local pod's traffic short-circuits to all endpoints, unmasqueraded", why);
+                explain_say(r->masquerade_why, "%s: a local pod's traffic short-circuits to all endpoints, unmasqueraded", why);
                 snprintf(r->policy, sizeof r->policy, "externalTrafficPolicy Local, short-circuited for pods");
         } else if (c->src_node) {
                 c->route = ROUTE_EXT_NODE;
                 r->masquerade = true;
-                say(r->masquerade_why, "the node's own traffic short-circuits to all endpoints, masqueraded");
+                explain_say(r->masquerade_why, "the node's own traffic short-circuits to all endpoints, masqueraded");
                 snprintf(r->policy, sizeof r->policy, "externalTrafficPolicy Local, short-circuited for the node");
         } else if (pl->has_external) {
                 c->route = ROUTE_EXT_LOCAL;
                 c->chain_local = true;
-                say(r->masquerade_why, "externalTrafficPolicy Local: the client's address is kept");
+                explain_say(r->masquerade_why, "externalTrafficPolicy Local: the client's address is kept");
         } else {
                 c->route = ROUTE_EXT_NO_LOCAL;
                 block(c, ENDPOINTS_DROP, false);
@@ -497,9 +495,9 @@ static void decide_rules(struct explain_ctx *c) {
                 decide_external(c);
         size_t n = c->chain_local ? c->eps.n_local : c->eps.n_cluster;
         if (r->verdict == EXPLAIN_FORWARD && n == 1)
-                say(r->reason, "to the one endpoint of %s", c->spn);
+                explain_say(r->reason, "to the one endpoint of %s", c->spn);
         else if (r->verdict == EXPLAIN_FORWARD && n > 1)
-                say(r->reason, "to one of %zu endpoints of %s, at random", n, c->spn);
+                explain_say(r->reason, "to one of %zu endpoints of %s, at random", n, c->spn);
 }
 
 /* The routes without a service port. */
@@ -509,134 +507,22 @@ static void decide_unmatched(struct explain_ctx *c) {
         switch (c->route) {
         case ROUTE_INVALID_PORT:
                 r->verdict = nft ? EXPLAIN_REJECT : EXPLAIN_NONE;
-                say(r->reason, nft ? "a cluster IP, on a port it does not serve: rejected"
+                explain_say(r->reason, nft ? "a cluster IP, on a port it does not serve: rejected"
                                    : "a cluster IP, on a port it does not serve: iptables mode leaves it untranslated");
                 break;
         case ROUTE_UNALLOCATED:
                 r->verdict = nft ? EXPLAIN_DROP : EXPLAIN_NONE;
-                say(r->reason, nft ? "an unallocated cluster IP: dropped"
+                explain_say(r->reason, nft ? "an unallocated cluster IP: dropped"
                                    : "an unallocated cluster IP: iptables mode leaves it untranslated");
                 break;
         case ROUTE_HEALTH_CHECK:
                 r->verdict = EXPLAIN_ACCEPT;
-                say(r->reason, "%s's health check node port: kproxy's health server answers it", c->svc->key);
+                explain_say(r->reason, "%s's health check node port: kproxy's health server answers it", c->svc->key);
                 break;
         default:
                 r->verdict = EXPLAIN_NONE;
-                say(r->reason, "not a service address: the proxy leaves it alone");
+                explain_say(r->reason, "not a service address: the proxy leaves it alone");
         }
-}
-
-/* ---- Userspace mode and socket load balancing: their plan. ---- */
-
-static const struct userspace_frontend *find_frontend(const struct userspace_plan *pl, const struct explain_query *q) {
-        const struct userspace_frontend *wild = NULL;
-        if (q->proto == L4_SCTP)
-                return NULL;    /* neither has SCTP */
-        for (size_t i = 0; i < pl->n_fe; i++) {
-                const struct userspace_frontend *fe = &pl->fe[i];
-                if (fe->addr.port != q->dst_port || fe->proto != (q->proto == L4_UDP ? IPPROTO_UDP : IPPROTO_TCP) ||
-                    fe->addr.ip.family != q->dst.family)
-                        continue;
-                if (inet_addr_equal(&fe->addr.ip, &q->dst))
-                        return fe;
-                if (inet_addr_is_unspecified(&fe->addr.ip))
-                        wild = fe;
-        }
-        return wild;
-}
-
-static bool frontend_admits(const struct userspace_frontend *fe, const struct inet_addr *src) {
-        for (size_t i = 0; i < fe->n_sources; i++)
-                if (inet_cidr_contains(&fe->sources[i], src))
-                        return true;
-        return fe->n_sources == 0;
-}
-
-/* Puts fe's endpoints first in r->eps, in its order, with equal chances;
- * the port's others follow, left out. */
-static int frontend_endpoints(struct explain_ctx *c, const struct userspace_frontend *fe, bool masquerade) {
-        struct explain_result *r = c->r;
-        int k = fill_endpoints(c);
-        if (k < 0)
-                return k;
-        for (size_t i = 0; i < r->n_eps; i++) {
-                struct explain_endpoint *x = &r->eps[i];
-                x->selected = false;
-                x->rule_probability[0] = '\0';
-                for (size_t j = 0; j < fe->n_eps; j++) {
-                        char s[FWD_ADDR_STRLEN];
-                        if (strcmp(fwd_addr_format(&fe->eps[j], s), x->addr) == 0)
-                                x->selected = true;
-                }
-                x->probability = x->selected ? 1.0 / (double) fe->n_eps : 0;
-                x->masquerade = x->selected && masquerade;
-        }
-        return 0;
-}
-
-static int decide_plan(struct explain_ctx *c, bool local_plan, bool *ret_found) {
-        struct explain_result *r = c->r;
-        struct userspace_plan pl;
-        struct hmap only = HMAP_INIT;
-        char key[FWD_ADDR_STRLEN + 8];
-        int k;
-
-        *ret_found = false;
-        hmap_put(&only, c->svc->key, (void *) c->svc);
-        k = local_plan ? userspace_plan_build_local(c->m, c->n->p, &only, &pl)
-                       : userspace_plan_build(c->m, c->n->p, &only, &pl);
-        hmap_done(&only);
-        if (k < 0)
-                return k;
-        const struct userspace_frontend *fe = find_frontend(&pl, c->q);
-        if (fe && !frontend_admits(fe, &c->q->src)) {
-                r->verdict = EXPLAIN_DROP;
-                say(r->reason, "the source is outside %s's loadBalancerSourceRanges: the frontend's socket filter "
-                               "drops it", c->svc->key);
-                explain_step(c, "userspace", fe->key, "socket filter: sources %zu CIDR%s", fe->n_sources,
-                             fe->n_sources == 1 ? "" : "s");
-                *ret_found = true;
-        } else if (fe) {
-                *ret_found = true;
-                r->verdict = EXPLAIN_FORWARD;
-                r->socket_lb = local_plan;
-                /* Userspace mode keeps the rules' policies (but the
-                 * short circuits); socket load balancing sends the node's
-                 * own clients to the cluster's endpoints for external
-                 * destinations, as the rules' short circuits do. */
-                c->chain_local = fe->external ? !local_plan && c->plan.external_policy_local
-                                              : c->plan.internal_policy_local;
-                snprintf(r->policy, sizeof r->policy, "%s %s%s", fe->external ? "externalTrafficPolicy" : "internalTrafficPolicy",
-                         c->chain_local ? "Local" : "Cluster",
-                         fe->external && local_plan && c->plan.external_policy_local ? ", short-circuited for the node's clients" : "");
-                k = frontend_endpoints(c, fe, !local_plan);
-                if (k < 0)
-                        goto out;
-                r->masquerade = !local_plan;
-                say(r->masquerade_why, local_plan ? "socket load balancing: no NAT; the socket connects to the "
-                                                    "endpoint itself, from the client's own address"
-                                                  : "userspace mode: kproxy connects to the endpoint from the "
-                                                    "node's address");
-                if (fe->n_eps == 1)
-                        say(r->reason, "to the one endpoint of %s%s", c->spn, local_plan ? ", at connect()" : "");
-                else
-                        say(r->reason, "to one of %zu endpoints of %s, at random%s", fe->n_eps, c->spn,
-                            local_plan ? ", at connect()" : "");
-                snprintf(key, sizeof key, "%s", fe->key);
-                if (local_plan)
-                        explain_step(c, "socket-lb", "socklb_services",
-                                     "connect()/sendmsg() to %s: %zu slot%s in socklb_slots%s", key, fe->n_eps,
-                                     fe->n_eps == 1 ? "" : "s",
-                                     fe->affinity_timeout ? ", ClientIP affinity per network namespace" : "");
-                else
-                        explain_step(c, "userspace", key, "frontend %s %s -> %zu endpoint%s", c->spn,
-                                     fe->external ? "external" : "internal", fe->n_eps, fe->n_eps == 1 ? "" : "s");
-        }
-        k = 0;
-out:
-        userspace_plan_done(&pl);
-        return k;
 }
 
 /* ---- Putting it together. ---- */
@@ -679,17 +565,17 @@ static int explain_service_port(struct explain_ctx *c) {
                 bool local_plan = c->n->mode != EXPLAIN_MODE_USERSPACE;
                 struct explain_result saved = *r;       /* the rules' answer, for socket-lb's fallback */
                 r->n_steps = 0;
-                k = decide_plan(c, local_plan, &found);
+                k = explain_plan(c, local_plan, &found);
                 if (k < 0)
                         return k;
                 if (found)
                         return 0;
                 if (!local_plan) {
                         r->verdict = EXPLAIN_REJECT;
-                        say(r->reason, "no frontend: the port is closed (%s); %s",
+                        explain_say(r->reason, "no frontend: the port is closed (%s); %s",
                             c->port->proto == L4_UDP ? "ICMP port unreachable" : "RST", saved.reason);
                         if (c->port->proto == L4_SCTP)
-                                say(r->reason, "userspace mode has no SCTP");
+                                explain_say(r->reason, "userspace mode has no SCTP");
                         r->masquerade = false;
                         r->masquerade_why[0] = '\0';
                         return 0;
@@ -698,7 +584,7 @@ static int explain_service_port(struct explain_ctx *c) {
                 explain_note(r, "socket load balancing has no entry for it: the rules decide");
         }
         if (r->verdict == EXPLAIN_FORWARD) {
-                k = fill_endpoints(c);
+                k = explain_fill_endpoints(c);
                 if (k < 0)
                         return k;
         }
@@ -729,7 +615,7 @@ int explain_connection(const struct model *m, const struct explain_node *n, cons
             !c.src_node) {
                 c.route = ROUTE_CT_INVALID;
                 r->verdict = EXPLAIN_DROP;
-                say(r->reason, "conntrack calls the packet INVALID, and nf_conntrack_tcp_be_liberal is not set: "
+                explain_say(r->reason, "conntrack calls the packet INVALID, and nf_conntrack_tcp_be_liberal is not set: "
                                "KUBE-FORWARD drops it");
                 explain_walk_iptables(&c);
                 goto out;
@@ -751,7 +637,7 @@ int explain_connection(const struct model *m, const struct explain_node *n, cons
                 else if (r->verdict != EXPLAIN_ACCEPT) {
                         r->verdict = EXPLAIN_NONE;
                         if (c.route != ROUTE_NONE)
-                                say(r->reason, "userspace mode holds no frontend for it: the proxy leaves it alone");
+                                explain_say(r->reason, "userspace mode holds no frontend for it: the proxy leaves it alone");
                 }
                 goto out;
         }
