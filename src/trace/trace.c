@@ -104,14 +104,16 @@ static void print_json(struct tracer *t, const struct trace_event *e, unsigned p
         char tup[2 * INET_ADDR_STRLEN + 32];
         const char *text = rule_text(t, e);
         tuple_str(e, tup, sizeof tup);
-        json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:s}", "packet", packet, "family",
+        /* The kernel sends the packet's headers with its first event in
+         * each hook, not with every event: null where they are not. */
+        json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o}", "packet", packet, "family",
                               e->family == 6 ? "ip6" : "ip", "table", e->table, "chain", e->chain, "type",
                               e->type == NFT_TRACETYPE_RULE     ? "rule"
                               : e->type == NFT_TRACETYPE_POLICY ? "policy"
                                                                 : "return",
                               "handle", (json_int_t) e->handle, "rule", text ? json_string(text) : json_null(),
                               "verdict", e->has_verdict ? trace_verdict_name(e->verdict) : "", "target", e->target,
-                              "packetNow", tup);
+                              "packetNow", e->has_tuple ? json_string(tup) : json_null());
         if (j) {
                 json_dumpf(j, t->out, JSON_COMPACT);
                 fputc('\n', t->out);

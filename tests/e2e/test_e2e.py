@@ -461,7 +461,7 @@ class Suite:
                       ns="n1", check=False).stdout
         self.assertTrue(out.endswith("400") and "source" in out, out)
 
-    def trace(self, traffic, *args):
+    def trace(self, traffic, *args, packet_header=True):
         """Runs kproxy trace in node 1 with args, starts traffic() once it
         says it is armed, and returns what it printed."""
         lab = self.lab
@@ -480,7 +480,8 @@ class Suite:
                 p.wait()
         self.assertEqual(p.returncode, 0, err)
         self.assertNotIn("kproxy-trace", lab.run(["nft", "list", "tables"], ns="n1").stdout)
-        self.assertIn("packet 1:", out, err)
+        if packet_header:
+            self.assertIn("packet 1:", out, err)
         return out
 
     def test_02c_trace_names_the_rule_that_decided(self):
@@ -522,6 +523,23 @@ class Suite:
         else:
             self.assertIn("KUBE-SERVICES: end of chain", out)
             self.assertNotIn("DNAT", out)
+
+    def test_02f_trace_json(self):
+        """kproxy trace --output json: an object per event, a line each."""
+        out = self.trace(lambda: self.client("10.96.0.10", 80, 1, ns="p-a4"), "--destination", "10.96.0.10:80",
+                         "--output", "json", packet_header=False)
+        events = [json.loads(l) for l in out.splitlines()]
+        self.assertTrue(events and all(e["packet"] == 1 for e in events), out)
+        nat = [e for e in events if e["verdict"] == "accept" and e["rule"] and
+               ("dnat to" in e["rule"] or "-j DNAT" in e["rule"])]
+        self.assertEqual(len(nat), 1, out)
+        self.assertEqual(nat[0]["type"], "rule")
+        self.assertGreater(nat[0]["handle"], 0)
+        # The packet's addresses come with its first event in a hook: the
+        # client's before the DNAT, the endpoint's after it.
+        now = [e["packetNow"] for e in events if e["packetNow"]]
+        self.assertTrue(now and now[0].startswith(self.ip["a4"] + ":") and "-> 10.96.0.10:80 tcp" in now[0], now)
+        self.assertTrue(any("-> 10.244." in n for n in now[1:]), now)
 
     def test_02d_trace_leaves_nothing_armed(self):
         lab = self.lab
