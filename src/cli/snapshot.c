@@ -15,10 +15,9 @@
 #include "kube/client.h"
 #include "kube/intake.h"
 #include "kube/kubeconfig.h"
+#include "kube/sources.h"
 #include "util/cleanup.h"
 #include "util/log.h"
-
-#define SELECTOR "!service.kubernetes.io/headless,!service.kubernetes.io/service-proxy-name"
 
 struct snapshot {
         struct ev_loop *loop;
@@ -74,14 +73,8 @@ int cli_snapshot(const struct kproxy_config *c, const char *node, uint64_t timeo
         if (r < 0)
                 goto out;
         kube_client_set_rate(client, c->qps, c->burst);
-        snprintf(field, sizeof field, "metadata.name=%s", node);
-        const struct kube_watch_opts opts[_INTAKE_SOURCE_MAX] = {
-                [INTAKE_SERVICES] = {"/api/v1/services", SELECTOR, NULL, 0, 0, NULL},
-                [INTAKE_SLICES] = {"/apis/discovery.k8s.io/v1/endpointslices", SELECTOR, NULL, 0, 0, NULL},
-                [INTAKE_NODE] = {"/api/v1/nodes", NULL, field, 0, 0, NULL},
-                [INTAKE_SERVICE_CIDRS] = {"/apis/networking.k8s.io/v1/servicecidrs", NULL, NULL, 0, 0, NULL,
-                                          .optional = true},
-        };
+        struct kube_watch_opts opts[_INTAKE_SOURCE_MAX];
+        kube_sources(node, 0, NULL, field, opts);
         for (int i = 0; i < _INTAKE_SOURCE_MAX; i++) {
                 sources[i] = (struct source) {&s, (enum intake_source) i};
                 s.wanted |= 1u << i;

@@ -22,6 +22,7 @@
 #include "http/mhd.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
+#include "kube/sources.h"
 #include "proxy/backend.h"
 #include "proxy/proxier.h"
 #include "proxy/setup.h"
@@ -31,7 +32,6 @@
 
 /* Upstream's informer selectors: services that another proxy serves, and
  * headless ones, never reach the proxier. */
-#define SELECTOR "!service.kubernetes.io/headless,!service.kubernetes.io/service-proxy-name"
 
 struct source {
         struct proxier *proxier;
@@ -318,16 +318,8 @@ static int start_watches(struct daemon *d, const struct kproxy_config *c, const 
                 kube_client_set_observer(d->client, on_api_request, d->metrics);
                 metrics_api_transport(d->metrics);
         }
-        snprintf(field, sizeof field, "metadata.name=%s", node);
-        const struct kube_watch_opts watches[_INTAKE_SOURCE_MAX] = {
-                [INTAKE_SERVICES] = {"/api/v1/services", SELECTOR, NULL, 0, o->watch_idle_timeout_ms, on_kube_keys},
-                [INTAKE_SLICES] = {"/apis/discovery.k8s.io/v1/endpointslices", SELECTOR, NULL, 0,
-                                   o->watch_idle_timeout_ms, on_kube_keys},
-                [INTAKE_NODE] = {"/api/v1/nodes", NULL, field, 0, o->watch_idle_timeout_ms, on_kube_keys},
-                /* Optional: an API server older than 1.33 answers 404. */
-                [INTAKE_SERVICE_CIDRS] = {"/apis/networking.k8s.io/v1/servicecidrs", NULL, NULL, 0,
-                                          o->watch_idle_timeout_ms, on_kube_keys, .optional = true},
-        };
+        struct kube_watch_opts watches[_INTAKE_SOURCE_MAX];
+        kube_sources(node, o->watch_idle_timeout_ms, on_kube_keys, field, watches);
         for (int i = 0; i < _INTAKE_SOURCE_MAX; i++) {
                 if (i == INTAKE_SERVICE_CIDRS && !service_cidrs)
                         continue;
