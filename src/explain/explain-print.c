@@ -38,10 +38,9 @@ static void print_endpoints(const json_t *eps, FILE *out) {
         json_array_foreach(eps, i, e) {
                 const char *node = s(e, "node");
                 bool sel = json_is_true(json_object_get(e, "selected"));
-                fprintf(out, "%-13s%-24s %5.1f%%  %-14s %s%s%s\n", shown++ ? "" : "endpoints", s(e, "address"),
+                fprintf(out, "%-13s%-24s %5.1f%%  %-14s %s%s\n", shown++ ? "" : "endpoints", s(e, "address"),
                         100.0 * json_real_value(json_object_get(e, "probability")), *node ? node : "(no node)",
-                        s(e, "why"), sel && json_is_true(json_object_get(e, "masquerade")) ? ", masqueraded" : "",
-                        *s(e, "chain") ? "" : "");
+                        s(e, "why"), sel && json_is_true(json_object_get(e, "masquerade")) ? ", masqueraded" : "");
                 if (*s(e, "chain"))
                         fprintf(out, "%-13s  chain %s\n", "", s(e, "chain"));
         }

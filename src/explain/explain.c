@@ -266,9 +266,8 @@ static void locate(struct explain_ctx *c) {
 
 /* ---- The endpoints. ---- */
 
-static const char *endpoint_node(const struct explain_ctx *c, const struct endpoint *e) {
-        size_t n;
-        _cleanup_free_ const struct slice **slices = model_service_slices(c->m, c->svc->key, &n);
+/* The node of endpoint e, from the service's slices. */
+static const char *endpoint_node(const struct slice *const *slices, size_t n, const struct endpoint *e) {
         for (size_t i = 0; i < n; i++) {
                 const struct slice *s = slices[i];
                 if (s->family != e->addr.family)
@@ -331,6 +330,10 @@ int explain_fill_endpoints(struct explain_ctx *c) {
         for (size_t i = 0; !c->chain_local && i < e->n_all; i++)
                 if (e->all[i].ready && !in_list(list, n, &e->all[i]) && n > 0 && list[0]->ready)
                         topology = true;
+        size_t n_slices;
+        _cleanup_free_ const struct slice **slices = model_service_slices(c->m, c->svc->key, &n_slices);
+        if (!slices && n_slices > 0)
+                return -ENOMEM;
         r->eps = calloc(e->n_all ? e->n_all : 1, sizeof *r->eps);
         if (!r->eps)
                 return -ENOMEM;
@@ -348,7 +351,7 @@ int explain_fill_endpoints(struct explain_ctx *c) {
                                 continue;
                         struct explain_endpoint *x = &r->eps[r->n_eps++];
                         memcpy(x->addr, ep->str, sizeof x->addr);
-                        x->node = endpoint_node(c, ep);
+                        x->node = endpoint_node(slices, n_slices, ep);
                         x->ready = ep->ready;
                         x->serving = ep->serving;
                         x->terminating = ep->terminating;
