@@ -23,8 +23,8 @@ static json_t *query_json(const struct explain_query *q, const struct explain_re
 }
 
 static json_t *endpoint_json(const struct explain_endpoint *e) {
-        return json_pack("{s:s, s:o, s:b, s:f, s:s, s:b, s:b, s:b, s:b, s:b, s:s, s:s}", "address", e->addr, "node",
-                         str_or_null(e->node), "selected", e->selected, "probability", e->probability,
+        return json_pack("{s:s, s:o, s:o, s:b, s:f, s:s, s:b, s:b, s:b, s:b, s:b, s:s, s:s}", "address", e->addr,
+                         "node", str_or_null(e->node), "zone", str_or_null(e->zone), "selected", e->selected, "probability", e->probability,
                          "ruleProbability", e->rule_probability, "ready", e->ready, "serving", e->serving,
                          "terminating", e->terminating, "local", e->local, "masquerade", e->masquerade, "why", e->why,
                          "chain", e->chain);

@@ -36,11 +36,14 @@ static void print_endpoints(const json_t *eps, FILE *out) {
         size_t i, shown = 0;
         const json_t *e;
         json_array_foreach(eps, i, e) {
-                const char *node = s(e, "node");
+                const char *node = s(e, "node"), *zone = s(e, "zone");
+                char place[160];
                 bool sel = json_is_true(json_object_get(e, "selected"));
+                snprintf(place, sizeof place, "%s%s%s%s", *node ? node : "(no node)", *zone ? " (" : "", zone,
+                         *zone ? ")" : "");
                 fprintf(out, "%-13s%-24s %5.1f%%  %-14s %s%s\n", shown++ ? "" : "endpoints", s(e, "address"),
-                        100.0 * json_real_value(json_object_get(e, "probability")), *node ? node : "(no node)",
-                        s(e, "why"), sel && json_is_true(json_object_get(e, "masquerade")) ? ", masqueraded" : "");
+                        100.0 * json_real_value(json_object_get(e, "probability")), place, s(e, "why"),
+                        sel && json_is_true(json_object_get(e, "masquerade")) ? ", masqueraded" : "");
                 if (*s(e, "chain"))
                         fprintf(out, "%-13s  chain %s\n", "", s(e, "chain"));
         }

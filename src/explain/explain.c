@@ -266,19 +266,22 @@ static void locate(struct explain_ctx *c) {
 
 /* ---- The endpoints. ---- */
 
-/* The node of endpoint e, from the service's slices. */
-static const char *endpoint_node(const struct slice *const *slices, size_t n, const struct endpoint *e) {
+/* The node and zone of endpoint e, from the service's slices. */
+static void endpoint_place(const struct slice *const *slices, size_t n, const struct endpoint *e,
+                           struct explain_endpoint *x) {
         for (size_t i = 0; i < n; i++) {
                 const struct slice *s = slices[i];
                 if (s->family != e->addr.family)
                         continue;
                 for (size_t k = 0; k < s->n_endpoints; k++) {
                         struct inet_addr a = slice_endpoint_addr(s, k);
-                        if (inet_addr_equal(&a, &e->addr))
-                                return slice_endpoint_node(&s->endpoints[k]);
+                        if (inet_addr_equal(&a, &e->addr)) {
+                                x->node = slice_endpoint_node(&s->endpoints[k]);
+                                x->zone = slice_endpoint_zone(s, &s->endpoints[k]);
+                                return;
+                        }
                 }
         }
-        return NULL;
 }
 
 static bool in_list(struct endpoint *const *v, size_t n, const struct endpoint *e) {
@@ -351,7 +354,8 @@ int explain_fill_endpoints(struct explain_ctx *c) {
                                 continue;
                         struct explain_endpoint *x = &r->eps[r->n_eps++];
                         memcpy(x->addr, ep->str, sizeof x->addr);
-                        x->node = endpoint_node(slices, n_slices, ep);
+                        x->node = x->zone = NULL;
+                        endpoint_place(slices, n_slices, ep, x);
                         x->ready = ep->ready;
                         x->serving = ep->serving;
                         x->terminating = ep->terminating;

@@ -99,6 +99,7 @@ enum explain_entry {
 struct explain_endpoint {
         char addr[ENDPOINT_STRLEN];
         const char *node;               /* borrowed from the model; NULL: none given */
+        const char *zone;               /* its node's zone as its slice says; borrowed; NULL: none */
         bool ready, serving, terminating, local;
         bool selected;                  /* in the set the connection is sent to */
         double probability;             /* of being picked */

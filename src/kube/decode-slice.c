@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * EndpointSlices (discovery.k8s.io/v1): the owning service's label, the
- * address type, ports, and each endpoint's address, conditions, node and
- * topology hints. An endpoint without addresses is left out, as upstream
+ * address type, ports, and each endpoint's address, conditions, node, zone
+ * and topology hints. An endpoint without addresses is left out, as upstream
  * does; FQDN slices are KUBE_IGNORED.
  */
 #include "kube/decode.h"
@@ -57,6 +57,39 @@ static int decode_hints(const json_t *arr, char ***ret, uint16_t *ret_n, bool la
         return r;
 }
 
+/* The endpoint's zone, kept once per slice: a slice's endpoints share a
+ * few. It is only shown (explain), never routed on, so a slice with more
+ * than 255 different zones keeps the rest unset rather than losing the
+ * slice. */
+static int decode_zone(const json_t *e, struct slice *s, struct slice_endpoint *ep, char *err, const char *path) {
+        const char *zone;
+        char sub[96];
+        snprintf(sub, sizeof sub, "%s.", path);
+        int r = kube_field_str(e, "zone", &zone, err, sub);
+        if (r < 0 || !zone || !*zone)
+                return r;
+        if (kube_valid_label_value(zone) < 0)
+                return kube_field_fail(err, "%s.zone: \"%.64s\" is not a valid label value", path, zone);
+        uint32_t id = intern(zone);
+        for (size_t i = 0; i < s->n_zones; i++)
+                if (s->zones[i] == id) {
+                        intern_release(id);
+                        ep->zone = (uint8_t) (i + 1);
+                        return 0;
+                }
+        if (s->n_zones == UINT8_MAX) {
+                intern_release(id);
+                return 0;
+        }
+        uint32_t *more = realloc(s->zones, (s->n_zones + 1) * sizeof *s->zones);
+        if (!more)
+                abort();
+        s->zones = more;
+        s->zones[s->n_zones++] = id;
+        ep->zone = s->n_zones;
+        return 0;
+}
+
 /* Decodes endpoint e into the slice's next one (s->n_endpoints); its
  * hints, if any, go to the slice's list. */
 static int decode_slice_endpoint(const json_t *e, struct slice *s, bool *ret_skip, char *err, const char *path) {
@@ -106,6 +139,8 @@ static int decode_slice_endpoint(const json_t *e, struct slice *s, bool *ret_ski
                 ep->node = intern(node);
         }
 
+        if ((r = decode_zone(e, s, ep, err, path)) < 0)
+                return r;
         if ((r = kube_field_object(e, "hints", &hints, err, sub)) < 0)
                 return r;
         snprintf(sub, sizeof sub, "%s.hints.", path);

@@ -112,6 +112,9 @@ struct slice *slice_free(struct slice *s) {
         for (size_t i = 0; i < s->n_hints; i++)
                 endpoint_hints_done(&s->hints[i]);
         free(s->hints);
+        for (size_t i = 0; i < s->n_zones; i++)
+                intern_release(s->zones[i]);
+        free(s->zones);
         if (!s->packed) {
                 for (size_t i = 0; i < s->n_ports; i++)
                         free(s->ports[i].name);
@@ -198,10 +201,13 @@ struct slice *slice_pack(struct slice *s) {
         p->service_key = pack_str(&k, s->service_key);
         for (size_t i = 0; i < s->n_ports; i++)
                 p->ports[i].name = pack_str(&k, s->ports[i].name);
-        /* The copy owns the node names' references and the hints now. */
+        /* The copy owns the node names' references, the hints and the
+         * zones now. */
         s->n_endpoints = 0;
         s->hints = NULL;
         s->n_hints = 0;
+        s->zones = NULL;
+        s->n_zones = 0;
         slice_free(s);
         return p;
 }

@@ -90,6 +90,7 @@ struct endpoint_hints {
 struct slice_endpoint {
         uint32_t node;          /* its node name's number (util/intern.h); 0: unset */
         uint16_t hints;         /* 1 + its index in the slice's hints; 0: none, as nearly always */
+        uint8_t zone;           /* 1 + its index in the slice's zones; 0: unset */
         bool ready : 1, serving : 1, terminating : 1;
 };
 
@@ -100,10 +101,12 @@ struct slice {
         struct slice_endpoint *endpoints;
         uint8_t *addrs;         /* the endpoints' addresses[0], slice_addr_len() bytes each */
         struct endpoint_hints *hints;   /* of the endpoints that have any */
+        uint32_t *zones;        /* its endpoints' zones (interned), each once; at most 255 */
         double trigger_time;    /* annotation endpoints.kubernetes.io/last-change-trigger-time (Unix s), or 0 */
         uint32_t n_endpoints;
         uint16_t n_ports;       /* the API allows 100 */
         uint16_t n_hints;       /* decode.c refuses more than fit */
+        uint8_t n_zones;
         uint8_t family;         /* 4 or 6 (FQDN slices are not decoded) */
         bool packed;            /* one allocation (but hints): slice_pack() */
 };
@@ -127,6 +130,11 @@ static inline void slice_endpoint_set_addr(struct slice *s, size_t i, const stru
 /* The name of the endpoint's node, or NULL. */
 static inline const char *slice_endpoint_node(const struct slice_endpoint *e) {
         return interned(e->node);
+}
+
+/* The zone of the endpoint's node as the slice gives it, or NULL. */
+static inline const char *slice_endpoint_zone(const struct slice *s, const struct slice_endpoint *e) {
+        return e->zone ? interned(s->zones[e->zone - 1]) : NULL;
 }
 
 void endpoint_hints_done(struct endpoint_hints *h);

@@ -76,7 +76,8 @@ P80 = [("p80", 80, "TCP")]
 
 def explain(items, src, dst, *extra, mode="iptables", proto="tcp"):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": items + [NODE]}, f)
+        own_node = any(i["kind"] == "Node" for i in items)
+        json.dump({"apiVersion": "v1", "kind": "List", "items": items + ([] if own_node else [NODE])}, f)
     try:
         out = subprocess.run([KPROXY, "explain", *HOST, *MODES[mode], *extra, "--source", src, "--destination", dst,
                               "--protocol", proto, "--output", "json", f.name],
@@ -293,6 +294,28 @@ class Reasons(unittest.TestCase):
         # iptables: the first endpoint's rule has 1/2, the last none
         probs = [e["ruleProbability"] for e in j["endpoints"] if e["selected"]]
         self.assertEqual(probs, ["0.5000000000", ""])
+
+    def test_endpoint_zones_and_topology_hints(self):
+        """Each endpoint's zone as its slice says; the hints pick this
+        node's zone's endpoints, and say why the others are out."""
+        node = json.loads(json.dumps(NODE))
+        node["metadata"]["labels"] = {"topology.kubernetes.io/zone": "zone-a"}
+        sl = slice_("ns1", "zoned", 1, [ep("10.180.0.1", "test-node"), ep("10.180.1.1", "host1"),
+                                        ep("10.180.2.1", "host2")], [("p80", 8080, "TCP")])
+        for e, zone in zip(sl["endpoints"], ("zone-a", "zone-b", None)):
+            if zone:
+                e["zone"] = zone
+                e["hints"] = {"forZones": [{"name": zone}]}
+        sl["endpoints"][2]["hints"] = {"forZones": [{"name": "zone-a"}]}
+        items = [service("ns1", "zoned", "172.30.0.50", P80), sl, node]
+        for mode in ("iptables", "nftables"):
+            j = explain(items, "10.0.0.5", "172.30.0.50:80", mode=mode)
+            by = {e["address"]: e for e in j["endpoints"]}
+            self.assertEqual({a: (e["zone"], e["selected"]) for a, e in by.items()},
+                             {"10.180.0.1:8080": ("zone-a", True), "10.180.1.1:8080": ("zone-b", False),
+                              "10.180.2.1:8080": (None, True)}, mode)
+            self.assertIn("another zone", by["10.180.1.1:8080"]["why"])
+            self.assertIn("zone-a (topology)", by["10.180.0.1:8080"]["why"])
 
     def test_local_policy_picks_local_endpoints(self):
         j = explain(self.items, "203.0.113.2", "1.2.3.4:80")

@@ -227,13 +227,19 @@ static void test_decode_slice(void) {
                         "\"labels\":{\"kubernetes.io/service-name\":\"web\"}},\"addressType\":\"IPv4\","
                         "\"ports\":[{\"name\":\"http\",\"port\":8080,\"protocol\":\"TCP\"},{\"name\":\"x\"}],"
                         "\"endpoints\":[{\"addresses\":[\"10.0.0.1\"],\"conditions\":{\"ready\":false,\"terminating\":true},"
-                        "\"nodeName\":\"n1\",\"hints\":{\"forZones\":[{\"name\":\"z1\"}]}},{\"addresses\":[]},"
-                        "{\"addresses\":[\"10.0.0.2\"]}]}");
+                        "\"nodeName\":\"n1\",\"zone\":\"za\",\"hints\":{\"forZones\":[{\"name\":\"z1\"}]}},"
+                        "{\"addresses\":[]},{\"addresses\":[\"10.0.0.2\"]},"
+                        "{\"addresses\":[\"10.0.0.3\"],\"zone\":\"zb\"},{\"addresses\":[\"10.0.0.4\"],\"zone\":\"za\"}]}");
         CHECK(kube_decode_slice(j, &s, err) == 0);
         if (s) {
                 CHECK_STREQ(s->service_key, "ns/web");
                 CHECK(s->family == 4 && s->n_ports == 2 && s->ports[1].port == 0);
-                CHECK(s->n_endpoints == 2);
+                CHECK(s->n_endpoints == 4);
+                /* Zones are kept once per slice. */
+                CHECK(s->n_zones == 2 && !slice_endpoint_zone(s, &s->endpoints[1]));
+                CHECK_STREQ(slice_endpoint_zone(s, &s->endpoints[0]), "za");
+                CHECK_STREQ(slice_endpoint_zone(s, &s->endpoints[2]), "zb");
+                CHECK(s->endpoints[3].zone == s->endpoints[0].zone);
                 CHECK(!s->endpoints[0].ready && s->endpoints[0].serving && s->endpoints[0].terminating);
                 /* Hints live in the slice: only endpoints that have some point there. */
                 const struct endpoint_hints *h = slice_endpoint_hints(s, &s->endpoints[0]);
@@ -254,6 +260,29 @@ static void test_decode_slice(void) {
         json_decref(j);
         j = obj("{\"metadata\":{\"name\":\"web-abc\",\"namespace\":\"ns\"},\"addressType\":\"IPv4\"}");
         CHECK(kube_decode_slice(j, &s, err) == -EINVAL && strstr(err, "kubernetes.io/service-name"));
+        json_decref(j);
+        j = obj("{\"metadata\":{\"name\":\"web-abc\",\"namespace\":\"ns\",\"labels\":{\"kubernetes.io/service-name\":\"web\"}},"
+                "\"addressType\":\"IPv4\",\"endpoints\":[{\"addresses\":[\"10.0.0.1\"],\"zone\":\"not a zone\"}]}");
+        CHECK(kube_decode_slice(j, &s, err) == -EINVAL && strstr(err, "endpoints[0].zone"));
+        json_decref(j);
+        /* A slice of 300 zones: the first 255 kept, the rest unset, the slice whole. */
+        json_t *eps = json_array();
+        for (int i = 0; i < 300; i++) {
+                char a[32], z[16];
+                snprintf(a, sizeof a, "10.1.%d.%d", i / 250, i % 250 + 1);
+                snprintf(z, sizeof z, "z%d", i);
+                json_array_append_new(eps, json_pack("{s:[s], s:s}", "addresses", a, "zone", z));
+        }
+        j = obj("{\"metadata\":{\"name\":\"many\",\"namespace\":\"ns\",\"labels\":{\"kubernetes.io/service-name\":\"web\"}},"
+                "\"addressType\":\"IPv4\"}");
+        json_object_set_new(j, "endpoints", eps);
+        s = NULL;
+        CHECK(kube_decode_slice(j, &s, err) == 0 && s && s->n_endpoints == 300 && s->n_zones == 255);
+        if (s) {
+                CHECK_STREQ(slice_endpoint_zone(s, &s->endpoints[254]), "z254");
+                CHECK(!slice_endpoint_zone(s, &s->endpoints[255]));
+        }
+        slice_free(s);
         json_decref(j);
 
         /* 64 zone hints fit the endpoint's 16-bit count; 65 are refused, by name. */
