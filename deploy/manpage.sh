@@ -44,7 +44,8 @@ says what the proxy does with one connection and why (the verdict, the
 endpoints and their chances, masquerading, the chain walk), from a cluster
 state, the API server or the running daemon;
 .B kproxy trace
-prints the kernel's own walk of real packets through every nf_tables table.
+prints the kernel's own walk of real packets through every table (nf_tables
+and legacy iptables).
 Each has its own \\-\\-help.
 .SH "EXIT STATUS"
 The daemon exits 0, or 1 for any error (a flag, the configuration file, the

@@ -42,6 +42,24 @@ int sysctl_read_u64(const char *root, const char *path, uint64_t *ret) {
         return 0;
 }
 
+int sysctl_read_word(const char *root, const char *path, char *out, size_t len) {
+        char p[4096];
+        int r = full_path(root, path, p, sizeof p);
+        if (r < 0)
+                return r;
+        if (len == 0)
+                return -EINVAL;
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, out, len - 1);
+        if (n < 0)
+                return -errno;
+        out[n] = '\0';
+        out[strcspn(out, " \t\n")] = '\0';
+        return out[0] ? 0 : -EINVAL;
+}
+
 int sysctl_write(const char *root, const char *path, const char *value) {
         char p[4096];
         int r = full_path(root, path, p, sizeof p);

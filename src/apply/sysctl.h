@@ -12,6 +12,7 @@
  * tests set (sysctl_root()).
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* $KPROXY_SYSROOT, or NULL. */
@@ -20,6 +21,10 @@ const char *sysctl_root(void);
 /* Reads a decimal value (the first number in the file). Returns 0, -errno,
  * or -EINVAL when the file holds no number. */
 int sysctl_read_u64(const char *root, const char *path, uint64_t *ret);
+
+/* Reads the first word of the file into out (len bytes, NUL-terminated;
+ * a longer word is cut). Returns 0, -errno, or -EINVAL when it is empty. */
+int sysctl_read_word(const char *root, const char *path, char *out, size_t len);
 
 /* Writes value, as `echo value > path` would. Returns 0 or -errno. */
 int sysctl_write(const char *root, const char *path, const char *value);

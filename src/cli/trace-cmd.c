@@ -2,8 +2,8 @@
 /*
  * `kproxy trace`: arms a trace of the packets that match the filter
  * (trace/trace.h), says so on stderr, and prints each packet's walk
- * through this network namespace's nf_tables tables until the packet or
- * time limit, SIGINT or SIGTERM.
+ * through this network namespace's tables (nf_tables' and the legacy
+ * x_tables') until the packet or time limit, SIGINT or SIGTERM.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -105,8 +105,8 @@ static const struct config_extra_flag trace_flags[] = {
 
 static const char trace_usage[] =
         "Usage: kproxy trace [flags] --destination IP[:PORT] [--source IP[:PORT]]\n\n"
-        "Trace real packets through this node's nf_tables tables (kproxy's and\n"
-        "everyone else's: iptables-nft, a CNI's, a firewall's): it arms a trace\n"
+        "Trace real packets through this node's tables (kproxy's and everyone\n"
+        "else's: iptables-nft, iptables-legacy, a CNI's, a firewall's): it arms a trace\n"
         "for the packets that match, waits for them (reproduce the problem now),\n"
         "and prints every chain and rule each passed, with the rule's text and\n"
         "the kernel's verdict, as the kernel reports it. Only the first\n"

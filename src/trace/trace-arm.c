@@ -156,9 +156,7 @@ static void base_chain(char *buf, size_t *off, uint8_t nfproto, uint32_t seq, co
         done(off, n);
 }
 
-/* Sends the batch in buf and reads one ack per message (seq first..last).
- * Returns 0 or the first error. */
-static int send_batch(struct mnl_socket *nl, char *buf, size_t len, uint32_t first, uint32_t last) {
+int trace_nl_send(struct mnl_socket *nl, char *buf, size_t len, uint32_t first, uint32_t last) {
         char rbuf[MNL_SOCKET_BUFFER_SIZE];
         uint32_t portid = mnl_socket_get_portid(nl);
         int err = 0;
@@ -184,7 +182,7 @@ static int send_batch(struct mnl_socket *nl, char *buf, size_t len, uint32_t fir
         return err;
 }
 
-static uint32_t next_seq(void) {
+uint32_t trace_nl_seq(void) {
         static uint32_t seq;
         if (seq == 0)
                 seq = (uint32_t) time(NULL);
@@ -195,7 +193,7 @@ int trace_arm(struct mnl_socket *nl, const struct trace_filter *f) {
         char *buf = calloc(1, 16384);
         size_t off = 0;
         uint8_t nfproto = f->family == 6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
-        uint32_t seq = next_seq(), first = seq + 1;
+        uint32_t seq = trace_nl_seq(), first = seq + 1;
         struct nlmsghdr *n;
         int r;
 
@@ -214,7 +212,7 @@ int trace_arm(struct mnl_socket *nl, const struct trace_filter *f) {
         rule(buf, &off, nfproto, ++seq, "output", f);
         n = msg(buf, &off, NFNL_MSG_BATCH_END, 0, NFPROTO_UNSPEC, seq + 1, NFNL_SUBSYS_NFTABLES);
         done(&off, n);
-        r = send_batch(nl, buf, off, first, seq);
+        r = trace_nl_send(nl, buf, off, first, seq);
         free(buf);
         return r;
 }
@@ -222,7 +220,7 @@ int trace_arm(struct mnl_socket *nl, const struct trace_filter *f) {
 int trace_disarm(struct mnl_socket *nl, uint8_t family) {
         char buf[1024];
         size_t off = 0;
-        uint32_t seq = next_seq();
+        uint32_t seq = trace_nl_seq();
         struct nlmsghdr *n = msg(buf, &off, NFNL_MSG_BATCH_BEGIN, 0, NFPROTO_UNSPEC, seq, NFNL_SUBSYS_NFTABLES);
         done(&off, n);
         n = msg(buf, &off, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELTABLE, NLM_F_ACK,
@@ -231,5 +229,5 @@ int trace_disarm(struct mnl_socket *nl, uint8_t family) {
         done(&off, n);
         n = msg(buf, &off, NFNL_MSG_BATCH_END, 0, NFPROTO_UNSPEC, seq + 2, NFNL_SUBSYS_NFTABLES);
         done(&off, n);
-        return send_batch(nl, buf, off, seq + 1, seq + 1);
+        return trace_nl_send(nl, buf, off, seq + 1, seq + 1);
 }

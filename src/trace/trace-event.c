@@ -60,9 +60,7 @@ static uint32_t u32(const struct nlattr *a) {
         return a && mnl_attr_get_payload_len(a) == 4 ? ntohl(mnl_attr_get_u32(a)) : 0;
 }
 
-static void tuple(struct trace_event *e, const struct nlattr *nh, const struct nlattr *th) {
-        const uint8_t *p = nh ? mnl_attr_get_payload(nh) : NULL;
-        size_t n = nh ? mnl_attr_get_payload_len(nh) : 0;
+void trace_event_headers(struct trace_event *e, const uint8_t *p, size_t n, const uint8_t *t, size_t tn) {
         if (e->family == 4 && n >= 20 && (p[0] >> 4) == 4) {
                 e->src = (struct inet_addr) {.family = 4};
                 e->dst = (struct inet_addr) {.family = 4};
@@ -79,12 +77,16 @@ static void tuple(struct trace_event *e, const struct nlattr *nh, const struct n
                 return;
         }
         e->has_tuple = true;
-        const uint8_t *t = th ? mnl_attr_get_payload(th) : NULL;
-        if (t && mnl_attr_get_payload_len(th) >= 4 &&
-            (e->proto == IPPROTO_TCP || e->proto == IPPROTO_UDP || e->proto == IPPROTO_SCTP)) {
+        if (t && tn >= 4 && (e->proto == IPPROTO_TCP || e->proto == IPPROTO_UDP || e->proto == IPPROTO_SCTP)) {
                 e->sport = (uint16_t) (t[0] << 8 | t[1]);
                 e->dport = (uint16_t) (t[2] << 8 | t[3]);
         }
+}
+
+static void tuple(struct trace_event *e, const struct nlattr *nh, const struct nlattr *th) {
+        if (nh)
+                trace_event_headers(e, mnl_attr_get_payload(nh), mnl_attr_get_payload_len(nh),
+                                    th ? mnl_attr_get_payload(th) : NULL, th ? mnl_attr_get_payload_len(th) : 0);
 }
 
 int trace_event_parse(const struct nlmsghdr *n, struct trace_event *ret) {

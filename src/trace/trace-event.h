@@ -18,7 +18,9 @@ struct trace_event {
         uint8_t family;                 /* 4 or 6 */
         char table[64];
         char chain[256];
-        uint64_t handle;                /* the rule's; 0: none (a policy, a return) */
+        uint64_t handle;                /* the rule's; 0: none (a policy, a return); in an
+                                         * x_tables event, the rule's number in its chain */
+        bool xt;                        /* from an x_tables (iptables-legacy) table: trace-xt.c */
         uint32_t type;                  /* NFT_TRACETYPE_RULE, _RETURN, _POLICY */
         int32_t verdict;                /* NF_ACCEPT, NF_DROP, NFT_JUMP, ...; for policy: the policy */
         bool has_verdict;
@@ -35,5 +37,9 @@ struct trace_event {
 /* Decodes n. Returns 0, 1 when n is not a trace notification, or -EINVAL
  * for a malformed one. */
 int trace_event_parse(const struct nlmsghdr *n, struct trace_event *ret);
+/* Reads the addresses, protocol and ports into e (of e->family) from a
+ * network header (n bytes) and the transport header after it (tn bytes;
+ * t may be NULL); sets has_tuple when the network header is whole. */
+void trace_event_headers(struct trace_event *e, const uint8_t *net, size_t n, const uint8_t *t, size_t tn);
 /* "accept", "drop", "jump", "goto", "return", "continue", ... */
 const char *trace_verdict_name(int32_t verdict);

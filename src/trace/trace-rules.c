@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "apply/exec.h"
+#include "apply/iptables-backend.h"
 #include "util/buf.h"
 #include "util/hmap.h"
 
@@ -136,6 +137,66 @@ static int parse_listing(struct trace_rules *r, const char *list, const char *wa
         return 0;
 }
 
+/* iptables-legacy-save's lines of one family: "*table", ":CHAIN POLICY
+ * [..]" and "-A CHAIN ...", a chain's rules together and in order; the
+ * kernel numbers them from 1. A chain's policy is kept as its rule 0. */
+static int parse_legacy(struct trace_rules *r, char v, const char *save) {
+        char table[64] = "", chain[256] = "", key[400];
+        size_t i = 0;
+        int k = 0;
+        for (const char *p = save; *p && k == 0;) {
+                size_t n = strcspn(p, "\n");
+                if (p[0] == '*' && n < sizeof table) {
+                        snprintf(table, sizeof table, "%.*s", (int) n - 1, p + 1);
+                        chain[0] = '\0';
+                } else if (p[0] == ':') {
+                        size_t cl = strcspn(p + 1, " \n");
+                        if (cl + 2 < n && cl < sizeof chain) {
+                                snprintf(key, sizeof key, "x%c %s %.*s 0", v, table, (int) cl, p + 1);
+                                k = add(r, key, p + 2 + cl, strcspn(p + 2 + cl, " \n"));
+                        }
+                } else if (n > 3 && strncmp(p, "-A ", 3) == 0) {
+                        size_t cl = strcspn(p + 3, " \n");
+                        if (cl < sizeof chain) {
+                                if (strlen(chain) != cl || strncmp(chain, p + 3, cl) != 0) {
+                                        snprintf(chain, sizeof chain, "%.*s", (int) cl, p + 3);
+                                        i = 0;
+                                }
+                                snprintf(key, sizeof key, "x%c %s %s %zu", v, table, chain, ++i);
+                                k = add(r, key, p, n);
+                        }
+                }
+                p += n + (p[n] == '\n');
+        }
+        return k;
+}
+
+/* The legacy tables' rules, where the family has any. */
+static int load_legacy(struct trace_rules *r) {
+        struct iptables_tools tools;
+        if (iptables_tools_find(IPTABLES_BACKEND_LEGACY, &tools) < 0)
+                return 0;
+        for (uint8_t fam = 4; fam <= 6; fam += 2) {
+                static const char *const tables[] = {"raw", "mangle", "nat", "filter", "security"};
+                bool any = false;
+                for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
+                        any = any || iptables_legacy_table_exists(fam, tables[t]);
+                if (!any)
+                        continue;
+                const char *argv[] = {iptables_tool_name(&tools, fam, IPTABLES_TOOL_SAVE), NULL};
+                struct buf out = BUF_INIT;
+                int k = 0;
+                if (exec_run(argv, NULL, 0, &out, NULL) == 0 && out.data) {
+                        buf_putc(&out, '\0');
+                        k = parse_legacy(r, fam == 6 ? '6' : '4', out.data);
+                }
+                buf_done(&out);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
 int trace_rules_load(struct trace_rules **ret) {
         static const char *const nft[] = {"nft", "-a", "list", "ruleset", NULL};
         static const char *const save4[] = {"iptables-nft-save", NULL};
@@ -158,6 +219,8 @@ int trace_rules_load(struct trace_rules **ret) {
                 buf_putc(&s6, '\0');
                 k = parse_listing(r, list.data, warn.data, s4.data, s6.data);
         }
+        if (k == 0)
+                k = load_legacy(r);
         buf_done(&list);
         buf_done(&warn);
         buf_done(&s4);
@@ -192,6 +255,14 @@ const char *trace_rules_find(const struct trace_rules *r, uint8_t family, const 
         char key[400];
         snprintf(key, sizeof key, "%c %s %s %llu", family == 6 ? '6' : '4', table, chain,
                  (unsigned long long) handle);
+        const struct rule *x = r ? hmap_get(&r->by_key, key) : NULL;
+        return x ? x->text : NULL;
+}
+
+const char *trace_rules_find_xt(const struct trace_rules *r, uint8_t family, const char *table, const char *chain,
+                                unsigned number) {
+        char key[400];
+        snprintf(key, sizeof key, "x%c %s %s %u", family == 6 ? '6' : '4', table, chain, number);
         const struct rule *x = r ? hmap_get(&r->by_key, key) : NULL;
         return x ? x->text : NULL;
 }

@@ -27,6 +27,7 @@
 #include "trace/trace-arm.h"
 #include "trace/trace-event.h"
 #include "trace/trace-rules.h"
+#include "trace/trace-xt.h"
 #include "util/log.h"
 
 #define GRACE_MS 300    /* after the last packet: the rest of its walk (later hooks) */
@@ -44,6 +45,8 @@ struct tracer {
         bool have_first;
         struct trace_event last;        /* the packet's addresses as last printed */
         uint32_t cur;                   /* the packet being printed */
+        bool cur_printed;               /* the latest packet is one printed (for x_tables' events,
+                                         * which carry no packet id) */
         bool done;                      /* the limit is reached: only its packets' events */
         unsigned reloads;
 };
@@ -83,10 +86,18 @@ static bool known(const uint32_t *v, unsigned n, uint32_t id) {
         return false;
 }
 
+static const char *find_rule(struct tracer *t, const struct trace_event *e) {
+        if (e->xt)
+                return trace_rules_find_xt(t->rules, e->family, e->table, e->chain,
+                                           e->type == NFT_TRACETYPE_POLICY ? 0 : (unsigned) e->handle);
+        return trace_rules_find(t->rules, e->family, e->table, e->chain, e->handle);
+}
+
+/* The rule's text (an x_tables chain's policy: its word), or NULL. */
 static const char *rule_text(struct tracer *t, const struct trace_event *e) {
-        if (e->type != NFT_TRACETYPE_RULE)
+        if (e->xt ? e->type == NFT_TRACETYPE_RETURN : e->type != NFT_TRACETYPE_RULE)
                 return NULL;
-        const char *s = trace_rules_find(t->rules, e->family, e->table, e->chain, e->handle);
+        const char *s = find_rule(t, e);
         if (!s && t->reloads < 3) {
                 /* A rule written since the trace started. */
                 struct trace_rules *fresh;
@@ -94,10 +105,17 @@ static const char *rule_text(struct tracer *t, const struct trace_event *e) {
                 if (trace_rules_load(&fresh) == 0) {
                         trace_rules_free(t->rules);
                         t->rules = fresh;
-                        s = trace_rules_find(t->rules, e->family, e->table, e->chain, e->handle);
+                        s = find_rule(t, e);
                 }
         }
         return s;
+}
+
+/* Where the event is: "ip", "ip6", or for x_tables "iptables-legacy". */
+static const char *where(const struct trace_event *e) {
+        if (e->xt)
+                return e->family == 6 ? "ip6tables-legacy" : "iptables-legacy";
+        return e->family == 6 ? "ip6" : "ip";
 }
 
 static void print_json(struct tracer *t, const struct trace_event *e, unsigned packet) {
@@ -106,14 +124,20 @@ static void print_json(struct tracer *t, const struct trace_event *e, unsigned p
         tuple_str(e, tup, sizeof tup);
         /* The kernel sends the packet's headers with its first event in
          * each hook, not with every event: null where they are not. */
-        json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o}", "packet", packet, "family",
-                              e->family == 6 ? "ip6" : "ip", "table", e->table, "chain", e->chain, "type",
+        /* An x_tables event has the rule's number in its chain, no
+         * handle and no verdict. */
+        bool numbered = e->xt && e->type == NFT_TRACETYPE_RULE;
+        json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:o}", "packet", packet,
+                              "engine", e->xt ? "x_tables" : "nf_tables", "family", e->family == 6 ? "ip6" : "ip",
+                              "table", e->table, "chain", e->chain, "type",
                               e->type == NFT_TRACETYPE_RULE     ? "rule"
                               : e->type == NFT_TRACETYPE_POLICY ? "policy"
                                                                 : "return",
-                              "handle", (json_int_t) e->handle, "rule", text ? json_string(text) : json_null(),
-                              "verdict", e->has_verdict ? trace_verdict_name(e->verdict) : "", "target", e->target,
-                              "packetNow", e->has_tuple ? json_string(tup) : json_null());
+                              "handle", e->xt ? json_null() : json_integer((json_int_t) e->handle), "ruleNumber",
+                              numbered ? json_integer((json_int_t) e->handle) : json_null(), "rule",
+                              text ? json_string(text) : json_null(), "verdict",
+                              e->has_verdict ? trace_verdict_name(e->verdict) : "", "target", e->target, "packetNow",
+                              e->has_tuple ? json_string(tup) : json_null());
         if (j) {
                 json_dumpf(j, t->out, JSON_COMPACT);
                 fputc('\n', t->out);
@@ -132,13 +156,14 @@ static void print_event(struct tracer *t, const struct trace_event *e, unsigned 
                 fprintf(t->out, "    now %s\n", tup);
                 t->last = *e;
         }
-        const char *fam = e->family == 6 ? "ip6" : "ip";
+        const char *fam = where(e);
         if (e->type == NFT_TRACETYPE_POLICY) {
+                const char *word = e->xt ? rule_text(t, e) : NULL;
                 fprintf(t->out, "  %s %s %s: policy %s\n", fam, e->table, e->chain,
-                        e->has_verdict ? trace_verdict_name(e->verdict) : "?");
+                        e->has_verdict ? trace_verdict_name(e->verdict) : word ? word : "?");
                 return;
         }
-        if (e->type == NFT_TRACETYPE_RETURN || (e->type == NFT_TRACETYPE_RULE && e->handle == 0)) {
+        if (e->type == NFT_TRACETYPE_RETURN || (!e->xt && e->type == NFT_TRACETYPE_RULE && e->handle == 0)) {
                 /* Past the chain's last rule: newer kernels name the
                  * chain's end as a rule without a handle. */
                 fprintf(t->out, "  %s %s %s: end of chain (no rule matched)%s\n", fam, e->table, e->chain,
@@ -150,7 +175,7 @@ static void print_event(struct tracer *t, const struct trace_event *e, unsigned 
         if (text)
                 fprintf(t->out, "%s", text);
         else
-                fprintf(t->out, "rule handle %llu", (unsigned long long) e->handle);
+                fprintf(t->out, "rule %s %llu", e->xt ? "number" : "handle", (unsigned long long) e->handle);
         if (e->has_verdict)
                 fprintf(t->out, "  => %s%s%s", trace_verdict_name(e->verdict), e->target[0] ? " " : "", e->target);
         fputc('\n', t->out);
@@ -160,10 +185,12 @@ static void print_event(struct tracer *t, const struct trace_event *e, unsigned 
  * packet is one to print, and prints its heading. */
 static void new_packet(struct tracer *t, const struct trace_event *e) {
         char tup[2 * INET_ADDR_STRLEN + 32], ifname[IF_NAMESIZE] = "";
+        t->cur_printed = false;
         if (t->done || (t->have_first && !t->o->all_connections && !same_tuple(e, &t->first))) {
                 t->skipped[t->n_skipped++ % MAX_IDS] = e->id;
                 return;
         }
+        t->cur_printed = true;
         if (!t->have_first) {
                 t->first = *e;
                 t->have_first = true;
@@ -212,6 +239,27 @@ static void on_event(struct tracer *t, const struct trace_event *e) {
         fflush(t->out);
 }
 
+/* Whether an x_tables event (no packet id) is the printed packet's: the
+ * latest packet marked is, and NAT has changed at most one end of it. */
+static bool xt_ours(const struct tracer *t, const struct trace_event *e) {
+        const struct trace_event *l = &t->last;
+        if (!t->cur_printed || !e->has_tuple)
+                return t->cur_printed;
+        return e->proto == l->proto && ((inet_addr_equal(&e->src, &l->src) && e->sport == l->sport) ||
+                                         (inet_addr_equal(&e->dst, &l->dst) && e->dport == l->dport));
+}
+
+static void on_xt_event(struct tracer *t, const struct trace_event *e) {
+        if (!xt_ours(t, e))
+                return;
+        unsigned packet = 0;
+        for (unsigned i = 0; i < t->n_ids && i < MAX_IDS; i++)
+                if (t->ids[i] == t->cur)
+                        packet = i + 1;
+        print_event(t, e, packet);
+        fflush(t->out);
+}
+
 static int read_events(struct tracer *t, struct mnl_socket *nl) {
         char buf[MNL_SOCKET_BUFFER_SIZE * 4];
         ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof buf);
@@ -223,6 +271,8 @@ static int read_events(struct tracer *t, struct mnl_socket *nl) {
                 struct trace_event e;
                 if (trace_event_parse(h, &e) == 0)
                         on_event(t, &e);
+                else if (trace_xt_parse(h, &e) == 0)
+                        on_xt_event(t, &e);
         }
         return 0;
 }
@@ -242,9 +292,10 @@ static int signals(sigset_t *old) {
 int trace_run(const struct trace_filter *f, const struct trace_opts *o, FILE *out, void (*ready)(void *ctx),
               void *ctx) {
         struct tracer t = {.o = o, .out = out};
+        struct trace_xt xt = {0};
         struct mnl_socket *nl = NULL;
         sigset_t old;
-        int sfd, r;
+        int sfd, r, d;
 
         sfd = signals(&old);
         if (sfd < 0)
@@ -257,6 +308,16 @@ int trace_run(const struct trace_filter *f, const struct trace_opts *o, FILE *ou
         r = trace_rules_load(&t.rules);
         if (r < 0)
                 goto out;
+        r = trace_xt_arm(nl, f->family, &xt);
+        if (r == -EBUSY) {
+                log_error("Group 0 of nfnetlink_log is another program's (ulogd?): the legacy tables' trace "
+                          "reports go there");
+                goto out;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Failed to take the legacy tables' trace reports (nfnetlink_log)");
+                goto out;
+        }
         r = trace_arm(nl, f);
         if (r == -EEXIST) {
                 log_error("Table %s %s exists: another trace runs in this network namespace (or remove it with "
@@ -299,12 +360,18 @@ int trace_run(const struct trace_filter *f, const struct trace_opts *o, FILE *ou
                         }
                 }
         }
-        int d = trace_disarm(nl, f->family);
+        d = trace_disarm(nl, f->family);
         if (d < 0 && d != -ENOENT)
                 log_warning_errno(d, "Failed to delete table %s (the kernel deletes it as kproxy exits)", TRACE_TABLE);
         if (r >= 0)
                 r = (int) t.n_ids;
 out:
+        if (nl) {
+                d = trace_xt_disarm(nl, &xt);
+                if (d < 0)
+                        log_warning_errno(d, "Failed to put back the network namespace's packet logger "
+                                             "(kproxy --cleanup does)");
+        }
         trace_rules_free(t.rules);
         if (nl)
                 mnl_socket_close(nl);
@@ -326,6 +393,11 @@ int trace_cleanup(void) {
                         mnl_socket_close(nl);
                         return r;
                 }
+                r = trace_xt_cleanup(fam);
+                if (r < 0)
+                        log_warning_errno(r, "Could not put back the IPv%u packet logger a kproxy trace left", fam);
+                else if (r > 0)
+                        log_info("Put back the IPv%u packet logger, left as nfnetlink_log by a kproxy trace", fam);
         }
         mnl_socket_close(nl);
         return n;

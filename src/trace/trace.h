@@ -7,13 +7,17 @@
  * output; nf_tables then reports every chain and rule each marked packet
  * passes, in every table of the family (kproxy's, iptables-nft's, a CNI's,
  * a firewall's), as NFT_MSG_TRACE notifications, which are read here and
- * printed with each rule's text. The table is created with
+ * printed with each rule's text. x_tables (iptables-legacy) reads the same
+ * mark and reports its rules through nfnetlink_log (trace-xt.c), on the
+ * same socket, so a node on the legacy backend is traced too. The table is
+ * created with
  * NFT_TABLE_F_OWNER: the kernel removes it when the process's socket
  * closes, however the process ends; kproxy also deletes it on exit, and
  * `kproxy --cleanup` deletes one left by a kernel without that flag.
  *
  *   trace-arm.c    the table, its chains and its rule (netlink)
  *   trace-event.c  one notification, decoded
+ *   trace-xt.c     the legacy tables' reports (nfnetlink_log)
  *   trace-rules.c  the text of the rules it names
  *   trace.c        the loop: arm, read, print, disarm
  */
@@ -47,5 +51,6 @@ int trace_run(const struct trace_filter *f, const struct trace_opts *o, FILE *ou
               void *ctx);
 
 /* Deletes kproxy-trace tables left in this network namespace (both
- * families). Returns how many were deleted, or -errno. */
+ * families), and puts back (and logs) a packet logger a killed trace left
+ * (trace-xt.h). Returns how many tables were deleted, or -errno. */
 int trace_cleanup(void);

@@ -18,6 +18,12 @@ upstream's image does with iptables-wrapper (apply/iptables-backend.h).
    connections to a service flow through the legacy rules (their
    counters), an endpoint change lands there too, and --cleanup leaves
    kubelet's chains.
+4. `kproxy trace` on that node: x_tables reports a marked packet's rules
+   through nfnetlink_log, which the trace binds for its run: a pod's
+   connection through KUBE-SERVICES, KUBE-SVC and KUBE-SEP (the DNAT to the
+   endpoint) by iptables-legacy-save's lines, a foreign legacy DROP named,
+   the namespace's packet logger put back after exit, and after SIGKILL by
+   --cleanup.
 
 Usage: tests/netns/test-iptables-backend.py BUILD_DIR   (root; iproute2,
 iptables with both backends, nftables, python3, kubectl)
@@ -275,6 +281,31 @@ for flags, cleaned in (([], ("legacy", "nft")), (["--iptables-backend=legacy"], 
 WEB = "10.96.0.10"
 
 
+def logger(ns):
+    return run(ns, "cat", "/proc/sys/net/netfilter/nf_log/2").stdout.strip()
+
+
+def trace(ns, traffic, *args):
+    """kproxy trace in ns (one packet, JSON), traffic() once it is armed:
+    (its events, what the logger was while it ran)."""
+    p = subprocess.Popen(["ip", "netns", "exec", ns, KPROXY, "trace", "--packets", "1", "--timeout", "20s",
+                          "--output", "json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        if "armed" not in line:
+            raise LabError("kproxy trace did not arm: " + line + p.communicate(timeout=30)[1])
+        during = logger(ns)
+        traffic()
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if p.returncode != 0:
+        raise LabError("kproxy trace failed (%d): %s" % (p.returncode, err))
+    return [json.loads(l) for l in out.splitlines()], during
+
+
 def nat_targets(save_text):
     return sorted(re.findall(r"^-A KUBE-SEP-\S+ .*-j DNAT --to-destination (\S+)", save_text, re.M))
 
@@ -284,7 +315,7 @@ try:
     lab.build_topology()
     ip = {name: lab.add_pod(name, node_, idx) for name, node_, idx in
           (("a1", "node-1", 10), ("b1", "node-2", 10))}
-    lab.add_pod("cl", "node-1", 100, serve=False)
+    ip["cl"] = lab.add_pod("cl", "node-1", 100, serve=False)
     lab.start_apiserver()
     lab.apply_objects("create", [node("node-1"), node("node-2"), service("web", WEB),
                                  slice_("web-1", "web", [(ip["a1"], "node-1"), (ip["b1"], "node-2")])])
@@ -334,11 +365,47 @@ iptables-nft -t nat -I OUTPUT -m comment --comment "kubernetes service portals" 
            r["replies"] == {"a1": 20} and not r["errors"], r)
     result("still nothing in nf_tables", not kube_chains(n1, "nft"), kube_chains(n1, "nft"))
 
+    # --- 4. kproxy trace on the legacy node ---
+    before = logger(n1)
+    events, during = trace(n1, lambda: lab.client("p-cl", WEB, 80, 1), "--destination", WEB + ":80")
+    xt = [e for e in events if e["engine"] == "x_tables"]
+    walk = [(e["table"], e["chain"]) for e in xt if e["type"] == "rule"]
+    dnat = [e for e in xt if e["rule"] and "-j DNAT --to-destination %s:8080" % ip["a1"] in e["rule"]]
+    result("trace: the pod's connection through KUBE-SERVICES, KUBE-SVC and KUBE-SEP's DNAT, by the legacy "
+           "rules' lines",
+           ("nat", "KUBE-SERVICES") in walk and any(c.startswith("KUBE-SVC-") for _, c in walk) and
+           len(dnat) == 1 and dnat[0]["chain"].startswith("KUBE-SEP-") and dnat[0]["ruleNumber"] >= 1 and
+           any(e["rule"] and "default/web" in e["rule"] for e in xt), json.dumps(events, indent=1))
+    result("trace: nfnetlink_log while it ran, the namespace's logger (%s) back after" % before,
+           during == "nfnetlink_log" and logger(n1) == before != "nfnetlink_log", (before, during, logger(n1)))
+
+    sh(n1, "iptables-legacy -I FORWARD -s %s -p tcp --dport 8080 -m comment --comment 'planted drop' -j DROP"
+       % ip["cl"])
+    try:
+        events, _ = trace(n1, lambda: lab.client("p-cl", WEB, 80, 1, "--timeout", "2"), "--destination", WEB + ":80")
+    finally:
+        sh(n1, "iptables-legacy -D FORWARD 1")
+    drop = [e for e in events if e["rule"] and "planted drop" in e["rule"]]
+    result("trace: a foreign legacy DROP is named", len(drop) == 1 and drop[0]["table"] == "filter" and
+           drop[0]["chain"] == "FORWARD" and drop[0]["ruleNumber"] == 1 and drop[0]["rule"].endswith("-j DROP"),
+           json.dumps(events, indent=1))
+
+    p = subprocess.Popen(["ip", "netns", "exec", n1, KPROXY, "trace", "--destination", WEB + ":80"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    armed = p.stderr.readline()
+    p.kill()
+    p.wait()
+    p.stderr.close()
+    killed = logger(n1)
+
     lab.stop_kproxy()
     p = run(n1, KPROXY, "--cleanup", check=False)
     left = kube_chains(n1, "legacy")
     result("--cleanup leaves only kubelet's legacy chains", p.returncode == 0 and left == KUBELETS,
            "exit %d, left %s: %s" % (p.returncode, left, p.stderr))
+    result("a killed trace leaves nfnetlink_log bound; --cleanup puts the logger back",
+           "armed" in armed and killed == "nfnetlink_log" and logger(n1) == before and
+           "Put back the IPv4 packet logger" in p.stderr, (armed, killed, logger(n1), p.stderr))
 except LabError as e:
     result("daemon on a legacy node", False, "%s\n%s" % (e, lab.kproxy_output()[-3000:]))
 finally:

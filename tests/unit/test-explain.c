@@ -8,11 +8,13 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_log.h>
 
 #include "explain/explain.h"
 #include "model/model.h"
 #include "test.h"
 #include "trace/trace-event.h"
+#include "trace/trace-xt.h"
 
 static void test_query_fields(void) {
         struct explain_query q = {0};
@@ -129,9 +131,70 @@ static void test_trace_event(void) {
         CHECK(trace_event_parse(n, &e) == -EINVAL);
 }
 
+/* An x_tables report as nfnetlink_log sends one: the prefix, the packet
+ * from its network header (len bytes of it). */
+static void xt_msg(char *buf, const char *prefix, size_t len) {
+        static const uint8_t pk[40] = {0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6, 0, 0, 10, 244, 1, 7, 10, 96, 0, 10,
+                                       0xa4, 0x10, 0, 80};
+        struct nlmsghdr *n = mnl_nlmsg_put_header(buf);
+        n->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET;
+        struct nfgenmsg *g = mnl_nlmsg_put_extra_header(n, sizeof *g);
+        g->nfgen_family = NFPROTO_IPV4;
+        mnl_attr_put_u32(n, NFULA_IFINDEX_INDEV, htonl(3));
+        if (prefix)
+                mnl_attr_put_strz(n, NFULA_PREFIX, prefix);
+        mnl_attr_put(n, NFULA_PAYLOAD, len, pk);
+}
+
+static void test_trace_xt(void) {
+        char buf[1024], s[INET_ADDR_STRLEN];
+        struct trace_event e;
+
+        xt_msg(buf, "TRACE: nat:KUBE-SVC-ABC:rule:3 ", 40);
+        CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) == 0);
+        CHECK(e.xt && e.family == 4 && e.type == NFT_TRACETYPE_RULE && e.handle == 3 && e.iif == 3);
+        CHECK_STREQ(e.table, "nat");
+        CHECK_STREQ(e.chain, "KUBE-SVC-ABC");
+        CHECK(e.has_tuple && e.proto == 6 && e.sport == 0xa410 && e.dport == 80);
+        CHECK_STREQ(inet_addr_format(&e.src, s), "10.244.1.7");
+        xt_msg(buf, "TRACE: raw:PREROUTING:policy:2 ", 40);
+        CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) == 0 && e.type == NFT_TRACETYPE_POLICY);
+        xt_msg(buf, "TRACE: filter:KUBE-X:return:7 ", 40);
+        CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) == 0 && e.type == NFT_TRACETYPE_RETURN);
+        /* The IP header alone, or less of it: the event, the ports or the
+         * addresses unknown. */
+        xt_msg(buf, "TRACE: nat:OUTPUT:rule:1 ", 20);
+        CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) == 0 && e.has_tuple && e.dport == 0);
+        xt_msg(buf, "TRACE: nat:OUTPUT:rule:1 ", 12);
+        CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) == 0 && !e.has_tuple);
+        /* A LOG rule's packet (another prefix, or none) is not a trace. */
+        xt_msg(buf, "dropped: ", 40);
+        CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) == 1);
+        xt_msg(buf, NULL, 40);
+        CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) == 1);
+        /* A malformed trace prefix: refused. */
+        static const char *const bad[] = {"TRACE: nat:OUTPUT:rule ",  "TRACE: nat:OUTPUT:rule:x ",
+                                          "TRACE: nat:OUTPUT:jump:1 ", "TRACE: a:b:rule:1:2 ",
+                                          "TRACE: :::",                "TRACE: nat:OUTPUT:rule:99999999999999999999 "};
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+                xt_msg(buf, bad[i], 40);
+                CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) == -EINVAL);
+        }
+        char big[400] = "TRACE: nat:";
+        memset(big + 11, 'C', sizeof big - 12);
+        big[sizeof big - 1] = '\0';
+        xt_msg(buf, big, 40);
+        CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) != 0);
+        /* Cut short: refused. */
+        xt_msg(buf, "TRACE: nat:OUTPUT:rule:1 ", 40);
+        ((struct nlmsghdr *) buf)->nlmsg_len = NLMSG_HDRLEN + 2;
+        CHECK(trace_xt_parse((struct nlmsghdr *) buf, &e) == -EINVAL);
+}
+
 int main(void) {
         TEST_RUN(test_query_fields);
         TEST_RUN(test_query_refusals);
         TEST_RUN(test_trace_event);
+        TEST_RUN(test_trace_xt);
         TEST_DONE();
 }
