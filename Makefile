@@ -34,7 +34,7 @@ CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
-CORE_SRC := $(sort $(wildcard src/util/*.c src/config/*.c src/kube/*.c src/model/*.c src/ev/*.c src/http/*.c src/proxy/*.c \
+CORE_SRC := $(sort $(wildcard src/util/*.c src/config/*.c src/kube/*.c src/model/*.c src/ev/*.c src/http/*.c src/daemon/*.c src/proxy/*.c src/proxy/*/*.c \
                                src/render/*.c src/apply/*.c src/host/*.c \
                                src/userspace/*.c src/explain/*.c src/trace/*.c src/cli/*.c src/sockbpf/sockbpf.c src/sockbpf/udpreap.c))
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)

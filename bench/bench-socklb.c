@@ -23,9 +23,10 @@
 
 #include "config/config.h"
 #include "host/host.h"
+#include "host/render-params.h"
 #include "kube/load.h"
 #include "model/model.h"
-#include "proxy/backend-socklb.h"
+#include "proxy/socklb/backend.h"
 #include "proxy/backend.h"
 #include "render/render.h"
 #include "sockbpf/sockbpf.h"

@@ -40,9 +40,13 @@ for t in "$build"/tests/test-*; do
 done
 run gen-gates python3 "$here/gates/test_gen_gates.py"
 run style-checker python3 "$here/style/test_check_sizes.py"
+run style-layers-checker python3 "$here/style/test_layers.py"
 # No file in src/ over 800 lines, no function over 100 without a written
 # reason (tests/style/README.md).
 run style-sizes python3 "$here/../tools/check-sizes.py"
+# src/ in floors: no circle of files, no include or call back up
+# (tools/layers.conf).
+run style-layers python3 "$here/../tools/layers.py" --objects "$build"
 run golden "$here/golden/run.sh" "$build"
 run golden-nft "$here/golden-nft/run.sh" "$build"
 # Socket load balancing sends this node's traffic where those rules do.

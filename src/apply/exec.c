@@ -16,7 +16,6 @@
 
 #include "util/buf.h"
 
-extern char **environ;
 
 static void close_pair(int p[2]) {
         for (int i = 0; i < 2; i++)

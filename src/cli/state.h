@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "host/host.h"
+#include "host/render-params.h"
 #include "util/inet.h"
 
 struct buf;

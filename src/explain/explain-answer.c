@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "explain/explain.h"
 #include "host/host.h"
+#include "host/render-params.h"
 #include "model/model.h"
 #include "render/render.h"
 #include "util/buf.h"

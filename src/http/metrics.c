@@ -399,7 +399,7 @@ static const struct metrics_desc metrics_desc_table[_MF_MAX] = {
                 FAM(last_sync)},
         /* Upstream counts the failures of the separate transaction that
          * deletes chains which went out of use at least a second ago. kproxy
-         * deletes them in the sync's own transaction (proxy/nftsync.c), so a
+         * deletes them in the sync's own transaction (proxy/nftables/nftsync.c), so a
          * failure there is a failed sync, counted below: this one never
          * has a sample. */
         [MF_NFTABLES_CLEANUP_FAILURES] = {"kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total", C,

@@ -19,7 +19,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct backend;
 struct buf;
 struct ev_loop;
 struct hmap;
@@ -28,6 +27,16 @@ struct inet_cidr;
 struct kproxy_config;
 struct model;
 struct render_params;
+
+/* What the core holds of a mode's object. Each mode's object has a type
+ * of its own (struct iptables_mode, struct nftables_mode, ...) that starts
+ * with this as its member "base"; the mode's operations get their object
+ * back with BACKEND_MODE(b, struct iptables_mode). */
+struct backend {
+        const struct backend_ops *ops;
+};
+
+#define BACKEND_MODE(b, type) ((type *) (void *) ((char *) (b) - offsetof(type, base)))
 
 /* What the core lends a backend for its lifetime. */
 struct backend_env {
@@ -98,7 +107,7 @@ struct backend_ops {
         const char *name;               /* "iptables": logs ("Syncing iptables rules"), /proxyMode */
         bool service_cidrs;             /* uses ServiceCIDRs: the core watches them */
         /* Its traffic goes through conntrack's NAT: the node's conntrack
-         * set-up applies (proxy/setup.h), and UDP entries to endpoints that
+         * set-up applies (daemon/setup.h), and UDP entries to endpoints that
          * left are deleted after each sync (proxy/udp-stale.h). */
         bool conntrack;
         /* What keeps serving once the process has exited, for the log line
@@ -116,7 +125,7 @@ struct backend_ops {
         bool hands_over;
 
         /* The node set-up of the mode, before the first sync and with
-         * --init-only (after the host probe: see proxy/setup.h). Returns 0,
+         * --init-only (after the host probe: see daemon/setup.h). Returns 0,
          * or -errno for a failure other than not being permitted (logged). */
         int (*setup)(const struct kproxy_config *c, struct host_facts *host, const char *node_name,
                      const char *root);

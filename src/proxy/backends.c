@@ -8,11 +8,10 @@
 #include <stddef.h>
 
 #include "config/config.h"
-
-extern const struct backend_ops backend_iptables;
-extern const struct backend_ops backend_nftables;
-extern const struct backend_ops backend_userspace;
-extern const struct backend_ops backend_socklb;
+#include "proxy/iptables/backend.h"
+#include "proxy/nftables/backend.h"
+#include "proxy/socklb/backend.h"
+#include "proxy/userspace/backend.h"
 
 static const struct backend_ops *const by_mode[_PROXY_MODE_MAX] = {
         [PROXY_MODE_IPTABLES] = &backend_iptables,

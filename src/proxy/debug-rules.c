@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "host/render-params.h"
 #include "http/mhd.h"
 #include "model/model.h"
 #include "proxy/backend.h"

@@ -11,6 +11,7 @@
  * logged, counted and retried as a full one. Nothing here knows which mode
  * runs.
  */
+#include "host/render-params.h"
 #include "proxy/proxier.h"
 #include "proxy/debug-explain.h"
 #include "proxy/debug-rules.h"

@@ -28,11 +28,11 @@ struct proxier_opts {
         const struct kproxy_config *config;
         const struct backend_ops *backend;      /* the mode (proxy/backend.h) */
         /* Optional: a backend synced beside the mode, after its rules, with
-         * the same model and changes (--socket-lb: proxy/backend-socklb.h).
+         * the same model and changes (--socket-lb: proxy/socklb/backend.h).
          * One that cannot be created is logged and left out: the mode's
          * rules serve everything. */
         const struct backend_ops *companion;
-        const struct host_facts *host;          /* probed and set up (proxy/setup.h) */
+        const struct host_facts *host;          /* probed and set up (daemon/setup.h) */
         const char *node_name;
         struct health_server *health;           /* may be NULL */
         struct metrics *metrics;                /* may be NULL */

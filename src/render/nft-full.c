@@ -21,7 +21,7 @@
 /* Two services may claim one key (an external IP and port both list):
  * the kernel takes one value per key, and a transaction adding two fails.
  * The first service in key order keeps it, as the daemon's full sync
- * decides (proxy/nftsync.c). This wraps a sink and drops later claims. */
+ * decides (proxy/nftables/nftsync.c). This wraps a sink and drops later claims. */
 struct dedupe {
         const struct nftir_sink *inner;
         uint8_t family;

@@ -12,9 +12,7 @@
 
 struct buf;
 struct model;
-struct kproxy_config;
 struct node;
-struct host_facts;
 struct svc;
 
 enum detector_kind {
@@ -47,16 +45,6 @@ struct render_params {
         unsigned nft_shards;            /* nftables: tables for services' nat side (render/nftir.h); 0: none */
 };
 
-/* Derives one family's parameters from the configuration, this node's Node
- * object (may be NULL) and the host's facts. Problems that upstream logs
- * and tolerates (no cluster CIDR of this family, a NodePort address that is
- * loopback) are written, one per line, to *warnings (may be NULL). Returns
- * 0 or -EINVAL for configuration the caller should have refused (message in
- * warnings). p->nodeport_ips is owned: release with render_params_done(). */
-int render_params_init(struct render_params *p, uint8_t family, const struct kproxy_config *c,
-                       const char *node_name, const struct node *node, const struct host_facts *h,
-                       struct buf *warnings);
-void render_params_done(struct render_params *p);
 
 struct hmap;
 struct owned_chains;

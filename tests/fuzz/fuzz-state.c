@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "host/host.h"
+#include "host/render-params.h"
 #include "kube/decode.h"
 #include "kube/load.h"
 #include "model/model.h"

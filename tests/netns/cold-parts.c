@@ -12,10 +12,11 @@
 #include "apply/nftables.h"
 #include "config/config.h"
 #include "host/host.h"
+#include "host/render-params.h"
 #include "kube/decode.h"
 #include "kube/load.h"
 #include "model/model.h"
-#include "proxy/iptsync.h"
+#include "proxy/iptables/iptsync.h"
 #include "render/render.h"
 
 static int add(void *u, const json_t *obj) {

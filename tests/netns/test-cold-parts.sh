@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# iptables mode's cold start in parts (proxy/iptsync.h), against the kernel:
+# iptables mode's cold start in parts (proxy/iptables/iptsync.h), against the kernel:
 # the services' own chains a few services at a time, then the top-level
 # chains, leave the tables exactly as one input does (compared chain by
 # chain), and a second full sync leaves out every chain the parts wrote.

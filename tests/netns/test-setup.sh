@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# The node set-up kproxy does before its first sync (proxy/setup.h), through
+# The node set-up kproxy does before its first sync (daemon/setup.h), through
 # the real binary: --init-only in a network namespace of its own, where the
 # per-namespace settings (conntrack timeouts, tcp_be_liberal,
 # route_localnet, the nfacct counters) are written for real; the

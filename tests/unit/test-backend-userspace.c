@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Userspace mode's backend (proxy/backend-userspace.c) driven as the sync
+ * Userspace mode's backend (proxy/userspace/backend.c) driven as the sync
  * loop drives it, in a network namespace of its own (unshare): its
  * interface, a service address on it, a real endpoint on loopback. The
  * loop runs in a thread between syncs; the test's clients and the
@@ -30,6 +30,7 @@
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
+#include "host/render-params.h"
 #include "model/model.h"
 #include "netns.h"
 #include "proxy/backend.h"

@@ -208,7 +208,7 @@ static void test_values_count(void) {
 
 /* A list of ranges is an anonymous set the kernel names: its rule has no
  * digest a dump could match, and the sync always writes it
- * (proxy/nftsync-full.c). The rule message itself still digests. */
+ * (proxy/nftables/nftsync-full.c). The rule message itself still digests. */
 static void test_anonymous_set(void) {
         const struct inet_cidr ranges[2] = {cidr("10.0.0.0/8"), cidr("192.168.0.0/16")};
         struct nftir_stmt s = {.kind = NFTIR_ADDR_LIST, .saddr = true, .neg = true, .cidrs = ranges, .n_cidrs = 2};

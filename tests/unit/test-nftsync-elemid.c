@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proxy/nftsync-elemid.h"
+#include "proxy/nftables/nftsync-elemid.h"
 #include "render/nftmsg.h"
 #include "test.h"
 

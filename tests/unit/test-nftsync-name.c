@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/nftsync-name.h"
-#include "proxy/nftsync-rec.h"
+#include "proxy/nftables/nftsync-name.h"
+#include "proxy/nftables/nftsync-rec.h"
 #include "render/chain.h"
 #include "test.h"
 

@@ -8,9 +8,10 @@
 
 #include "config/config.h"
 #include "host/host.h"
+#include "host/render-params.h"
 #include "kube/intake.h"
 #include "model/model.h"
-#include "proxy/nolocal.h"
+#include "render/nolocal.h"
 #include "render/render.h"
 #include "util/hmap.h"
 #include "test.h"

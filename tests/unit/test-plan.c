@@ -14,6 +14,7 @@
  *    node with no endpoint of an ETP Local service; a load-balancer IP
  *    with source ranges and a loopback node-port address are left out.
  */
+#include "host/render-params.h"
 #include "userspace/plan.h"
 
 #include <netinet/in.h>

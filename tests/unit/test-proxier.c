@@ -46,7 +46,8 @@ static struct fake {
         int destroyed;
 } fake;
 
-struct backend {
+struct fake_backend {
+        struct backend base;
         struct fake *f;
 };
 
@@ -69,9 +70,9 @@ static void format_changed(const struct hmap *m, char *out, size_t size) {
 }
 
 static int fake_create(const struct backend_env *env, struct backend **ret) {
-        static struct backend b = {&fake};
+        static struct fake_backend b = {.f = &fake};
         fake.env = *env;
-        *ret = &b;
+        *ret = &b.base;
         return 0;
 }
 
@@ -82,7 +83,7 @@ static struct backend *fake_destroy(struct backend *b) {
 }
 
 static int fake_sync(struct backend *b, uint8_t family, const struct backend_sync *s, struct backend_stats *ret) {
-        struct fake *f = b->f;
+        struct fake *f = BACKEND_MODE(b, struct fake_backend)->f;
         struct call *c = &f->calls[f->n_calls < 64 ? f->n_calls : 63];
 
         *c = (struct call) {
@@ -114,10 +115,11 @@ static int fake_sync(struct backend *b, uint8_t family, const struct backend_syn
 }
 
 static void fake_check(struct backend *b) {
-        b->f->n_checks++;
-        if (b->f->flushed) {
-                b->f->flushed = false;
-                b->f->env.changed(b->f->env.core, 4, "a test flushed the tables");
+        struct fake *f = BACKEND_MODE(b, struct fake_backend)->f;
+        f->n_checks++;
+        if (f->flushed) {
+                f->flushed = false;
+                f->env.changed(f->env.core, 4, "a test flushed the tables");
         }
 }
 

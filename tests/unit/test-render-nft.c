@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "host/host.h"
+#include "host/render-params.h"
 #include "kube/decode.h"
 #include "model/model.h"
 #include "render/nftir.h"

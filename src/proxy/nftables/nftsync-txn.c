@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Transactions. Order inside one is what keeps the kernel's reference
+ * checks happy (the packet path only ever sees the committed result):
+ *
+ *   head:    the table, the fixed part's sets
+ *   body:    per service: flush its changed and stale chains, delete its
+ *            changed and stale affinity sets, add sets, add new chains,
+ *            write the rules of new and changed chains
+ *   del_el:  delete map elements (every service)
+ *   add_el:  add map elements
+ *   tail:    delete the stale chains (flushed above, so unreferenced)
+ *
+ * The family's tables share one batch: a table's sections go into it
+ * whole, and it is sent when it holds the size bound's worth.
+ */
+#include "proxy/nftables/nftsync-txn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "apply/nftables.h"
+#include "proxy/nftables/nftsync-internal.h"
+#include "proxy/nftables/nftsync.h"
+#include "util/log.h"
+
+void nftsync_txn_init(struct nftsync_txn *t, struct nftsync_table *s) {
+        nftmsg_init(&t->head, s->family, 0);
+        nftmsg_init(&t->body, s->family, 0);
+        nftmsg_init(&t->del_el, s->family, 0);
+        nftmsg_init(&t->add_el, s->family, 0);
+        nftmsg_init(&t->tail, s->family, 0);
+        t->head.table = t->body.table = t->del_el.table = t->add_el.table = t->tail.table = s->table;
+        nftmsg_share_set_ids(&t->head, &s->g->ids);
+        nftmsg_share_set_ids(&t->body, &t->head);
+}
+
+void nftsync_txn_clear(struct nftsync_txn *t) {
+        nftmsg_clear(&t->head);
+        nftmsg_clear(&t->body);
+        nftmsg_clear(&t->del_el);
+        nftmsg_clear(&t->add_el);
+        nftmsg_clear(&t->tail);
+}
+
+void nftsync_txn_done(struct nftsync_txn *t) {
+        nftmsg_done(&t->head);
+        nftmsg_done(&t->body);
+        nftmsg_done(&t->del_el);
+        nftmsg_done(&t->add_el);
+        nftmsg_done(&t->tail);
+}
+
+size_t nftsync_txn_size(const struct nftsync_txn *t) {
+        return t->head.n + t->body.n + t->del_el.n + t->add_el.n + t->tail.n;
+}
+
+/* Transactions of a full sync or a resync: each is validated against the
+ * whole table (the kernel re-walks what the base chains reach), so over an
+ * existing table of n chains and sets they are cut into about eight, not
+ * into chunk-message pieces (about three messages per chain). */
+size_t nftsync_txn_chunk(const struct nftsync_table *s, size_t n) {
+        size_t chunk = s->g->chunk;
+        return chunk && n * 3 / 8 > chunk ? n * 3 / 8 : chunk;
+}
+
+void nftsync_txn_reset(struct nftsync *g, bool release) {
+        if (release) {
+                nftmsg_done(&g->pend);
+                nftmsg_init(&g->pend, g->family, g->seq);
+                nftmsg_share_set_ids(&g->pend, &g->ids);
+        } else {
+                nftmsg_clear(&g->pend);
+        }
+        memset(g->pend_tables, 0, sizeof g->pend_tables);
+}
+
+int nftsync_txn_send(struct nftsync *g, struct nftsync_stats *st) {
+        char err[1024], names[256] = "";
+        int r;
+
+        if (g->pend.n == 0)
+                return 0;
+        nftmsg_batch_end(&g->pend);
+        g->seq = g->pend.seq;
+        double t0 = nftsync_now();
+        r = nftables_commit(g->nl, &g->pend, err, sizeof err);
+        st->kernel_seconds += nftsync_now() - t0;
+        if (r < 0) {
+                size_t len = 0;
+                for (size_t i = 0; i < g->n && len < sizeof names; i++)
+                        if (g->pend_tables[i])
+                                len += (size_t) snprintf(names + len, sizeof names - len, "%s%s",
+                                                         len ? ", " : "", g->t[i]->tname);
+                log_error("IPv%u nftables %s transaction of %zu messages failed: %s", g->family, names,
+                          g->pend.n, err);
+        }
+        st->transactions++;
+        st->messages += g->pend.n;
+        nftsync_txn_reset(g, false);
+        if (g->after_commit)
+                g->after_commit(g->after_commit_ud);
+        return r;
+}
+
+struct nftmsg *nftsync_txn_pending(struct nftsync_table *s) {
+        struct nftsync *g = s->g;
+        if (g->pend.b.len == 0)
+                nftmsg_batch_begin(&g->pend);
+        g->pend.table = s->table;
+        g->pend_tables[s->table] = true;
+        return &g->pend;
+}
+
+int nftsync_txn_queue(struct nftsync_table *s, struct nftsync_txn *t, size_t limit, struct nftsync_stats *st) {
+        struct nftsync *g = s->g;
+
+        if (nftsync_txn_size(t) == 0)
+                return 0;
+        nftsync_txn_pending(s);
+        nftmsg_append(&g->pend, &t->head);
+        nftmsg_append(&g->pend, &t->body);
+        nftmsg_append(&g->pend, &t->del_el);
+        nftmsg_append(&g->pend, &t->add_el);
+        nftmsg_append(&g->pend, &t->tail);
+        nftsync_txn_clear(t);
+        return limit && g->pend.n >= limit ? nftsync_txn_send(g, st) : 0;
+}
