@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/hmap.h"
 
 struct ev_io {
@@ -42,12 +43,6 @@ struct ev_loop {
         bool stop;
 };
 
-static uint64_t monotonic_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 struct ev_loop *ev_loop_new(void) {
         struct ev_loop *l = calloc(1, sizeof *l);
         if (!l)
@@ -57,7 +52,7 @@ struct ev_loop *ev_loop_new(void) {
                 free(l);
                 return NULL;
         }
-        l->now = monotonic_ms();
+        l->now = clock_mono_ms();
         return l;
 }
 
@@ -123,7 +118,7 @@ struct ev_timer *ev_timer_add(struct ev_loop *l, uint64_t after_ms, ev_timer_fn 
         struct ev_timer *t = calloc(1, sizeof *t), **p;
         if (!t)
                 return NULL;
-        *t = (struct ev_timer) {monotonic_ms() + after_ms, l->seq++, fn, userdata, NULL};
+        *t = (struct ev_timer) {clock_mono_ms() + after_ms, l->seq++, fn, userdata, NULL};
         for (p = &l->timers; *p && (*p)->deadline <= t->deadline; p = &(*p)->next)
                 ;
         t->next = *p;
@@ -153,7 +148,7 @@ uint64_t ev_now_ms(struct ev_loop *l) {
 }
 
 void ev_now_update(struct ev_loop *l) {
-        l->now = monotonic_ms();
+        l->now = clock_mono_ms();
 }
 
 void ev_stop(struct ev_loop *l) {

@@ -22,6 +22,7 @@
 #include "http/mhd.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/inet.h"
 #include "util/log.h"
 
@@ -66,12 +67,6 @@ struct health_server {
         bool replaced;                  /* a successor is starting: /healthz not ready */
 };
 
-static uint64_t health_monotonic_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 static struct timespec health_realtime(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -109,7 +104,7 @@ void health_server_queued(struct health_server *h, int family) {
          * must not keep pushing the deadline out. */
         if (!f->pending) {
                 f->pending = true;
-                f->oldest_pending_ns = health_monotonic_ns();
+                f->oldest_pending_ns = clock_mono_ns();
         }
 }
 
@@ -180,7 +175,7 @@ static void health_put_time(struct buf *b, const struct timespec *ts) {
  * process; kproxy follows v1.33, the newest it targets. */
 static unsigned health_body(const struct health_server *h, bool node, struct buf *b) {
         struct timespec now = health_realtime(), last = {0, 0};
-        uint64_t mono = health_monotonic_ns();
+        uint64_t mono = clock_mono_ns();
         bool healthy = true, any = false, family_healthy[_HEALTH_FAMILY_MAX];
 
         for (size_t i = 0; i < _HEALTH_FAMILY_MAX; i++) {

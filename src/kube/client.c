@@ -43,6 +43,7 @@
 #include "kube/client-internal.h"
 #include "kube/decode.h"
 #include "kube/list-scan.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define DEFAULT_PAGE 500
@@ -59,18 +60,6 @@ void client_set_str(char **p, const char *v) {
         *p = v ? strdup(v) : NULL;
         if (v && !*p)
                 abort();
-}
-
-static double monotonic_s(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-static double wall_s(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
 static void seen_clear(struct kube_watch *w) {
@@ -142,7 +131,7 @@ void client_report_request(struct kube_watch *w) {
                 .host = kube_transport_host(c->transport),
                 .code = code > 0 && code < 1000 ? (unsigned) code : 0,
                 .watch = w->phase == CLIENT_PHASE_WATCH,
-                .seconds = monotonic_s() - w->started,
+                .seconds = clock_mono_s() - w->started,
                 .waited = w->waited,
                 .response_bytes = w->body.len,
         });
@@ -204,7 +193,7 @@ void client_failed(struct kube_watch *w, const char *what, int64_t retry_after_m
         if (w->failures++ == 0) {
                 if (c->n_failing++ == 0) {
                         char at[32];
-                        c->down_since = wall_s();
+                        c->down_since = clock_wall_s();
                         c->failed_requests = 1;
                         format_clock(c->down_since, at, sizeof at);
                         log_warning("API server unreachable since %s (%s %s: %s), retrying with backoff", at,
@@ -231,7 +220,7 @@ void client_healthy(struct kube_watch *w) {
                 return;
         w->failures = 0;
         if (--c->n_failing == 0)
-                log_info("API server recovered after %.1f s (%u failed requests)", wall_s() - c->down_since,
+                log_info("API server recovered after %.1f s (%u failed requests)", clock_wall_s() - c->down_since,
                          c->failed_requests);
         for (struct kube_watch *o = c->watches; o; o = o->next) {
                 if (o == w || o->waiting != CLIENT_WAIT_BACKOFF)
@@ -263,7 +252,7 @@ int client_start_request(struct kube_watch *w, const char *url, long timeout_s, 
         int r = kube_request_start(w->client->transport, url, timeout_s, ops, w, &w->req);
         if (r < 0)
                 return r;
-        w->started = monotonic_s() - w->waited;         /* client-go times its wait too */
+        w->started = clock_mono_s() - w->waited;         /* client-go times its wait too */
         w->reported = false;
         return 0;
 }
@@ -284,7 +273,7 @@ void client_base_url(struct kube_watch *w, struct buf *url) {
 static bool throttled(struct kube_watch *w, enum client_phase phase) {
         if (w->reserved) {
                 w->reserved = false;
-                w->waited = monotonic_s() - w->wait_started;
+                w->waited = clock_mono_s() - w->wait_started;
                 return false;
         }
         uint64_t wait = kube_rate_take(&w->client->rate, ev_now_ms(w->client->loop));
@@ -292,7 +281,7 @@ static bool throttled(struct kube_watch *w, enum client_phase phase) {
                 w->waited = 0;
                 return false;
         }
-        w->wait_started = monotonic_s();
+        w->wait_started = clock_mono_s();
         w->phase = phase;
         w->reserved = true;
         client_retry_in(w, wait, CLIENT_WAIT_THROTTLE);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
 #include "util/hmap.h"
 #include "util/inet.h"
 
@@ -18,13 +19,6 @@ struct service_cidrs {
         struct inet_cidr *all;          /* the union, sorted */
         size_t n_all;
 };
-
-static void *xmalloc(size_t n) {
-        void *p = malloc(n ? n : 1);
-        if (!p)
-                abort();
-        return p;
-}
 
 static void entry_free(struct entry *e) {
         if (!e)

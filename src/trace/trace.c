@@ -28,6 +28,7 @@
 #include "trace/trace-event.h"
 #include "trace/trace-rules.h"
 #include "trace/trace-xt.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define GRACE_MS 300    /* after the last packet: the rest of its walk (later hooks) */
@@ -50,12 +51,6 @@ struct tracer {
         bool done;                      /* the limit is reached: only its packets' events */
         unsigned reloads;
 };
-
-static uint64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
 
 static void tuple_str(const struct trace_event *e, char *out, size_t len) {
         char s[INET_ADDR_STRLEN], d[INET_ADDR_STRLEN];
@@ -330,9 +325,9 @@ int trace_run(const struct trace_filter *f, const struct trace_opts *o, FILE *ou
         }
         if (ready)
                 ready(ctx);
-        uint64_t deadline = now_ms() + o->timeout_ms;
+        uint64_t deadline = clock_mono_ms() + o->timeout_ms;
         for (;;) {
-                uint64_t now = now_ms();
+                uint64_t now = clock_mono_ms();
                 if (t.done && deadline > now + GRACE_MS)
                         deadline = now + GRACE_MS;
                 if (now >= deadline)

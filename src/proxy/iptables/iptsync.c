@@ -23,6 +23,7 @@
 #include "render/render.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/fnv.h"
 #include "util/hmap.h"
 #include "util/log.h"
@@ -45,12 +46,6 @@ struct iptsync {
         uint64_t last_hash;             /* of the last restore input applied */
         bool have_hash;
 };
-
-static double now_s(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
 
 /* --- the real kernel --- */
 
@@ -149,7 +144,7 @@ static void learn(struct iptsync *s, struct buf *sent, struct buf *decl, struct 
         char path[4096];
         bool keep = iptables_known_file(s->state_dir, s->family, path, sizeof path);
         size_t unlearned = iptables_known_unlearned(s->known);
-        double t0 = now_s();
+        double t0 = clock_mono_s();
 
         if (unlearned > 0 &&
             (s->k.netlink || unlearned > KNOWN_LEARN_MIN || (keep && owned_chains_n_chains(s->owned) <= KNOWN_LEARN_MIN))) {
@@ -160,7 +155,7 @@ static void learn(struct iptsync *s, struct buf *sent, struct buf *decl, struct 
         }
         buf_done(sent);
         buf_done(decl);
-        st->read_seconds += now_s() - t0;
+        st->read_seconds += clock_mono_s() - t0;
         int q = keep ? iptables_known_save(s->known, path) : 0;
         if (q < 0)
                 log_warning_errno(q, "Failed to write %s (a restart will write every chain), ignoring", path);
@@ -193,9 +188,9 @@ static int restore_changes(struct iptsync *s, bool full, bool more, bool loaded,
         st->chains_left_out += left;
         struct buf *sent = left > 0 || st->chains_by_rule > 0 ? &rewritten : out;
         st->bytes_sent += sent->len;
-        double t0 = now_s();
+        double t0 = clock_mono_s();
         r = s->k.restore(s->k.userdata, s->family, sent->data, sent->len, loaded);
-        st->restore_seconds += now_s() - t0;
+        st->restore_seconds += clock_mono_s() - t0;
         if (r < 0) {
                 st->refused = true;
                 s->have_hash = false;
@@ -247,9 +242,9 @@ static int restore_part(struct iptsync *s, const struct buf *in, bool first, boo
 
         st->chains_left_out += left;
         if (writes_any(sent)) {
-                double t0 = now_s();
+                double t0 = clock_mono_s();
                 r = s->k.restore(s->k.userdata, s->family, sent->data, sent->len, loaded);
-                st->restore_seconds += now_s() - t0;
+                st->restore_seconds += clock_mono_s() - t0;
                 st->bytes_sent += sent->len;
                 if (r >= 0)
                         iptables_lines_declarations(sent->data, sent->len, decl);
@@ -323,12 +318,12 @@ static int sync_once(struct iptsync *s, bool full, const struct model *m, const 
         *st = (struct iptsync_stats) {0};
         if (full) {
                 bool jumps_ok = false;
-                double t0 = now_s();
+                double t0 = clock_mono_s();
                 /* One read of the tables tells both which owned chains exist
                  * and whether the jump rules are in place; only missing jumps
                  * cost more tool runs. */
                 r = s->k.scan(s->k.userdata, s->family, &existing, &existing_names, &jumps_ok, s->known);
-                st->read_seconds = now_s() - t0;
+                st->read_seconds = clock_mono_s() - t0;
                 if (r < 0)
                         goto out;
                 if (!jumps_ok && (r = s->k.ensure_jumps(s->k.userdata, s->family)) < 0)

@@ -29,6 +29,7 @@
 #include "userspace/plan.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/hmap.h"
 #include "util/log.h"
 
@@ -354,14 +355,14 @@ static int socklb_sync(struct backend *base, uint8_t family, const struct backen
         struct hmap *m = &b->written[fam_index(family)];
         struct entry *e = NULL;
         struct userspace_plan pl;
-        struct timespec t0, t1;
+        double t0, took;
         size_t n = 0;
         const char *k;
         void *v;
         int r, err = 0;
 
         *ret = (struct backend_stats) {0};
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        t0 = clock_mono_s();
         r = userspace_plan_build_local(s->model, s->params, only, &pl);
         if (r < 0)
                 return r;
@@ -412,12 +413,12 @@ static int socklb_sync(struct backend *base, uint8_t family, const struct backen
         }
         if (s->kind == BACKEND_SYNC_FULL && (r = prune(b, family)) < 0 && !err)
                 err = r;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+        took = clock_mono_s() - t0;
         b->updates++;
-        b->update_seconds += (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+        b->update_seconds += took;
         if (s->kind == BACKEND_SYNC_FULL)
                 log_v(2, "Socket load balancing maps (IPv%u): %zu services written (%zu frontends planned) in %.1f ms", family,
-                      m->len, pl.n_fe, ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9) * 1e3);
+                      m->len, pl.n_fe, took * 1e3);
         free(e);
         userspace_plan_done(&pl);
         if (b->udp_changed)

@@ -24,6 +24,7 @@
 #include "ev/ev.h"
 #include "sockbpf/sockbpf.h"
 #include "sockbpf/udpreap.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 struct socklb_reaper {
@@ -51,13 +52,11 @@ static int stale(void *ctx, uint64_t cookie, const struct sockbpf_addr *peer) {
 
 static void *sweep(void *p) {
         struct socklb_reaper *r = p;
-        struct timespec t0, t1;
         uint64_t one = 1;
 
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = clock_mono_s();
         r->r = udpreap_run(r->cgroup, stale, r, &r->st);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        r->ms = ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9) * 1e3;
+        r->ms = (clock_mono_s() - t0) * 1e3;
         if (write(r->done_fd, &one, sizeof one) != sizeof one)
                 abort();        /* an eventfd counter cannot overflow at one write per sweep */
         return NULL;
