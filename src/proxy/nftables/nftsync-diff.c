@@ -15,11 +15,12 @@
 
 #include "model/model.h"
 #include "proxy/nftables/nftsync-elemid.h"
-#include "proxy/nftables/nftsync-internal.h"
 #include "proxy/nftables/nftsync-owner.h"
+#include "proxy/nftables/nftsync-pass.h"
 #include "proxy/nftables/nftsync-rec.h"
+#include "proxy/nftables/nftsync-stats.h"
+#include "proxy/nftables/nftsync-table.h"
 #include "proxy/nftables/nftsync-txn.h"
-#include "proxy/nftables/nftsync.h"
 #include "util/buf.h"
 #include "util/hmap.h"
 #include "util/log.h"
@@ -92,106 +93,104 @@ static void diff_objects(const struct nftsync_rec *old, char **oc, char **os, co
 /* The elements: old's are let go of, u's claimed for r (whose elements go
  * at end; NULL r: none), taking back those kept, then what was not taken
  * back is deleted and listed in released. */
-static void diff_elements(struct nftsync_table *s, const struct nftsync_rec *old, struct nftsync_rec *r, char *end,
-                          const struct nftsync_unit *u, struct nftsync_txn *t, struct buf *released,
-                          struct nftsync_stats *st) {
+static void diff_elements(struct nftsync_diff *d, const struct nftsync_rec *old, struct nftsync_rec *r, char *end) {
+        struct nftsync_owners *o = &d->s->owners;
         struct hmap old_elems = HMAP_INIT;
         const char *id = nftsync_rec_first_id(old);
         for (size_t i = 0; old && i < old->n_elems; i++, id = nftsync_rec_next_id(id)) {
                 hmap_put(&old_elems, id, &nftsync_rec_values(old)[i]);
-                hmap_remove(&s->owners, id);
+                nftsync_owner_release(o, id);
         }
         if (r)
-                nftsync_owner_claim(s, r, end, u, t, &old_elems, st);
+                nftsync_owner_claim(o, r, end, d->u, d->t, &old_elems, d->st);
         id = nftsync_rec_first_id(old);
         for (size_t i = 0; old && i < old->n_elems; i++, id = nftsync_rec_next_id(id)) {
-                const char *owned = r ? hmap_get(&s->owners, id) : NULL;
-                if (owned && nftsync_rec_of_id(owned) == r)
+                if (r && nftsync_owner_of(o, id) == r)
                         continue;       /* kept */
-                nftsync_elemid_del(&t->del_el, id);
-                st->elements_deleted++;
-                buf_puts(released, id);
-                buf_putc(released, '\n');
+                nftsync_elemid_del(&d->t->del_el, id);
+                d->st->elements_deleted++;
+                buf_puts(d->released, id);
+                buf_putc(d->released, '\n');
         }
         hmap_done(&old_elems);
 }
 
-struct nftsync_rec *nftsync_diff_service(struct nftsync_table *s, const char *key, struct nftsync_rec *old,
-                                         const struct nftsync_unit *u, struct nftsync_txn *t, struct buf *released,
-                                         struct nftsync_stats *st) {
+struct nftsync_rec *nftsync_diff_service(struct nftsync_diff *d, const char *key, struct nftsync_rec *old) {
         /* The old record's names, whole: chains, then sets. */
         char **names = old ? nftsync_rec_names(old) : NULL;
         struct nftsync_rec *r = NULL;
         char *end = NULL;
 
-        diff_objects(old, names, names ? names + old->n_chains : NULL, u, t, st);
-        if (u->n_ch + u->n_st + u->n_el > 0)
-                r = nftsync_unit_record(u, key, &end);
-        diff_elements(s, old, r, end, u, t, released, st);
+        diff_objects(old, names, names ? names + old->n_chains : NULL, d->u, d->t, d->st);
+        if (d->u->n_ch + d->u->n_st + d->u->n_el > 0)
+                r = nftsync_unit_record(d->u, key, &end);
+        diff_elements(d, old, r, end);
         free(names);
         return r;
 }
 
-int nftsync_diff_key(struct nftsync_table *s, const struct model *m, const struct render_params *p, const char *key,
-                     const struct svc *known, struct nftsync_unit *u, struct nftsync_side *side, size_t i,
-                     struct nftsync_txn *t, struct buf *released, struct nftsync_stats *st, size_t *recorded) {
+int nftsync_diff_key(struct nftsync_diff *d, const char *key, const struct svc *known, struct nftsync_side *side,
+                     size_t i, size_t *recorded) {
+        struct nftsync_table *s = d->s;
+        const struct model *m = d->ps->m;
+        const struct render_params *p = d->ps->p;
         const struct nftsync_rec *rec = hmap_get(&s->recs, key);
         if (recorded)
                 *recorded += rec != NULL;
         const struct nftsync_rec *side_rec = side ? hmap_get(side->recs, key) : NULL;
-        int r = nftsync_unit_render(u, m, p, key, known, rec, side ? &side->u : NULL, side_rec);
+        int r = nftsync_unit_render(d->u, m, p, key, known, rec, side ? &side->u : NULL, side_rec);
         if (r < 0)
                 return r;
         if (side)
                 side->same[i] = nftsync_unit_same(&side->u, side_rec);
-        if (nftsync_unit_same(u, rec))
+        if (nftsync_unit_same(d->u, rec))
                 return 0;
         /* Changed: the diff may need any chain's bytes. */
-        if (u->unencoded && (r = nftsync_unit_render(u, m, p, key, known, NULL, NULL, NULL)) < 0)
+        if (d->u->unencoded && (r = nftsync_unit_render(d->u, m, p, key, known, NULL, NULL, NULL)) < 0)
                 return r;
         struct nftsync_rec *old = hmap_remove(&s->recs, key);
-        nftsync_table_keep(s, nftsync_diff_service(s, key, old, u, t, released, st));
+        nftsync_table_keep(s, nftsync_diff_service(d, key, old));
         nftsync_rec_free(old);
         return 0;
 }
 
-int nftsync_diff_released(struct nftsync_table *s, const struct model *m, const struct render_params *p,
-                          struct nftsync_unit *u, struct nftsync_txn *t, struct buf *released,
-                          struct nftsync_stats *st) {
+int nftsync_diff_released(struct nftsync_diff *d) {
+        struct buf *released = d->released;
         int r = 0;
         for (size_t off = 0; r == 0 && off < released->len;) {
                 char *id = released->data + off, *nl = strchr(id, '\n');
                 *nl = '\0';
                 off = (size_t) (nl - released->data) + 1;
-                char *svc = nftsync_owner_take_waiter(s, id);
+                char *svc = nftsync_owner_take_waiter(&d->s->owners, id);
                 if (!svc)
                         continue;
                 char show[NFTSYNC_ELEMID_MAX + 64];
                 log_v(2, "Service %s can now have %s", svc, nftsync_elemid_show(id, show, sizeof show));
-                r = nftsync_diff_key(s, m, p, svc, NULL, u, NULL, 0, t, released, st, NULL);
+                r = nftsync_diff_key(d, svc, NULL, NULL, 0, NULL);
                 free(svc);
         }
         return r;
 }
 
-int nftsync_diff_partial(struct nftsync_table *s, const struct model *m, const struct render_params *p,
-                         const struct hmap *changed, struct nftsync_stats *st) {
+int nftsync_diff_partial(struct nftsync_table *s, const struct nftsync_pass *ps, const struct hmap *changed,
+                         struct nftsync_stats *st) {
         struct nftsync_txn t;
         struct nftsync_unit u;
         struct buf released = BUF_INIT;
+        struct nftsync_diff d = {.s = s, .ps = ps, .u = &u, .t = &t, .released = &released, .st = st};
         const char *key;
         void *v;
         int r = 0;
 
         memset(st, 0, sizeof *st);
-        nftsync_txn_init(&t, s);
+        nftsync_txn_init(&t, s->batch, s->table);
         nftsync_unit_init(&u, s->family, s->table, &t.head);
         for (size_t it = 0; r == 0 && hmap_next(changed, &it, &key, &v);)
-                r = nftsync_diff_key(s, m, p, key, NULL, &u, NULL, 0, &t, &released, st, NULL);
+                r = nftsync_diff_key(&d, key, NULL, NULL, 0, NULL);
         if (r == 0)
-                r = nftsync_diff_released(s, m, p, &u, &t, &released, st);
+                r = nftsync_diff_released(&d);
         if (r == 0)
-                r = nftsync_txn_queue(s, &t, 0, st);
+                r = nftsync_txn_queue(s->batch, &t, 0, st);
         buf_done(&released);
         nftsync_unit_done(&u);
         nftsync_txn_done(&t);

@@ -22,13 +22,16 @@
 
 #include "apply/nftables.h"
 #include "model/model.h"
-#include "proxy/nftables/nftsync-internal.h"
+#include "proxy/nftables/nftsync-list.h"
 #include "proxy/nftables/nftsync-owner.h"
+#include "proxy/nftables/nftsync-pass.h"
 #include "proxy/nftables/nftsync-rec.h"
+#include "proxy/nftables/nftsync-stats.h"
+#include "proxy/nftables/nftsync-table.h"
 #include "proxy/nftables/nftsync-txn.h"
 #include "proxy/nftables/nftsync-unit.h"
-#include "proxy/nftables/nftsync.h"
 #include "render/render.h"
+#include "util/clock.h"
 #include "util/hmap.h"
 #include "util/log.h"
 
@@ -109,62 +112,6 @@ static void emit_in_place(const struct nftsync_unit *u, const struct hmap *chain
         }
 }
 
-int nftsync_full_list(struct nftsync_table *s, struct hmap *chains, struct hmap *sets, struct nftsync_stats *st) {
-        double t0 = nftsync_now();
-        int r = nftables_list(s->nl, s->family, s->tname, chains, sets);
-        st->list_seconds += nftsync_now() - t0;
-        st->listed_chains |= chains != NULL;
-        return r;
-}
-
-/* The sets of sets (from nftables_list()) that no record in desired
- * wants, of the nat side or the others: deleted in t's tail. */
-static void remove_sets(const struct nftsync_table *s, const struct hmap *sets, const struct hmap *desired, bool nat,
-                        struct nftsync_txn *t) {
-        const char *k;
-        void *v;
-        for (size_t it = 0; hmap_next(sets, &it, &k, &v);) {
-                if (nftir_nat_map(k) != nat || hmap_get(desired, k))
-                        continue;
-                log_v(2, "IPv%u nftables set %s %s is not kproxy's, removing it", s->family, s->tname, k);
-                nftmsg_set_del(&t->tail, k);
-        }
-}
-
-void nftsync_full_remove_unwanted(struct nftsync_table *s, const struct hmap *chains, const struct hmap *sets,
-                                  struct nftsync_txn *t, struct nftsync_stats *st) {
-        struct hmap desired = HMAP_INIT;
-        const char *k;
-        void *v;
-        size_t n_lists = 0;
-        if ((!chains || chains->len == 0) && (!sets || sets->len == 0))
-                return;         /* nothing listed (a resync that trusts the count) */
-        char ***lists = nftsync_xcalloc(s->recs.len + 1, sizeof *lists);
-        for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);) {
-                const struct nftsync_rec *rec = v;
-                char **names = lists[n_lists++] = nftsync_rec_names(rec);
-                for (size_t i = 0; i < rec->n_chains + rec->n_sets; i++)
-                        hmap_put(&desired, names[i], (void *) rec);
-        }
-        /* The nat side's maps go before the chains they point at: when the
-         * shard count changes, they leave a table with those chains. Others'
-         * sets go after the chains (what refers to what is unknown). */
-        remove_sets(s, sets, &desired, true, t);
-        for (size_t it = 0; hmap_next(chains, &it, &k, &v);) {
-                if (hmap_get(&desired, k))
-                        continue;
-                log_v(2, "IPv%u nftables chain %s %s is not kproxy's, removing it", s->family, s->tname, k);
-                nftmsg_chain_flush(&t->body, k);
-                nftmsg_chain_del(&t->tail, k);
-                st->chains_deleted++;
-        }
-        remove_sets(s, sets, &desired, false, t);
-        hmap_done(&desired);
-        for (size_t i = 0; i < n_lists; i++)
-                free(lists[i]);
-        free(lists);
-}
-
 /* A full sync over an existing table reads what the chains of each
  * service hold just before writing them. */
 struct reading {
@@ -179,17 +126,17 @@ struct reading {
 static int read_chains(struct nftsync_table *s, const struct nftsync_unit *u, struct reading *rd, struct hmap *chains,
                        struct nftsync_stats *st) {
         const char *names[u->n_ch + 1];
-        double t0 = nftsync_now();
+        double t0 = clock_mono_s();
         for (size_t i = 0; i < u->n_ch; i++)
                 names[i] = u->ch[i].name;
         int r = nftables_rule_digests(s->nl, s->family, s->tname, names, u->n_ch, &rd->digests);
-        st->list_seconds += nftsync_now() - t0;
+        st->list_seconds += clock_mono_s() - t0;
         if (r == 0)
                 return 0;
         log_warning_errno(r, "Failed to read the rules of IPv%u nftables table %s, writing all of them",
                           s->family, s->tname);
         rd->on = false;
-        r = nftsync_full_list(s, chains, NULL, st);
+        r = nftsync_list_table(s, chains, NULL, st);
         if (r < 0)
                 log_error_errno(r, "Failed to list IPv%u nftables table %s", s->family, s->tname);
         return r;
@@ -198,6 +145,7 @@ static int read_chains(struct nftsync_table *s, const struct nftsync_unit *u, st
 /* A full sync of one table, as it goes. */
 struct full {
         struct nftsync_table *s;
+        const struct nftsync_pass *ps;
         struct nftsync_stats *st;
         struct hmap chains, sets;       /* listed: chain names (when listed), named sets */
         struct reading rd;
@@ -214,11 +162,11 @@ struct full {
  * table: a cold start) or -errno (logged). */
 static int full_read_table(struct full *f) {
         struct nftsync_table *s = f->s;
-        double t0 = nftsync_now();
+        double t0 = clock_mono_s();
         int r = nftables_table_use(s->nl, s->family, s->tname, &f->use);
-        f->st->list_seconds += nftsync_now() - t0;
+        f->st->list_seconds += clock_mono_s() - t0;
         if (r == 0)
-                r = nftsync_full_list(s, NULL, &f->sets, f->st);
+                r = nftsync_list_table(s, NULL, &f->sets, f->st);
         f->rd.on = r == 0;
         if (r == -ENOENT)
                 return 0;
@@ -242,14 +190,13 @@ static int full_write_unit(struct full *f, const char *key, struct nftmsg *body)
                               f->rd.on ? &f->rd.digests : NULL, body, f->st);
         char *end;
         struct nftsync_rec *rec = nftsync_unit_record(&f->u, key, &end);
-        nftsync_owner_claim(s, rec, end, &f->u, &f->fin, NULL, f->st);
+        nftsync_owner_claim(&s->owners, rec, end, &f->u, &f->fin, NULL, f->st);
         nftsync_table_keep(s, rec);
         return 0;
 }
 
 /* The table and the fixed part, queued as the first piece. */
-static int full_fixed(struct full *f, const struct render_params *p, const struct inet_cidr *service_cidrs,
-                      size_t n_service_cidrs, bool rebuild) {
+static int full_fixed(struct full *f, bool rebuild) {
         /* "add" first, so that "delete" never fails on a missing table. */
         nftmsg_table(&f->t.head);
         if (rebuild) {
@@ -257,42 +204,43 @@ static int full_fixed(struct full *f, const struct render_params *p, const struc
                 nftmsg_table(&f->t.head);
         }
         struct nftir_sink sink = nftsync_unit_sink(&f->u);
-        int r = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
+        int r = render_nft_fixed(f->ps->p, f->ps->service_cidrs, f->ps->n_service_cidrs, &sink);
         if (r == 0)
                 r = full_write_unit(f, NFTSYNC_FIXED_KEY, &f->t.body);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < f->u.n_st; i++)
                 nftmsg_set_flush(&f->fin.del_el, f->u.st[i].name);     /* every element is added again */
-        return nftsync_txn_queue(f->s, &f->t, f->one ? 0 : f->chunk, f->st);
+        return nftsync_txn_queue(f->s->batch, &f->t, f->one ? 0 : f->chunk, f->st);
 }
 
 /* The services' chains, written straight into the family's batch (their
  * elements and the stale objects go in the last transaction): 100 MB at
  * 10k services, copied once instead of twice, and with nothing to read
  * back, encoded there. */
-static int full_services(struct full *f, const struct model *m, const struct render_params *p) {
+static int full_services(struct full *f) {
         struct nftsync_table *s = f->s;
-        const struct svc **svcs = s->g->svcs;
+        struct nftsync_batch *b = s->batch;
+        const struct nftsync_pass *ps = f->ps;
         /* As when this table's pieces were queued whole: a piece of chunk
          * messages goes out with whatever the batch held before it. */
-        size_t piece = s->g->pend.n;
+        size_t piece = b->pend.n;
         int r;
 
-        for (size_t i = 0; i < s->g->n_svcs; i++) {
-                if (!nftsync_table_holds_at(s, i))
+        for (size_t i = 0; i < ps->n_svcs; i++) {
+                if (!nftsync_pass_holds(ps, s->table, i))
                         continue;
-                f->u.direct = f->rd.on ? NULL : nftsync_txn_pending(s);
-                r = nftsync_unit_render(&f->u, m, p, svcs[i]->key, svcs[i], NULL, NULL, NULL);
+                f->u.direct = f->rd.on ? NULL : nftsync_txn_pending(b, s->table);
+                r = nftsync_unit_render(&f->u, ps->m, ps->p, ps->svcs[i]->key, ps->svcs[i], NULL, NULL, NULL);
                 if (r < 0)
                         return r;
                 if (f->u.n_ch + f->u.n_st + f->u.n_el == 0)
                         continue;
-                r = full_write_unit(f, svcs[i]->key, f->u.direct ? NULL : nftsync_txn_pending(s));
+                r = full_write_unit(f, ps->svcs[i]->key, f->u.direct ? NULL : nftsync_txn_pending(b, s->table));
                 if (r < 0)
                         return r;
-                if (!f->one && s->g->pend.n - piece >= f->chunk) {
-                        r = nftsync_txn_send(s->g, f->st);
+                if (!f->one && b->pend.n - piece >= f->chunk) {
+                        r = nftsync_txn_send(b, f->st);
                         if (r < 0)
                                 return r;
                         piece = 0;
@@ -311,24 +259,23 @@ static int full_finish(struct full *f) {
         if (f->rd.on && f->rd.digests.len + f->sets.len != f->use) {
                 log_v(2, "IPv%u nftables table %s holds %u chains and sets, %zu are kproxy's: listing it",
                       s->family, s->tname, f->use, f->rd.digests.len + f->sets.len);
-                int r = nftsync_full_list(s, &f->chains, NULL, f->st);
+                int r = nftsync_list_table(s, &f->chains, NULL, f->st);
                 if (r < 0)
                         return log_error_errno(r, "Failed to list IPv%u nftables table %s", s->family, s->tname);
         }
-        nftsync_full_remove_unwanted(s, &f->chains, &f->sets, &f->fin, f->st);
+        nftsync_list_remove_unwanted(s, &f->chains, &f->sets, &f->fin, f->st);
 
         nftmsg_append(&f->t.body, &f->fin.body);
         nftmsg_append(&f->t.del_el, &f->fin.del_el);
         nftmsg_append_elems_merged(&f->t.add_el, &f->fin.add_el);
         nftmsg_append(&f->t.tail, &f->fin.tail);
-        return nftsync_txn_queue(s, &f->t, f->chunk, f->st);
+        return nftsync_txn_queue(s->batch, &f->t, f->chunk, f->st);
 }
 
-int nftsync_full_table(struct nftsync_table *s, const struct model *m, const struct render_params *p,
-                       const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
+int nftsync_full_table(struct nftsync_table *s, const struct nftsync_pass *ps, bool rebuild,
                        struct nftsync_stats *st) {
-        struct full f = {.s = s, .st = st, .chains = HMAP_INIT, .sets = HMAP_INIT, .rd = {false, HMAP_INIT},
-                         .one = rebuild || s->g->chunk == 0};
+        struct full f = {.s = s, .ps = ps, .st = st, .chains = HMAP_INIT, .sets = HMAP_INIT, .rd = {false, HMAP_INIT},
+                         .one = rebuild || s->batch->chunk == 0};
         int r = 0;
 
         memset(st, 0, sizeof *st);
@@ -336,15 +283,15 @@ int nftsync_full_table(struct nftsync_table *s, const struct model *m, const str
                 goto out_lists;
         /* A cold load reaches nothing before its last transaction and
          * keeps the small bound (use is 0). */
-        f.chunk = nftsync_txn_chunk(s, f.use);
+        f.chunk = nftsync_txn_chunk(s->batch, f.use);
         nftsync_table_forget(s);
-        nftsync_txn_init(&f.t, s);
-        nftsync_txn_init(&f.fin, s);
+        nftsync_txn_init(&f.t, s->batch, s->table);
+        nftsync_txn_init(&f.fin, s->batch, s->table);
         nftsync_unit_init(&f.u, s->family, s->table, &f.t.head);
 
-        r = full_fixed(&f, p, service_cidrs, n_service_cidrs, rebuild);
+        r = full_fixed(&f, rebuild);
         if (r == 0)
-                r = full_services(&f, m, p);
+                r = full_services(&f);
         if (r == 0)
                 r = full_finish(&f);
 

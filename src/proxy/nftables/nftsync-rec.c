@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-#include "proxy/nftables/nftsync-internal.h"
+#include "util/alloc.h"
 #include "proxy/nftables/nftsync-name.h"
 
 /* A copy of s at *end, in a record's storage; *end moves past it. */
@@ -24,7 +24,7 @@ struct nftsync_rec *nftsync_rec_new(const char *key, size_t n_chains, size_t n_s
         size_t strings = strlen(key) + 1 + n_elems * sizeof(uint32_t) + id_bytes;
         size_t elems_off = NFTSYNC_ALIGN8(sizeof(struct nftsync_rec) + n_chains * sizeof(uint64_t) +
                                           n_sets * sizeof(uint32_t) + names_len);
-        struct nftsync_rec *r = nftsync_xcalloc(1, elems_off + n_elems * sizeof(uint64_t) + strings);
+        struct nftsync_rec *r = xcalloc(1, elems_off + n_elems * sizeof(uint64_t) + strings);
         r->n_chains = (uint32_t) n_chains;
         r->n_sets = (uint32_t) n_sets;
         r->names_len = (uint32_t) names_len;
@@ -53,7 +53,7 @@ char **nftsync_rec_names(const struct nftsync_rec *r) {
                 nftsync_name_next(&it);
                 bytes += nftsync_name_len(&it, r->key) + 1;
         }
-        char **v = nftsync_xcalloc(1, (n + 1) * sizeof *v + bytes);
+        char **v = xcalloc(1, (n + 1) * sizeof *v + bytes);
         char *p = (char *) (v + n + 1), *end = p + bytes;
         nftsync_name_it_init(&it, nftsync_rec_names_coded(r));
         for (size_t i = 0; i < n; i++) {

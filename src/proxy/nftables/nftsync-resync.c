@@ -19,13 +19,15 @@
 #include "apply/nftables.h"
 #include "model/model.h"
 #include "proxy/nftables/nftsync-diff.h"
-#include "proxy/nftables/nftsync-full.h"
-#include "proxy/nftables/nftsync-internal.h"
+#include "proxy/nftables/nftsync-list.h"
+#include "proxy/nftables/nftsync-pass.h"
 #include "proxy/nftables/nftsync-rec.h"
+#include "proxy/nftables/nftsync-stats.h"
+#include "proxy/nftables/nftsync-table.h"
 #include "proxy/nftables/nftsync-txn.h"
 #include "proxy/nftables/nftsync-unit.h"
-#include "proxy/nftables/nftsync.h"
 #include "render/render.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/hmap.h"
 #include "util/log.h"
@@ -33,7 +35,9 @@
 /* A resync of one table, as it goes. */
 struct resync {
         struct nftsync_table *s;
+        const struct nftsync_pass *ps;
         struct nftsync_stats *st;
+        struct nftsync_diff d;          /* over u, t, released */
         struct hmap chains, sets;       /* listed, when the count differs */
         struct buf released;
         struct nftsync_txn t;
@@ -59,13 +63,13 @@ static int resync_read_table(struct resync *r) {
                 want += rec->n_chains + rec->n_sets;
                 n_chains += rec->n_chains;
         }
-        r->chunk = nftsync_txn_chunk(s, n_chains);
+        r->chunk = nftsync_txn_chunk(s->batch, n_chains);
         int q = nftables_table_use(s->nl, s->family, s->tname, &use);
         if (q < 0 || use != want) {
                 if (q == 0)
                         log_v(2, "IPv%u nftables table %s holds %u chains and sets, its records %zu: "
                               "listing it", s->family, s->tname, use, want);
-                q = nftsync_full_list(s, &r->chains, &r->sets, r->st);
+                q = nftsync_list_table(s, &r->chains, &r->sets, r->st);
         }
         if (q < 0)
                 log_error_errno(q, "Failed to list IPv%u nftables table %s", s->family, s->tname);
@@ -73,58 +77,58 @@ static int resync_read_table(struct resync *r) {
 }
 
 /* The fixed part, diffed against its record. */
-static int resync_fixed(struct resync *r, const struct render_params *p, const struct inet_cidr *service_cidrs,
-                        size_t n_service_cidrs) {
+static int resync_fixed(struct resync *r) {
         struct nftsync_table *s = r->s;
         struct nftir_sink sink = nftsync_unit_sink(&r->u);
         nftsync_unit_reset(&r->u);
-        int q = render_nft_fixed(p, service_cidrs, n_service_cidrs, &sink);
+        int q = render_nft_fixed(r->ps->p, r->ps->service_cidrs, r->ps->n_service_cidrs, &sink);
         if (q < 0)
                 return q;
         struct nftsync_rec *old = hmap_remove(&s->recs, NFTSYNC_FIXED_KEY);
-        nftsync_table_keep(s, nftsync_diff_service(s, NFTSYNC_FIXED_KEY, old, &r->u, &r->t, &r->released, r->st));
+        nftsync_table_keep(s, nftsync_diff_service(&r->d, NFTSYNC_FIXED_KEY, old));
         nftsync_rec_free(old);
         return 0;
 }
 
 /* Queues the transaction's piece once it holds the size bound. */
 static int resync_piece(struct resync *r) {
-        return r->chunk && nftsync_txn_size(&r->t) >= r->chunk ? nftsync_txn_queue(r->s, &r->t, r->chunk, r->st)
-                                                                : 0;
+        return r->chunk && nftsync_txn_size(&r->t) >= r->chunk
+                       ? nftsync_txn_queue(r->s->batch, &r->t, r->chunk, r->st)
+                       : 0;
 }
 
 /* Every service of the model, then every recorded one it lost: there are
  * some when the records outnumber the services that had one (only a
  * service's own diff changes its record). */
-static int resync_services(struct resync *r, const struct model *m, const struct render_params *p) {
+static int resync_services(struct resync *r) {
         struct nftsync_table *s = r->s;
-        const struct svc **svcs = s->g->svcs;
+        const struct nftsync_pass *ps = r->ps;
+        const struct svc **svcs = ps->svcs;
         size_t recorded = hmap_get(&s->recs, NFTSYNC_FIXED_KEY) != NULL, n_recs = s->recs.len, n_gone = 0;
         char **gone = NULL;
         const char *k;
         void *v;
         int q = 0;
 
-        for (size_t i = 0; q == 0 && i < s->g->n_svcs; i++) {
-                if (!nftsync_table_holds_at(s, i))
+        for (size_t i = 0; q == 0 && i < ps->n_svcs; i++) {
+                if (!nftsync_pass_holds(ps, s->table, i))
                         continue;
                 if (s->table == 0 && r->side.same && r->side.same[i]) {
                         recorded++;     /* nftsync_unit_same() had a record */
                         continue;
                 }
-                q = nftsync_diff_key(s, m, p, svcs[i]->key, svcs[i], &r->u, r->tee ? &r->side : NULL, i, &r->t,
-                                     &r->released, r->st, &recorded);
+                q = nftsync_diff_key(&r->d, svcs[i]->key, svcs[i], r->tee ? &r->side : NULL, i, &recorded);
                 if (q == 0)
                         q = resync_piece(r);
         }
         if (q == 0 && recorded < n_recs) {
-                gone = nftsync_xcalloc(s->recs.len + 1, sizeof *gone);
+                gone = xcalloc(s->recs.len + 1, sizeof *gone);
                 for (size_t it = 0; hmap_next(&s->recs, &it, &k, &v);)
-                        if (*k && !model_service_get(m, k))
-                                gone[n_gone++] = nftsync_xstrdup(k);
+                        if (*k && !model_service_get(ps->m, k))
+                                gone[n_gone++] = xstrdup(k);
         }
         for (size_t i = 0; q == 0 && i < n_gone; i++) {
-                q = nftsync_diff_key(s, m, p, gone[i], NULL, &r->u, NULL, 0, &r->t, &r->released, r->st, NULL);
+                q = nftsync_diff_key(&r->d, gone[i], NULL, NULL, 0, NULL);
                 if (q == 0)
                         q = resync_piece(r);
         }
@@ -134,18 +138,18 @@ static int resync_services(struct resync *r, const struct model *m, const struct
         return q;
 }
 
-int nftsync_resync_table(struct nftsync_table *s, const struct model *m, const struct render_params *p,
-                         const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftsync_stats *st) {
-        struct resync r = {.s = s, .st = st, .chains = HMAP_INIT, .sets = HMAP_INIT, .released = BUF_INIT,
-                           .side = {.recs = &s->g->t[0]->recs, .same = s->g->main_same}};
+int nftsync_resync_table(struct nftsync_table *s, const struct nftsync_pass *ps, struct nftsync_stats *st) {
+        struct resync r = {.s = s, .ps = ps, .st = st, .chains = HMAP_INIT, .sets = HMAP_INIT, .released = BUF_INIT,
+                           .side = {.recs = ps->main_recs, .same = ps->main_same}};
         int q;
 
         memset(st, 0, sizeof *st);
+        r.d = (struct nftsync_diff) {.s = s, .ps = ps, .u = &r.u, .t = &r.t, .released = &r.released, .st = st};
         r.tee = s->table != 0 && r.side.same;
         q = resync_read_table(&r);
         if (q < 0)
                 goto out_lists;
-        nftsync_txn_init(&r.t, s);
+        nftsync_txn_init(&r.t, s->batch, s->table);
         nftsync_unit_init(&r.u, s->family, s->table, &r.t.head);
         nftmsg_init(&r.side_ids, s->family, 0);
         nftsync_unit_init(&r.side.u, s->family, 0, &r.side_ids);
@@ -153,18 +157,18 @@ int nftsync_resync_table(struct nftsync_table *s, const struct model *m, const s
 
         /* What no record has goes first, on its own: a service may want a
          * stray's name for a new chain. */
-        nftsync_full_remove_unwanted(s, &r.chains, &r.sets, &r.t, st);
-        q = nftsync_txn_queue(s, &r.t, 0, st);
+        nftsync_list_remove_unwanted(s, &r.chains, &r.sets, &r.t, st);
+        q = nftsync_txn_queue(s->batch, &r.t, 0, st);
         if (q == 0)
-                q = nftsync_txn_send(s->g, st);
+                q = nftsync_txn_send(s->batch, st);
         if (q == 0)
-                q = resync_fixed(&r, p, service_cidrs, n_service_cidrs);
+                q = resync_fixed(&r);
         if (q == 0)
-                q = resync_services(&r, m, p);
+                q = resync_services(&r);
         if (q == 0)
-                q = nftsync_diff_released(s, m, p, &r.u, &r.t, &r.released, st);
+                q = nftsync_diff_released(&r.d);
         if (q == 0)
-                q = nftsync_txn_queue(s, &r.t, r.chunk, st);
+                q = nftsync_txn_queue(s->batch, &r.t, r.chunk, st);
 
         buf_done(&r.released);
         nftsync_unit_done(&r.u);

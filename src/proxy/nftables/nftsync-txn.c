@@ -20,18 +20,30 @@
 #include <string.h>
 
 #include "apply/nftables.h"
-#include "proxy/nftables/nftsync-internal.h"
-#include "proxy/nftables/nftsync.h"
+#include "proxy/nftables/nftsync-stats.h"
+#include "util/clock.h"
 #include "util/log.h"
 
-void nftsync_txn_init(struct nftsync_txn *t, struct nftsync_table *s) {
-        nftmsg_init(&t->head, s->family, 0);
-        nftmsg_init(&t->body, s->family, 0);
-        nftmsg_init(&t->del_el, s->family, 0);
-        nftmsg_init(&t->add_el, s->family, 0);
-        nftmsg_init(&t->tail, s->family, 0);
-        t->head.table = t->body.table = t->del_el.table = t->add_el.table = t->tail.table = s->table;
-        nftmsg_share_set_ids(&t->head, &s->g->ids);
+void nftsync_batch_init(struct nftsync_batch *b, uint8_t family, struct nftables *nl, size_t chunk) {
+        *b = (struct nftsync_batch) {.family = family, .nl = nl, .chunk = chunk};
+        nftmsg_init(&b->ids, family, 0);
+        nftmsg_init(&b->pend, family, 0);
+        nftmsg_share_set_ids(&b->pend, &b->ids);
+}
+
+void nftsync_batch_done(struct nftsync_batch *b) {
+        nftmsg_done(&b->pend);
+        nftmsg_done(&b->ids);
+}
+
+void nftsync_txn_init(struct nftsync_txn *t, struct nftsync_batch *b, unsigned table) {
+        nftmsg_init(&t->head, b->family, 0);
+        nftmsg_init(&t->body, b->family, 0);
+        nftmsg_init(&t->del_el, b->family, 0);
+        nftmsg_init(&t->add_el, b->family, 0);
+        nftmsg_init(&t->tail, b->family, 0);
+        t->head.table = t->body.table = t->del_el.table = t->add_el.table = t->tail.table = (uint16_t) table;
+        nftmsg_share_set_ids(&t->head, &b->ids);
         nftmsg_share_set_ids(&t->body, &t->head);
 }
 
@@ -59,12 +71,12 @@ size_t nftsync_txn_size(const struct nftsync_txn *t) {
  * whole table (the kernel re-walks what the base chains reach), so over an
  * existing table of n chains and sets they are cut into about eight, not
  * into chunk-message pieces (about three messages per chain). */
-size_t nftsync_txn_chunk(const struct nftsync_table *s, size_t n) {
-        size_t chunk = s->g->chunk;
+size_t nftsync_txn_chunk(const struct nftsync_batch *b, size_t n) {
+        size_t chunk = b->chunk;
         return chunk && n * 3 / 8 > chunk ? n * 3 / 8 : chunk;
 }
 
-void nftsync_txn_reset(struct nftsync *g, bool release) {
+void nftsync_txn_reset(struct nftsync_batch *g, bool release) {
         if (release) {
                 nftmsg_done(&g->pend);
                 nftmsg_init(&g->pend, g->family, g->seq);
@@ -75,23 +87,23 @@ void nftsync_txn_reset(struct nftsync *g, bool release) {
         memset(g->pend_tables, 0, sizeof g->pend_tables);
 }
 
-int nftsync_txn_send(struct nftsync *g, struct nftsync_stats *st) {
-        char err[1024], names[256] = "";
+int nftsync_txn_send(struct nftsync_batch *g, struct nftsync_stats *st) {
+        char err[1024], names[256] = "", name[NFTIR_TABLE_NAME_MAX];
         int r;
 
         if (g->pend.n == 0)
                 return 0;
         nftmsg_batch_end(&g->pend);
         g->seq = g->pend.seq;
-        double t0 = nftsync_now();
+        double t0 = clock_mono_s();
         r = nftables_commit(g->nl, &g->pend, err, sizeof err);
-        st->kernel_seconds += nftsync_now() - t0;
+        st->kernel_seconds += clock_mono_s() - t0;
         if (r < 0) {
                 size_t len = 0;
-                for (size_t i = 0; i < g->n && len < sizeof names; i++)
+                for (unsigned i = 0; i <= NFTIR_TABLES_MAX && len < sizeof names; i++)
                         if (g->pend_tables[i])
                                 len += (size_t) snprintf(names + len, sizeof names - len, "%s%s",
-                                                         len ? ", " : "", g->t[i]->tname);
+                                                         len ? ", " : "", nftir_table_name(i, name));
                 log_error("IPv%u nftables %s transaction of %zu messages failed: %s", g->family, names,
                           g->pend.n, err);
         }
@@ -103,21 +115,18 @@ int nftsync_txn_send(struct nftsync *g, struct nftsync_stats *st) {
         return r;
 }
 
-struct nftmsg *nftsync_txn_pending(struct nftsync_table *s) {
-        struct nftsync *g = s->g;
+struct nftmsg *nftsync_txn_pending(struct nftsync_batch *g, unsigned table) {
         if (g->pend.b.len == 0)
                 nftmsg_batch_begin(&g->pend);
-        g->pend.table = s->table;
-        g->pend_tables[s->table] = true;
+        g->pend.table = (uint16_t) table;
+        g->pend_tables[table] = true;
         return &g->pend;
 }
 
-int nftsync_txn_queue(struct nftsync_table *s, struct nftsync_txn *t, size_t limit, struct nftsync_stats *st) {
-        struct nftsync *g = s->g;
-
+int nftsync_txn_queue(struct nftsync_batch *g, struct nftsync_txn *t, size_t limit, struct nftsync_stats *st) {
         if (nftsync_txn_size(t) == 0)
                 return 0;
-        nftsync_txn_pending(s);
+        nftsync_txn_pending(g, t->head.table);
         nftmsg_append(&g->pend, &t->head);
         nftmsg_append(&g->pend, &t->body);
         nftmsg_append(&g->pend, &t->del_el);

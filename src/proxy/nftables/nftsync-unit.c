@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "model/model.h"
-#include "proxy/nftables/nftsync-internal.h"
+#include "util/alloc.h"
 #include "proxy/nftables/nftsync-rec.h"
 #include "render/render.h"
 #include "util/cleanup.h"
@@ -39,7 +39,7 @@ void nftsync_unit_init(struct nftsync_unit *u, uint8_t family, unsigned table, s
 static char *unit_name(struct nftsync_unit *u, const struct nftir_name *n) {
         struct nftsync_unit_names *c = u->names;
         if (!c || c->used + NFTSYNC_NAME_MAX > sizeof c->b) {
-                c = nftsync_xcalloc(1, sizeof *c);
+                c = xcalloc(1, sizeof *c);
                 c->next = u->names;
                 u->names = c;
         }
@@ -89,7 +89,7 @@ static void u_set(void *ud, const struct nftir_set *set) {
         struct nftsync_unit *u = ud;
         if (set->table != u->table)
                 return;
-        nftsync_grow((void **) &u->st, &u->cap_st, u->n_st, sizeof *u->st);
+        xgrow((void **) &u->st, &u->cap_st, u->n_st, sizeof *u->st);
         struct nftsync_unit_set *x = &u->st[u->n_st++];
         x->name = unit_name(u, &set->name);
         x->timeout = set->timeout;
@@ -112,7 +112,7 @@ static void u_chain(void *ud, const struct nftir_chain *c) {
         struct nftsync_unit *u = ud;
         if (c->table != u->table)
                 return;
-        nftsync_grow((void **) &u->ch, &u->cap_ch, u->n_ch, sizeof *u->ch);
+        xgrow((void **) &u->ch, &u->cap_ch, u->n_ch, sizeof *u->ch);
         struct nftsync_unit_chain *x = &u->ch[u->n_ch++];
         x->name = unit_name(u, &c->name);
         x->hash = nftir_chain_hash(c);
@@ -151,7 +151,7 @@ static void u_elem(void *ud, const struct nftir_elem *e) {
         if (e->table != u->table)
                 return;
         size_t n = nftmsg_elem_key(u->elems.family, e, key);
-        nftsync_grow((void **) &u->el, &u->cap_el, u->n_el, sizeof *u->el);
+        xgrow((void **) &u->el, &u->cap_el, u->n_el, sizeof *u->el);
         struct nftsync_unit_elem *x = &u->el[u->n_el++];
         nftsync_elemid(e->set, key, n, x->id);
         x->value = nftir_elem_value_hash(e);
@@ -271,7 +271,7 @@ struct nftsync_rec *nftsync_unit_record(const struct nftsync_unit *u, const char
         for (size_t i = 0; i < n; i++)
                 bound += strlen(i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name) + NFTSYNC_NAME_CODED_EXTRA;
         char small[8192];
-        _cleanup_free_ char *big = bound > sizeof small ? nftsync_xcalloc(1, bound) : NULL;
+        _cleanup_free_ char *big = bound > sizeof small ? xcalloc(1, bound) : NULL;
         char *coded = big ? big : small;
         for (size_t i = 0; i < n; i++)
                 names_len += nftsync_name_pack(key, i < u->n_ch ? u->ch[i].name : u->st[i - u->n_ch].name, prev,

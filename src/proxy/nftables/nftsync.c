@@ -37,8 +37,24 @@
  * With shards (render/nftir.h) each table has its own records, and the
  * tables' messages share the family's transactions (struct nftsync).
  *
- * Each of those concepts has a file of its own (proxy/nftables/nftsync-internal.h
- * lists them); this one is the family's tables and the public calls.
+ * Each of those concepts has a file of its own, and the files form a
+ * stack: each uses only those below it, and only this one, at the top,
+ * sees them all (the family's tables and the public calls):
+ *
+ *   nftsync.c           the family's tables (shards), a pass over them
+ *   nftsync-full.c      a full sync of a table, reading back what chains hold
+ *   nftsync-resync.c    a full sync of a table that trusts the records
+ *   nftsync-list.c      listing a table, removing what no record wants
+ *   nftsync-diff.c      a service against its record; a partial sync
+ *   nftsync-table.h     one table's records, owners, and the batch it uses
+ *   nftsync-pass.h      one sync as a table's parts see it (model, services)
+ *   nftsync-owner.c     which service owns a map key, and who waits for it
+ *   nftsync-unit.c      one service rendered into scratch messages
+ *   nftsync-txn.c       transactions, and the family's batch that holds them
+ *   nftsync-rec.c       a service's record (pure)
+ *   nftsync-name.c      the code of a record's chain and set names (pure)
+ *   nftsync-elemid.c    element ids (pure)
+ *   nftsync-stats.h     what a sync did
  */
 #include "proxy/nftables/nftsync.h"
 
@@ -51,64 +67,32 @@
 #include "model/model.h"
 #include "proxy/nftables/nftsync-diff.h"
 #include "proxy/nftables/nftsync-full.h"
-#include "proxy/nftables/nftsync-internal.h"
-#include "proxy/nftables/nftsync-owner.h"
-#include "proxy/nftables/nftsync-rec.h"
+#include "proxy/nftables/nftsync-pass.h"
 #include "proxy/nftables/nftsync-resync.h"
+#include "proxy/nftables/nftsync-table.h"
 #include "proxy/nftables/nftsync-txn.h"
 #include "render/render.h"
+#include "util/alloc.h"
+#include "util/clock.h"
 #include "util/hmap.h"
 #include "util/log.h"
 
 #define DEFAULT_CHUNK 25000
 
-/* --- one table's state --- */
-
-void nftsync_table_forget(struct nftsync_table *s) {
-        const char *k;
-        void *v;
-        for (size_t i = 0; hmap_next(&s->recs, &i, &k, &v);)
-                nftsync_rec_free(v);
-        hmap_done(&s->recs);
-        nftsync_owner_forget(s);
-}
-
-int nftsync_table_new(struct nftsync *g, unsigned table, struct nftsync_table **ret) {
-        struct nftsync_table *s = calloc(1, sizeof *s);
-        if (!s)
-                return -ENOMEM;
-        s->family = g->family;
-        s->table = (uint16_t) table;
-        char name[NFTIR_TABLE_NAME_MAX];
-        snprintf(s->tname, sizeof s->tname, "%s", nftir_table_name(table, name));
-        s->nl = g->nl;
-        s->g = g;
-        s->recs = (struct hmap) HMAP_INIT_KEYED(struct nftsync_rec, key);
-        s->owners = (struct hmap) HMAP_INIT_STRINGS;
-        *ret = s;
-        return 0;
-}
-
-struct nftsync_table *nftsync_table_free(struct nftsync_table *s) {
-        if (!s)
-                return NULL;
-        nftsync_table_forget(s);
-        free(s);
-        return NULL;
-}
-
-/* --- the family's tables --- */
+/* The family's tables and the batch they fill together. */
+struct nftsync {
+        uint8_t family;
+        struct nftables *nl;
+        struct nftsync_batch batch;
+        size_t n;                               /* 1 + the shard count of the render parameters */
+        struct nftsync_table *t[NFTIR_TABLES_MAX + 1]; /* by table index: 0, then the shards */
+};
 
 int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret) {
-        struct nftsync *g = calloc(1, sizeof *g);
-        if (!g)
-                return -ENOMEM;
+        struct nftsync *g = xcalloc(1, sizeof *g);
         g->family = family;
         g->nl = nl;
-        g->chunk = DEFAULT_CHUNK;
-        nftmsg_init(&g->ids, family, 0);
-        nftmsg_init(&g->pend, family, 0);
-        nftmsg_share_set_ids(&g->pend, &g->ids);
+        nftsync_batch_init(&g->batch, family, nl, DEFAULT_CHUNK);
         *ret = g;
         return 0;
 }
@@ -118,19 +102,18 @@ struct nftsync *nftsync_free(struct nftsync *g) {
                 return NULL;
         for (size_t i = 0; i < g->n; i++)
                 nftsync_table_free(g->t[i]);
-        nftmsg_done(&g->pend);
-        nftmsg_done(&g->ids);
+        nftsync_batch_done(&g->batch);
         free(g);
         return NULL;
 }
 
 void nftsync_set_after_commit(struct nftsync *g, void (*fn)(void *userdata), void *userdata) {
-        g->after_commit = fn;
-        g->after_commit_ud = userdata;
+        g->batch.after_commit = fn;
+        g->batch.after_commit_ud = userdata;
 }
 
 void nftsync_set_chunk(struct nftsync *g, size_t messages) {
-        g->chunk = messages;
+        g->batch.chunk = messages;
 }
 
 /* The tables p asks for: the first sync makes their syncs (the shard
@@ -142,38 +125,45 @@ static int tables_for(struct nftsync *g, const struct render_params *p) {
                           g->n - 1, p->nft_shards);
                 return -EINVAL;
         }
-        for (; g->n < want; g->n++) {
-                if (nftsync_table_new(g, (unsigned) g->n, &g->t[g->n]) < 0)
-                        return -ENOMEM;
-        }
+        for (; g->n < want; g->n++)
+                g->t[g->n] = nftsync_table_new((unsigned) g->n, g->nl, &g->batch);
         return 0;
 }
 
-static void stats_add(struct nftsync_stats *a, const struct nftsync_stats *b) {
-        a->transactions += b->transactions;
-        a->messages += b->messages;
-        a->chains_written += b->chains_written;
-        a->chains_kept += b->chains_kept;
-        a->chains_deleted += b->chains_deleted;
-        a->elements_added += b->elements_added;
-        a->elements_deleted += b->elements_deleted;
-        a->conflicts += b->conflicts;
-        a->kernel_seconds += b->kernel_seconds;
-        a->list_seconds += b->list_seconds;
-        a->listed_chains |= b->listed_chains;
+enum kind { FULL, REBUILD, RESYNC, PARTIAL };
+
+/* A full sync's or a resync's pass: the model's services in key order,
+ * the table of each one's nat side, and (a resync with shards) the main
+ * table's records and what the shards found the same in them. */
+static void pass_begin(struct nftsync *g, enum kind k, struct nftsync_pass *ps) {
+        const struct svc **svcs = model_services_sorted(ps->m, &ps->n_svcs);
+        uint8_t *shards = xmalloc(ps->n_svcs + 1);
+        if (!svcs && model_n_services(ps->m) > 0)
+                abort();        /* model_services_sorted() fails only for memory */
+        for (size_t i = 0; i < ps->n_svcs; i++)
+                shards[i] = (uint8_t) render_nft_shard(svcs[i]->key, ps->p->nft_shards);
+        ps->svcs = svcs;
+        ps->shards = shards;
+        ps->main_recs = &g->t[0]->recs;
+        /* Without it the main table's pass renders every service. */
+        if (k == RESYNC && g->n > 1)
+                ps->main_same = xcalloc(ps->n_svcs + 1, sizeof *ps->main_same);
 }
 
-enum kind { FULL, REBUILD, RESYNC, PARTIAL };
+static void pass_end(struct nftsync_pass *ps) {
+        free((void *) ps->svcs);
+        free((void *) ps->shards);
+        free(ps->main_same);
+}
 
 /* Every table in turn, the shards first: a restart that brings them in
  * has them ready before the main table lets go of the services' nat side
  * (in the same transaction, or an earlier one). A partial sync leaves out
  * the shards none of the changed services is in. */
-static int each_table(struct nftsync *g, enum kind k, const struct model *m, const struct render_params *p,
-                      const struct inet_cidr *service_cidrs, size_t n_service_cidrs, const struct hmap *changed,
+static int each_table(struct nftsync *g, enum kind k, struct nftsync_pass *ps, const struct hmap *changed,
                       struct nftsync_stats *st) {
         bool touched[NFTIR_TABLES_MAX + 1] = {false};
-        int r = tables_for(g, p);
+        int r = tables_for(g, ps->p);
         memset(st, 0, sizeof *st);
         if (r < 0)
                 return r;
@@ -182,24 +172,11 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
                 void *v;
                 touched[0] = true;
                 for (size_t it = 0; hmap_next(changed, &it, &key, &v);) {
-                        unsigned t = render_nft_shard(key, p->nft_shards);
+                        unsigned t = render_nft_shard(key, ps->p->nft_shards);
                         touched[t < g->n ? t : 0] = true;
                 }
         } else {
-                g->svcs = model_services_sorted(m, &g->n_svcs);
-                g->shards = malloc(g->n_svcs + 1);
-                if ((!g->svcs && model_n_services(m) > 0) || !g->shards) {
-                        free(g->svcs);
-                        free(g->shards);
-                        g->svcs = NULL;
-                        g->shards = NULL;
-                        return -ENOMEM;
-                }
-                for (size_t i = 0; i < g->n_svcs; i++)
-                        g->shards[i] = (uint8_t) render_nft_shard(g->svcs[i]->key, p->nft_shards);
-                /* Without it the main table's pass renders every service. */
-                if (k == RESYNC && g->n > 1)
-                        g->main_same = calloc(g->n_svcs + 1, sizeof *g->main_same);
+                pass_begin(g, k, ps);
         }
         for (size_t i = 1; i <= g->n && r == 0; i++) {
                 struct nftsync_table *s = g->t[i % g->n];
@@ -207,36 +184,31 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
                 switch (k) {
                 case FULL:
                 case REBUILD:
-                        r = nftsync_full_table(s, m, p, service_cidrs, n_service_cidrs, k == REBUILD, &one);
+                        r = nftsync_full_table(s, ps, k == REBUILD, &one);
                         break;
                 case RESYNC:
-                        r = nftsync_resync_table(s, m, p, service_cidrs, n_service_cidrs, &one);
+                        r = nftsync_resync_table(s, ps, &one);
                         break;
                 case PARTIAL:
                         if (!touched[s->table])
                                 continue;
-                        r = nftsync_diff_partial(s, m, p, changed, &one);
+                        r = nftsync_diff_partial(s, ps, changed, &one);
                         break;
                 }
-                stats_add(st, &one);
+                nftsync_stats_add(st, &one);
         }
         /* What the tables left queued: one transaction with the last of
          * each (or nothing after a failure: the next sync is a full one). */
         if (r == 0)
-                r = nftsync_txn_send(g, st);
-        nftsync_txn_reset(g, true);
-        free(g->svcs);
-        free(g->shards);
-        free(g->main_same);
-        g->svcs = NULL;
-        g->shards = NULL;
-        g->main_same = NULL;
-        g->n_svcs = 0;
+                r = nftsync_txn_send(&g->batch, st);
+        nftsync_txn_reset(&g->batch, true);
+        if (k != PARTIAL)
+                pass_end(ps);
         /* The shards of a larger shard count before (all of them, now 0). */
         if (r == 0 && (k == FULL || k == REBUILD)) {
-                double t0 = nftsync_now();
+                double t0 = clock_mono_s();
                 r = nftables_drop_tables(g->nl, g->family, (unsigned) g->n);
-                st->list_seconds += nftsync_now() - t0;
+                st->list_seconds += clock_mono_s() - t0;
         }
         return r;
 }
@@ -244,15 +216,18 @@ static int each_table(struct nftsync *g, enum kind k, const struct model *m, con
 int nftsync_full(struct nftsync *g, const struct model *m, const struct render_params *p,
                  const struct inet_cidr *service_cidrs, size_t n_service_cidrs, bool rebuild,
                  struct nftsync_stats *st) {
-        return each_table(g, rebuild ? REBUILD : FULL, m, p, service_cidrs, n_service_cidrs, NULL, st);
+        struct nftsync_pass ps = {.m = m, .p = p, .service_cidrs = service_cidrs, .n_service_cidrs = n_service_cidrs};
+        return each_table(g, rebuild ? REBUILD : FULL, &ps, NULL, st);
 }
 
 int nftsync_resync(struct nftsync *g, const struct model *m, const struct render_params *p,
                    const struct inet_cidr *service_cidrs, size_t n_service_cidrs, struct nftsync_stats *st) {
-        return each_table(g, RESYNC, m, p, service_cidrs, n_service_cidrs, NULL, st);
+        struct nftsync_pass ps = {.m = m, .p = p, .service_cidrs = service_cidrs, .n_service_cidrs = n_service_cidrs};
+        return each_table(g, RESYNC, &ps, NULL, st);
 }
 
 int nftsync_partial(struct nftsync *g, const struct model *m, const struct render_params *p,
                     const struct hmap *changed, struct nftsync_stats *st) {
-        return each_table(g, PARTIAL, m, p, NULL, 0, changed, st);
+        struct nftsync_pass ps = {.m = m, .p = p};
+        return each_table(g, PARTIAL, &ps, changed, st);
 }

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proxy/nftables/nftsync-stats.h"
+
 struct nftsync;
 struct nftables;
 struct model;
@@ -28,19 +30,6 @@ struct render_params;
 struct hmap;
 struct inet_cidr;
 
-struct nftsync_stats {
-        size_t transactions;
-        size_t messages;
-        size_t chains_written;          /* created or rewritten */
-        size_t chains_kept;             /* full sync: already held what it would write */
-        size_t chains_deleted;
-        size_t elements_added;
-        size_t elements_deleted;
-        size_t conflicts;               /* map keys claimed by two services: the first keeps it */
-        double kernel_seconds;          /* spent in the kernel's transactions (wall) */
-        double list_seconds;            /* full syncs: reading the table (names, chains' rules) */
-        bool listed_chains;             /* the names of all its chains were listed (seconds when large) */
-};
 
 /* The sync of a family's tables: "kube-proxy" and, with
  * render_params.nft_shards = N > 0, kube-proxy-1 .. -N (render/nftir.h).
