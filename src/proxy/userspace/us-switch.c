@@ -8,7 +8,7 @@
  * the entries that would mislead are deleted once. Only where conntrack is
  * loaded at all: asking would load it.
  */
-#include "proxy/userspace/mode.h"
+#include "proxy/userspace/us-switch.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +16,10 @@
 
 #include "apply/conntrack.h"
 #include "apply/sysctl.h"
+#include "proxy/userspace/us-addrs.h"
+#include "proxy/userspace/us-frontends.h"
 #include "userspace/ifaddr.h"
+#include "util/alloc.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -28,23 +31,18 @@ static bool conntrack_loaded(void) {
  * (proxy/proxier.c). An entry DNAT-ed by them keeps its binding, which no
  * NAT hook applies any more, and the listener's answer is dropped; so the
  * DNAT-ed entries to the addresses and ports this mode now serves go. */
-void userspace_on_nat_flush(struct ev_loop *l, void *userdata) {
-        struct userspace_mode *b = userdata;
+void us_switch_flush_nat(const struct us_frontends *fes, const uint8_t *families, size_t n_families) {
         const char *k;
         void *v;
-        (void) l;
 
-        b->nat_flush = NULL;
         if (!conntrack_loaded())
                 return;
-        struct ct_frontend *cf = calloc(b->frontends.len ? b->frontends.len : 1, sizeof *cf);
-        if (!cf)
-                return;
-        for (size_t f = 0; f < b->env.n_families; f++) {
-                uint8_t family = b->env.families[f];
+        struct ct_frontend *cf = xcalloc(fes->by_key.len ? fes->by_key.len : 1, sizeof *cf);
+        for (size_t f = 0; f < n_families; f++) {
+                uint8_t family = families[f];
                 size_t n = 0;
-                for (size_t i = 0; hmap_next(&b->frontends, &i, &k, &v);) {
-                        const struct frontend *fe = v;
+                for (size_t i = 0; hmap_next(&fes->by_key, &i, &k, &v);) {
+                        const struct us_frontend *fe = v;
                         if (fe->family == family)
                                 cf[n++] = (struct ct_frontend) {.ip = fe->addr.ip, .port = fe->addr.port,
                                                                 .node_port = inet_addr_is_unspecified(&fe->addr.ip)};
@@ -85,7 +83,7 @@ static void flush_own_entries(const struct inet_addr *addrs, size_t n) {
  * sysctl is the network namespace's (the node's, on the host network);
  * docs/userspace.md says so, and the log names it once set. */
 #define TW_REUSE "/proc/sys/net/ipv4/tcp_tw_reuse"
-int userspace_setup(const struct kproxy_config *c, struct host_facts *host, const char *node_name,
+int us_switch_setup(const struct kproxy_config *c, struct host_facts *host, const char *node_name,
                      const char *root) {
         uint64_t cur;
         (void) c, (void) host, (void) node_name;
@@ -107,7 +105,7 @@ static bool link_present(void) {
         struct inet_addr *have = NULL;
         size_t n = 0;
 
-        if (ifaddr_open(USERSPACE_LINK, &ia) < 0)
+        if (ifaddr_open(US_LINK, &ia) < 0)
                 return true;    /* unsure */
         int r = ifaddr_list(ia, &have, &n);
         free(have);
@@ -117,20 +115,20 @@ static bool link_present(void) {
 
 static int link_remove(void) {
         struct ifaddr *ia;
-        int r = ifaddr_open(USERSPACE_LINK, &ia);
+        int r = ifaddr_open(US_LINK, &ia);
 
         if (r < 0)
                 return log_error_errno(r, "Failed to open rtnetlink");
         r = ifaddr_link_delete(ia);
         ifaddr_close(ia);
         if (r == -EEXIST)
-                return log_warning_errno(r, "Interface " USERSPACE_LINK " is not kproxy's, left alone");
+                return log_warning_errno(r, "Interface " US_LINK " is not kproxy's, left alone");
         if (r < 0)
-                return log_error_errno(r, "Failed to delete interface " USERSPACE_LINK);
+                return log_error_errno(r, "Failed to delete interface " US_LINK);
         return 0;
 }
 
-bool userspace_leftovers(const struct host_facts *h, bool running) {
+bool us_switch_leftovers(const struct host_facts *h, bool running) {
         (void) h;
         return !running && link_present();
 }
@@ -138,7 +136,7 @@ bool userspace_leftovers(const struct host_facts *h, bool running) {
 /* Leaving this mode for a NAT mode, after that mode's first sync: the
  * addresses go, then conntrack's entries of their connections
  * (flush_own_entries). */
-int userspace_remove_leftovers(const struct host_facts *h, bool running) {
+int us_switch_remove_leftovers(const struct host_facts *h, bool running) {
         _cleanup_free_ struct inet_addr *addrs = NULL;
         struct ifaddr *ia;
         size_t n = 0;
@@ -146,7 +144,7 @@ int userspace_remove_leftovers(const struct host_facts *h, bool running) {
         (void) h;
         if (running)
                 return 0;
-        if (ifaddr_open(USERSPACE_LINK, &ia) >= 0) {
+        if (ifaddr_open(US_LINK, &ia) >= 0) {
                 (void) ifaddr_list(ia, &addrs, &n);
                 ifaddr_close(ia);
         }
@@ -156,7 +154,7 @@ int userspace_remove_leftovers(const struct host_facts *h, bool running) {
         return r;
 }
 
-int userspace_cleanup(const struct kproxy_config *c, const struct host_facts *h) {
+int us_switch_cleanup(const struct kproxy_config *c, const struct host_facts *h) {
         (void) c, (void) h;
         return link_remove();
 }
