@@ -14,15 +14,16 @@
  * is no failure: the errors before it are over, and their backoff starts
  * over (a burst of 500s, a cut, a 500 again: the first step, not the
  * third). An ERROR event is the watch's status, read as a response's
- * would be (client.c).
+ * would be (reflector.c).
  */
+#include "kube/client-watch.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ev/ev.h"
-#include "kube/client-internal.h"
 #include "kube/decode.h"
 #include "util/log.h"
 
@@ -38,16 +39,15 @@ static void on_settled(struct ev_loop *l, void *userdata) {
         w->settle = NULL;
         w->refusals = 0;
         w->short_watches = 0;
-        client_healthy(w);
+        reflector_healthy(w);
 }
 
 /* A watch is counted when its response headers are complete, as client-go
  * counts it when the response starts. One the server accepted and keeps
  * open is healthy once it has lasted, even before its first event (a
  * quiet resource sends only bookmarks, a minute apart). */
-static void on_watch_headers(void *userdata) {
-        struct kube_watch *w = userdata;
-        client_report_request(w);
+void client_watch_headers(struct kube_watch *w) {
+        reflector_report_request(w);
         if (kube_request_status(w->req) == 200) {
                 w->settle = ev_timer_cancel(w->client->loop, w->settle);
                 w->settle = ev_timer_add(w->client->loop, SHORT_WATCH_MS, on_settled, w);
@@ -60,9 +60,9 @@ static void on_idle(struct ev_loop *l, void *userdata) {
         w->idle = NULL;
         log_warning("%s: watch silent for %llu ms, restarting it", w->path, (unsigned long long) w->idle_ms);
         w->n_restarts++;
-        client_report_request(w);      /* a watch whose headers never came */
-        client_stop_transfer(w);
-        client_watch_begin(w);
+        reflector_report_request(w);      /* a watch whose headers never came */
+        reflector_stop_transfer(w);
+        w->client->resume(w);           /* a watch again, from w->rv */
 }
 
 static void arm_idle(struct kube_watch *w) {
@@ -73,7 +73,7 @@ static void arm_idle(struct kube_watch *w) {
 /* An ERROR event ends the watch: the server closes it after one. */
 static bool watch_error_event(struct kube_watch *w, const struct kube_watch_event *ev) {
         w->stop_code = ev->code ? ev->code : 500;
-        client_set_str(&w->stop_text, NULL);
+        reflector_set_str(&w->stop_text, NULL);
         if (asprintf(&w->stop_text, "%s%s%s", ev->reason ? ev->reason : "", ev->reason && ev->message ? ": " : "",
                      ev->message ? ev->message : "") < 0)
                 abort();
@@ -102,7 +102,7 @@ static bool handle_event_line(void *userdata, const char *line, size_t len) {
                 break;          /* only the resourceVersion matters */
         case KUBE_WATCH_ADDED:
         case KUBE_WATCH_MODIFIED:
-                client_report_upsert(w, ev.object, false);
+                reflector_report_upsert(w, ev.object, false);
                 break;
         case KUBE_WATCH_DELETED: {
                 char *k = kube_object_key(ev.object);
@@ -118,12 +118,12 @@ static bool handle_event_line(void *userdata, const char *line, size_t len) {
         /* An ERROR's object is a Status, not a version; an unusable
          * version (none, empty, not a string) is not remembered. */
         if (ev.rv && ev.type != KUBE_WATCH_ERROR)
-                client_set_str(&w->rv, ev.rv);
+                reflector_set_str(&w->rv, ev.rv);
         if (go_on && !w->got_event) {
                 w->got_event = true;
                 w->refusals = 0;
                 w->short_watches = 0;
-                client_healthy(w);
+                reflector_healthy(w);
         }
         kube_watch_event_done(&ev);
         return go_on;
@@ -145,8 +145,7 @@ static const struct kube_watch_stream_ops stream_ops = {
         .oversize = on_event_oversize,
 };
 
-static bool on_watch_data(void *userdata, const char *data, size_t n) {
-        struct kube_watch *w = userdata;
+bool client_watch_data(struct kube_watch *w, const char *data, size_t n) {
 
         if (kube_request_status(w->req) != 200) {
                 /* A Status, read at the end. */
@@ -159,7 +158,7 @@ static bool on_watch_data(void *userdata, const char *data, size_t n) {
 }
 
 /* The stream ended, cleanly (timeoutSeconds) or not (error: why). */
-static void watch_ended(struct kube_watch *w, const char *error) {
+static enum reflector_next watch_ended(struct kube_watch *w, const char *error) {
         uint64_t lasted = ev_now_ms(w->client->loop) - w->watch_started;
 
         w->n_restarts += error != NULL;
@@ -170,7 +169,7 @@ static void watch_ended(struct kube_watch *w, const char *error) {
          * ends in an ERROR event does not count: that is how
          * kube-apiserver refuses a watch. */
         w->refusals = 0;
-        client_healthy(w);
+        reflector_healthy(w);
         /* The first such watch is one cut, as a healthy one's: at once.
          * From the second in a row on, they back off. */
         if (!w->got_event && lasted < SHORT_WATCH_MS && w->short_watches++ > 0) {
@@ -178,69 +177,58 @@ static void watch_ended(struct kube_watch *w, const char *error) {
                 log_v(2, "%s: watch ended%s%s after %llu ms without an event, again in %llu ms (short watch %u)",
                       w->path, error ? ": " : "", error ? error : "", (unsigned long long) lasted,
                       (unsigned long long) d, w->short_watches);
-                client_retry_in(w, d, CLIENT_WAIT_BACKOFF);
-                return;
+                reflector_retry_in(w, d, CLIENT_WAIT_BACKOFF);
+                return REFLECTOR_WAIT;
         }
         if (w->got_event || lasted >= SHORT_WATCH_MS)
                 w->short_watches = 0;
         log_v(2, "%s: watch ended%s%s after %llu ms, resuming at once from %s", w->path, error ? ": " : "",
               error ? error : "", (unsigned long long) lasted, w->rv);
-        client_stop_transfer(w);
-        client_watch_begin(w);
+        reflector_stop_transfer(w);
+        return REFLECTOR_WATCH;
 }
 
-static void on_watch_done(void *userdata, enum kube_request_end end, const char *error) {
-        struct kube_watch *w = userdata;
+enum reflector_next client_watch_done(struct kube_watch *w, enum kube_request_end end, const char *error) {
         long code = kube_request_status(w->req);
+        enum reflector_next next;
 
-        client_report_request(w);
+        reflector_report_request(w);
         if (w->stop_code) {
                 /* An ERROR event: its Status says why, as a response's would. */
                 char what[320];
                 snprintf(what, sizeof what, "ERROR %ld %s", w->stop_code, w->stop_text);
-                if (!client_version_refused(w, w->stop_code, strstr(what, "Too large resource version") != NULL,
-                                            what)) {
-                        w->n_restarts++;
-                        client_failed(w, what, -1);
-                }
-                return;
+                if (reflector_version_refused(w, w->stop_code, strstr(what, "Too large resource version") != NULL,
+                                              what, &next))
+                        return next;
+                w->n_restarts++;
+                reflector_failed(w, what, -1);
+                return REFLECTOR_WAIT;
         }
-        if (code == 200) {
-                watch_ended(w, end == KUBE_REQUEST_COMPLETE ? NULL : error);
-                return;
-        }
+        if (code == 200)
+                return watch_ended(w, end == KUBE_REQUEST_COMPLETE ? NULL : error);
         w->n_restarts++;
-        if (end != KUBE_REQUEST_COMPLETE)
-                client_failed(w, error ? error : "failed", -1);
-        else
-                client_status_error(w, code);
+        if (end == KUBE_REQUEST_COMPLETE)
+                return reflector_status_error(w, code);
+        reflector_failed(w, error ? error : "failed", -1);
+        return REFLECTOR_WAIT;
 }
 
-static const struct kube_request_ops watch_ops = {
-        .data = on_watch_data,
-        .headers_done = on_watch_headers,
-        .done = on_watch_done,
-};
-
-void client_watch_begin(struct kube_watch *w) {
-        struct buf url = BUF_INIT;
+void client_watch_url(struct kube_watch *w, struct buf *url) {
         char t[16];
 
         w->phase = CLIENT_PHASE_WATCH;
         w->got_event = false;
         w->watch_started = ev_now_ms(w->client->loop);
-        client_base_url(w, &url);
-        kube_url_param(&url, "watch", "1");
-        kube_url_param(&url, "resourceVersion", w->rv);
-        kube_url_param(&url, "allowWatchBookmarks", "true");
+        reflector_base_url(w, url);
+        kube_url_param(url, "watch", "1");
+        kube_url_param(url, "resourceVersion", w->rv);
+        kube_url_param(url, "allowWatchBookmarks", "true");
         /* Rotate watches every 5-10 minutes, as client-go does, so load
          * balancers in front of API servers spread them. */
         snprintf(t, sizeof t, "%u", 300 + (unsigned) rand_r(&w->client->seed) % 300);
-        kube_url_param(&url, "timeoutSeconds", t);
-        log_v(4, "GET %s", url.data);
-        if (client_start_request(w, url.data, 0, &watch_ops) < 0)
-                client_failed(w, "out of memory", -1);
-        else
-                arm_idle(w);
-        buf_done(&url);
+        kube_url_param(url, "timeoutSeconds", t);
+}
+
+void client_watch_started(struct kube_watch *w) {
+        arm_idle(w);
 }

@@ -18,22 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct json_t json_t;
+#include "kube/client-types.h"
+
 struct ev_loop;
 struct kube_conn;
 struct kube_client;
 struct kube_watch;
-
-enum kube_event {
-        KUBE_EVENT_UPSERT,      /* obj is the object */
-        KUBE_EVENT_DELETE,      /* obj is the last state, or NULL after a relist */
-        KUBE_EVENT_SYNCED,      /* a (re)list completed: everything listed has been reported */
-};
-
-/* key is "namespace/name" (or "name" for cluster-scoped objects). */
-typedef void (*kube_event_fn)(void *userdata, enum kube_event ev, const char *key, const json_t *obj);
-/* Calls each(key, ctx) for every key the consumer holds from the watch. */
-typedef void (*kube_keys_fn)(void *userdata, void (*each)(const char *key, void *ctx), void *ctx);
 
 struct kube_watch_opts {
         const char *path;               /* collection path, e.g. "/api/v1/services" */
@@ -60,20 +50,6 @@ struct kube_client *kube_client_free(struct kube_client *c);
 int kube_watch_start(struct kube_client *c, const struct kube_watch_opts *o, kube_event_fn fn, void *userdata,
                      struct kube_watch **ret);
 
-/* One request to the API server as client-go's metrics count it: a list
- * when it is done, a watch when its response headers arrive (or it failed
- * without any). Called once per request, from the event loop. */
-struct kube_request_report {
-        const char *method;             /* "GET" */
-        const char *host;               /* the server's host[:port], as in its URL */
-        unsigned code;                  /* HTTP status; 0: no response came */
-        bool watch;
-        double seconds;                 /* lists: the whole request, its wait for the rate limit
-                                         * included; watches: until the headers */
-        double waited;                  /* the wait for the client-side rate limit (kube_client_set_rate) */
-        size_t response_bytes;          /* lists: the body read */
-};
-typedef void (*kube_request_fn)(void *userdata, const struct kube_request_report *r);
 /* Reports every later request to fn (NULL: stops). */
 void kube_client_set_observer(struct kube_client *c, kube_request_fn fn, void *userdata);
 

@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /*
- * A reflector's state, shared by the two halves of the API client:
- * client.c (the client, lists, and what every request's outcome means:
- * failing, recovering, listing again) and client-watch.c (a watch stream
- * and its events). Private to those two files.
+ * A reflector's state and bookkeeping, the bottom of the API client: the
+ * last resourceVersion and the keys a list has seen, what is reported to
+ * the consumer and to the request observer, the retry timer and its
+ * backoff, the client's health (failing, recovering), and what an error
+ * response means. Above it, the two phases read their responses and say
+ * what comes next (client-list.c, client-watch.c); on top, client.c holds
+ * the transport's callbacks and starts the next request. Nothing here
+ * starts one: a retry timer that fires, or a watch gone silent, hands the
+ * reflector to the client's resume function (given at creation, as an
+ * event loop's callback is). Private to src/kube/client*.c.
  */
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kube/client.h"
+#include "ev/ev.h"
+
+#include "kube/client-types.h"
 #include "kube/rate.h"
 #include "kube/transport.h"
 #include "kube/watch-stream.h"
@@ -19,6 +27,13 @@
 enum client_phase {
         CLIENT_PHASE_LIST,
         CLIENT_PHASE_WATCH,
+};
+
+/* What a response (or its end) leads to. */
+enum reflector_next {
+        REFLECTOR_WAIT,         /* nothing now: a retry timer is armed, or a request runs */
+        REFLECTOR_LIST,         /* list now: the next page, or again (as w->list_rv and w->cont say) */
+        REFLECTOR_WATCH,        /* watch from w->rv now */
 };
 
 /* What the pending retry timer is for. */
@@ -83,35 +98,50 @@ struct kube_client {
         unsigned n_failing;             /* reflectors whose last request failed */
         double down_since;              /* wall clock when the first of them began to */
         unsigned failed_requests;       /* since then */
+        /* The client's one way to the next request: the current phase's
+         * (a watch from w->rv, or a list), set by client.c. */
+        void (*resume)(struct kube_watch *w);
 };
 
-/* client.c */
-void client_set_str(char **p, const char *v);
+void reflector_set_str(char **p, const char *v);
+void reflector_seen_clear(struct kube_watch *w);
 /* An object the server says now looks like obj; listing: a list's. */
-void client_report_upsert(struct kube_watch *w, const json_t *obj, bool listing);
+void reflector_report_upsert(struct kube_watch *w, const json_t *obj, bool listing);
+/* Whatever the consumer holds that the list just ended did not have is
+ * reported gone. */
+void reflector_report_unlisted(struct kube_watch *w);
 /* The current request to the observer, once. */
-void client_report_request(struct kube_watch *w);
-/* Frees the request in flight and what it read. */
-void client_stop_transfer(struct kube_watch *w);
-int client_start_request(struct kube_watch *w, const char *url, long timeout_s, const struct kube_request_ops *ops);
+void reflector_report_request(struct kube_watch *w);
+
+/* Starts a request of the current phase (its callbacks in ops, userdata
+ * w) and times it. Returns 0 or -errno. */
+int reflector_start_request(struct kube_watch *w, const char *url, long timeout_s, const struct kube_request_ops *ops);
 /* The server's URL, the path and the selectors. */
-void client_base_url(struct kube_watch *w, struct buf *url);
+void reflector_base_url(struct kube_watch *w, struct buf *url);
+/* Frees the request in flight and what it read. */
+void reflector_stop_transfer(struct kube_watch *w);
+/* The next attempt of the current phase (the client's resume()), after
+ * ms; the transfer stops now. */
+void reflector_retry_in(struct kube_watch *w, uint64_t ms, enum client_waiting why);
 /* A request failed: the next attempt of the phase after the backoff, or
  * after retry_after_ms (> 0) as the server asked. */
-void client_failed(struct kube_watch *w, const char *what, int64_t retry_after_ms);
-/* The next attempt of the current phase, after ms. */
-void client_retry_in(struct kube_watch *w, uint64_t ms, enum client_waiting why);
-/* The server answered as it should: the backoff starts over. */
-void client_healthy(struct kube_watch *w);
-/* Lists again now: not older than rv, or (refused) consistently. */
-void client_relist(struct kube_watch *w, bool refused);
-/* An error response (code, its Status in body) to the current request:
- * lists again, waits or backs off, as it means. */
-void client_status_error(struct kube_watch *w, long code);
-/* The server refused the version asked for (410, 400/422/414, 504 too
- * large): lists again and returns true; false when it is no such refusal. */
-bool client_version_refused(struct kube_watch *w, long code, bool too_large, const char *what);
+void reflector_failed(struct kube_watch *w, const char *what, int64_t retry_after_ms);
+/* The server answered as it should: the backoff starts over (and the
+ * other reflectors that wait out a backoff try now). */
+void reflector_healthy(struct kube_watch *w);
 
-/* client-watch.c */
-/* Opens a watch from w->rv. */
-void client_watch_begin(struct kube_watch *w);
+/* What a new list asks for (w->list_rv, w->list_paged), as client-go's
+ * reflector: "0" first, then not older than the last version seen, or a
+ * consistent read once the server refused that version. */
+void reflector_choose_list(struct kube_watch *w);
+/* Prepares a list from scratch: not older than rv, or (refused)
+ * consistently. The caller lists (REFLECTOR_LIST). */
+void reflector_relist(struct kube_watch *w, bool refused);
+/* The server refused the version asked for (410, 400/422/414, 504 too
+ * large): true, with what comes next in *next; false when it is no such
+ * refusal. */
+bool reflector_version_refused(struct kube_watch *w, long code, bool too_large, const char *what,
+                               enum reflector_next *next);
+/* An error response (code, its Status in w->body) to the current
+ * request: lists again, waits or backs off, as it means. */
+enum reflector_next reflector_status_error(struct kube_watch *w, long code);
