@@ -13,7 +13,7 @@
  * with an empty one), and so is a client key without a certificate.
  */
 #include "kube/kubeconfig.h"
-#include "kube/conn-internal.h"
+#include "kube/conn-read.h"
 
 #include <ctype.h>
 #include <errno.h>

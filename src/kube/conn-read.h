@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /*
- * Private to src/kube/kubeconfig.c and src/kube/conn.c: the primitives both
- * the kubeconfig reader and the in-cluster configuration use (secret-aware
- * buffers, file reads, base64, tokens, server URLs).
+ * The primitives both the kubeconfig reader (kubeconfig.c) and the
+ * in-cluster configuration (conn.c) read a connection with (secret-aware
+ * buffers, file reads, base64, tokens, server URLs). Private to src/kube/.
  */
 #include <stdbool.h>
 #include <stddef.h>
