@@ -5,10 +5,12 @@
  * rule that matched in each chain, with its comment, and the endpoints'
  * KUBE-SEP- chains.
  */
+#include "explain/explain-ipt.h"
+
 #include <stdio.h>
 #include <string.h>
 
-#include "explain/explain-internal.h"
+#include "explain/explain-ctx.h"
 #include "model/model.h"
 #include "render/chain.h"
 #include "render/render.h"

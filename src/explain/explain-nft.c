@@ -5,10 +5,12 @@
  * base chains it passes, the map elements that dispatch it, the service's
  * chains and the endpoints' endpoint- chains.
  */
+#include "explain/explain-nft.h"
+
 #include <stdio.h>
 #include <string.h>
 
-#include "explain/explain-internal.h"
+#include "explain/explain-ctx.h"
 #include "model/model.h"
 #include "render/chain.h"
 #include "render/render.h"

@@ -6,11 +6,14 @@
  * destination without one is closed in userspace mode, and left to the
  * rules with socket load balancing.
  */
+#include "explain/explain-plan.h"
+
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "explain/explain-internal.h"
+#include "explain/explain-ctx.h"
+#include "explain/explain-endpoints.h"
 #include "model/model.h"
 #include "userspace/plan.h"
 #include "util/hmap.h"

@@ -4,12 +4,13 @@
  * …`, /debug/explain?source=…&destination=…), checked field by field, and
  * the names of explain's enums.
  */
+#include "explain/explain-query.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "explain/explain.h"
 #include "model/model.h"
 #include "util/cleanup.h"
 

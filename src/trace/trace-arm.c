@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "trace/trace.h"
+#include "trace/trace-filter.h"
 
 #define PRIORITY (-350)
 

@@ -25,17 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "util/inet.h"
-
-#define TRACE_TABLE "kproxy-trace"
-
-struct trace_filter {
-        uint8_t family;                 /* 4 or 6 */
-        struct inet_addr src, dst;
-        bool has_src, has_dst;
-        int proto;                      /* IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP; 0: any */
-        uint16_t dport, sport;          /* 0: any */
-};
+#include "trace/trace-filter.h"
 
 struct trace_opts {
         unsigned max_packets;           /* stop after this many packets (> 0) */

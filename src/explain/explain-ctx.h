@@ -2,14 +2,15 @@
 #pragma once
 /*
  * Inside explain: what explain.c decided about one connection, which the
- * walks of the rule modes (explain-ipt.c, explain-nft.c) write down in
- * their own chain names. Only src/explain/ includes this.
+ * parts below it (the endpoints, the walks of the rule modes in their own
+ * chain names, the plan of userspace mode and socket load balancing) write
+ * down in the answer. Only src/explain/ includes this.
  */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "explain/explain.h"
+#include "explain/explain-types.h"
 #include "model/endpoints.h"
 
 struct svc;
@@ -60,16 +61,3 @@ void explain_step(struct explain_ctx *c, const char *table, const char *chain, c
 void explain_note(struct explain_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Formats into out (EXPLAIN_TEXT bytes). */
 void explain_say(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Fills c->r->eps: the chosen chain's endpoints first, with their chances,
- * then the port's others, left out. Returns 0 or -ENOMEM. */
-int explain_fill_endpoints(struct explain_ctx *c);
-/* Userspace mode (local_plan false) or socket load balancing (true):
- * the answer from the plan, in c->r, with *ret_found; not found, c->r is
- * left for the caller. Returns 0 or -ENOMEM (explain-plan.c). */
-int explain_plan(struct explain_ctx *c, bool local_plan, bool *ret_found);
-
-/* The walk of c->route through each rule mode's chains, and the chain of
- * each endpoint in c->r->eps. */
-void explain_walk_iptables(struct explain_ctx *c);
-void explain_walk_nftables(struct explain_ctx *c);
