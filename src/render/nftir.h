@@ -6,7 +6,7 @@
  * (render/nft.c) describes the table once in these terms, and two back-ends
  * turn the description into what a consumer needs: nft script text
  * (nftir_format_*: `kproxy render`, the golden tests) and netlink messages
- * (render/nftmsg.c: the daemon). One description, so the text an operator
+ * (render/nftmsg*.c: the daemon). One description, so the text an operator
  * reads and the bytecode the kernel runs cannot drift apart.
  *
  * Everything here borrows: names and addresses point into the caller's

@@ -10,7 +10,7 @@
 
 #include <errno.h>
 
-#include "render/nftmsg-internal.h"
+#include "render/nftmsg-put.h"
 #include "util/cleanup.h"
 
 size_t nftmsg_elem_key(uint8_t family, const struct nftir_elem *e, uint8_t key[NFTMSG_KEY_MAX]) {
@@ -32,25 +32,25 @@ size_t nftmsg_elem_key(uint8_t family, const struct nftir_elem *e, uint8_t key[N
 
 static void elem_msg(struct nftmsg *m, uint16_t type, const char *set, const uint8_t *key, size_t key_len,
                      const struct nftir_elem *e) {
-        struct nlmsghdr *nlh = msg(m, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0, 0);
+        struct nlmsghdr *nlh = nftmsg_open(m, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0, 0);
         nftmsg_put_table(nlh, NFTA_SET_ELEM_LIST_TABLE, e ? e->table : m->table);
-        attr_strz(nlh, NFTA_SET_ELEM_LIST_SET, set);
-        struct nlattr *list = nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
-        struct nlattr *el = nest_start(nlh, NFTA_LIST_ELEM);
-        put_data(nlh, NFTA_SET_ELEM_KEY, key, key_len);
+        nftmsg_attr_strz(nlh, NFTA_SET_ELEM_LIST_SET, set);
+        struct nlattr *list = nftmsg_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+        struct nlattr *el = nftmsg_nest_start(nlh, NFTA_LIST_ELEM);
+        nftmsg_put_data(nlh, NFTA_SET_ELEM_KEY, key, key_len);
         if (e && e->proto) {
                 char name[512];
-                put_verdict(nlh, NFTA_SET_ELEM_DATA, e->verdict == NFTIR_GOTO ? NFT_GOTO : NF_DROP,
+                nftmsg_put_verdict(nlh, NFTA_SET_ELEM_DATA, e->verdict == NFTIR_GOTO ? NFT_GOTO : NF_DROP,
                             e->verdict == NFTIR_GOTO ? nftir_name_join(&e->chain, name, sizeof name) : NULL);
         }
         if (e && e->comment) {
-                struct udata u = {0};
-                ud_str(&u, UDATA_COMMENT, e->comment);
-                attr_put(nlh, NFTA_SET_ELEM_USERDATA, u.len, u.b);
+                struct nftmsg_udata u = {0};
+                nftmsg_ud_str(&u, NFTMSG_UDATA_COMMENT, e->comment);
+                nftmsg_attr(nlh, NFTA_SET_ELEM_USERDATA, u.len, u.b);
         }
-        nest_end(nlh, el);
-        nest_end(nlh, list);
-        msg_end(m, nlh);
+        nftmsg_nest_end(nlh, el);
+        nftmsg_nest_end(nlh, list);
+        nftmsg_close(m, nlh);
 }
 
 void nftmsg_elem(struct nftmsg *m, const struct nftir_elem *e) {
@@ -118,22 +118,22 @@ void nftmsg_append_elems_merged(struct nftmsg *m, const struct nftmsg *src) {
                             strcmp(table, tables[i]) != 0)
                                 continue;
                         if (nlh && nlh->nlmsg_len + e->nla_len > MERGED_MAX) {
-                                nest_end(nlh, list);
-                                msg_end(m, nlh);
+                                nftmsg_nest_end(nlh, list);
+                                nftmsg_close(m, nlh);
                                 nlh = NULL;
                         }
                         if (!nlh) {
-                                nlh = msg(m, NFT_MSG_NEWSETELEM, NLM_F_CREATE, MERGED_MAX + 1024);
-                                attr_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, tables[i]);
-                                attr_strz(nlh, NFTA_SET_ELEM_LIST_SET, sets[i]);
-                                list = nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+                                nlh = nftmsg_open(m, NFT_MSG_NEWSETELEM, NLM_F_CREATE, MERGED_MAX + 1024);
+                                nftmsg_attr_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, tables[i]);
+                                nftmsg_attr_strz(nlh, NFTA_SET_ELEM_LIST_SET, sets[i]);
+                                list = nftmsg_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
                         }
                         memcpy(mnl_nlmsg_get_payload_tail(nlh), e, MNL_ALIGN(e->nla_len));
                         nlh->nlmsg_len += MNL_ALIGN(e->nla_len);
                 }
                 if (nlh) {
-                        nest_end(nlh, list);
-                        msg_end(m, nlh);
+                        nftmsg_nest_end(nlh, list);
+                        nftmsg_close(m, nlh);
                 }
         }
 }

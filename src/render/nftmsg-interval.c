@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "render/nftmsg-internal.h"
+#include "render/nftmsg-put.h"
 #include "util/cleanup.h"
 
 struct range {
@@ -32,11 +32,11 @@ static bool next_addr(const uint8_t *hi, unsigned len, uint8_t *out) {
 }
 
 static void put_interval_elem(struct nlmsghdr *nlh, const uint8_t *key, unsigned len, bool end) {
-        struct nlattr *el = nest_start(nlh, NFTA_LIST_ELEM);
+        struct nlattr *el = nftmsg_nest_start(nlh, NFTA_LIST_ELEM);
         if (end)
-                attr_u32(nlh, NFTA_SET_ELEM_FLAGS, htonl(NFT_SET_ELEM_INTERVAL_END));
-        put_data(nlh, NFTA_SET_ELEM_KEY, key, len);
-        nest_end(nlh, el);
+                nftmsg_attr_u32(nlh, NFTA_SET_ELEM_FLAGS, htonl(NFT_SET_ELEM_INTERVAL_END));
+        nftmsg_put_data(nlh, NFTA_SET_ELEM_KEY, key, len);
+        nftmsg_nest_end(nlh, el);
 }
 
 /* The set's elements as nft 1.0.6 lays out an interval set: ranges sorted
@@ -44,7 +44,7 @@ static void put_interval_elem(struct nlmsghdr *nlh, const uint8_t *key, unsigned
  * below the first range closed by an end element at 0. Returns the set's
  * id (its name is the kernel's choice). */
 uint32_t nftmsg_interval_set(struct nftmsg *m, uint16_t table, const struct nftir_stmt *s) {
-        unsigned alen = addr_len(m);
+        unsigned alen = nftmsg_addr_len(m);
         size_t n = s->n_cidrs + s->n_addrs, k = 0;
         _cleanup_free_ struct range *r = calloc(n ? n : 1, sizeof *r);
         if (!r)
@@ -53,7 +53,7 @@ uint32_t nftmsg_interval_set(struct nftmsg *m, uint16_t table, const struct nfti
                 struct inet_cidr c = i < s->n_cidrs ? s->cidrs[i]
                                                     : (struct inet_cidr) {s->addrs[i - s->n_cidrs], (uint8_t) (alen * 8)};
                 uint8_t mask[16];
-                prefix_mask(mask, alen, c.prefix);
+                nftmsg_prefix_mask(mask, alen, c.prefix);
                 for (unsigned j = 0; j < alen; j++) {
                         r[i].lo[j] = c.addr.bytes[j] & mask[j];
                         r[i].hi[j] = (uint8_t) (c.addr.bytes[j] | ~mask[j]);
@@ -80,27 +80,27 @@ uint32_t nftmsg_interval_set(struct nftmsg *m, uint16_t table, const struct nfti
         }
 
         uint32_t id = ++*m->set_id;
-        struct udata u = {0};
-        struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWSET, NLM_F_CREATE, 0);
+        struct nftmsg_udata u = {0};
+        struct nlmsghdr *nlh = nftmsg_open(m, NFT_MSG_NEWSET, NLM_F_CREATE, 0);
         nftmsg_put_table(nlh, NFTA_SET_TABLE, table);
-        attr_strz(nlh, NFTA_SET_NAME, "__set%d");
-        attr_u32(nlh, NFTA_SET_FLAGS, htonl(NFT_SET_ANONYMOUS | NFT_SET_CONSTANT | NFT_SET_INTERVAL));
-        attr_u32(nlh, NFTA_SET_KEY_TYPE, htonl(m->family == 6 ? TYPE_IP6ADDR : TYPE_IPADDR));
-        attr_u32(nlh, NFTA_SET_KEY_LEN, htonl(alen));
-        attr_u32(nlh, NFTA_SET_ID, htonl(id));
-        struct nlattr *desc = nest_start(nlh, NFTA_SET_DESC);
-        attr_u32(nlh, NFTA_SET_DESC_SIZE, htonl((uint32_t) n_elems));
-        nest_end(nlh, desc);
-        ud_u32(&u, UDATA_SET_KEYBYTEORDER, BYTEORDER_BIG_ENDIAN);
-        ud_u32(&u, UDATA_SET_MERGE_ELEMENTS, 1);
-        attr_put(nlh, NFTA_SET_USERDATA, u.len, u.b);
-        msg_end(m, nlh);
+        nftmsg_attr_strz(nlh, NFTA_SET_NAME, "__set%d");
+        nftmsg_attr_u32(nlh, NFTA_SET_FLAGS, htonl(NFT_SET_ANONYMOUS | NFT_SET_CONSTANT | NFT_SET_INTERVAL));
+        nftmsg_attr_u32(nlh, NFTA_SET_KEY_TYPE, htonl(m->family == 6 ? NFTMSG_TYPE_IP6ADDR : NFTMSG_TYPE_IPADDR));
+        nftmsg_attr_u32(nlh, NFTA_SET_KEY_LEN, htonl(alen));
+        nftmsg_attr_u32(nlh, NFTA_SET_ID, htonl(id));
+        struct nlattr *desc = nftmsg_nest_start(nlh, NFTA_SET_DESC);
+        nftmsg_attr_u32(nlh, NFTA_SET_DESC_SIZE, htonl((uint32_t) n_elems));
+        nftmsg_nest_end(nlh, desc);
+        nftmsg_ud_u32(&u, NFTMSG_UDATA_SET_KEYBYTEORDER, NFTMSG_BYTEORDER_BIG_ENDIAN);
+        nftmsg_ud_u32(&u, NFTMSG_UDATA_SET_MERGE_ELEMENTS, 1);
+        nftmsg_attr(nlh, NFTA_SET_USERDATA, u.len, u.b);
+        nftmsg_close(m, nlh);
 
-        nlh = msg(m, NFT_MSG_NEWSETELEM, NLM_F_CREATE, n_elems * 48);
+        nlh = nftmsg_open(m, NFT_MSG_NEWSETELEM, NLM_F_CREATE, n_elems * 48);
         nftmsg_put_table(nlh, NFTA_SET_ELEM_LIST_TABLE, table);
-        attr_strz(nlh, NFTA_SET_ELEM_LIST_SET, "__set%d");
-        attr_u32(nlh, NFTA_SET_ELEM_LIST_SET_ID, htonl(id));
-        struct nlattr *list = nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+        nftmsg_attr_strz(nlh, NFTA_SET_ELEM_LIST_SET, "__set%d");
+        nftmsg_attr_u32(nlh, NFTA_SET_ELEM_LIST_SET_ID, htonl(id));
+        struct nlattr *list = nftmsg_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
         if (lead)
                 put_interval_elem(nlh, zero, alen, true);
         for (size_t i = 0; i < k; i++) {
@@ -109,7 +109,7 @@ uint32_t nftmsg_interval_set(struct nftmsg *m, uint16_t table, const struct nfti
                 if (next_addr(r[i].hi, alen, after))
                         put_interval_elem(nlh, after, alen, true);
         }
-        nest_end(nlh, list);
-        msg_end(m, nlh);
+        nftmsg_nest_end(nlh, list);
+        nftmsg_close(m, nlh);
         return id;
 }

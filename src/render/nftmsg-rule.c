@@ -23,7 +23,7 @@
 #include <linux/netfilter/nf_nat.h>
 #include <stdbool.h>
 
-#include "render/nftmsg-internal.h"
+#include "render/nftmsg-put.h"
 #include "render/nftmsg-interval.h"
 
 /* --- expressions --- */
@@ -32,31 +32,31 @@
 #define expr_begin(nlh, name, ret_data) expr_begin_n(nlh, name, sizeof(name), ret_data)
 
 static struct nlattr *expr_begin_n(struct nlmsghdr *nlh, const char *name, size_t size, struct nlattr **ret_data) {
-        struct nlattr *e = nest_start(nlh, NFTA_LIST_ELEM);
-        attr_put(nlh, NFTA_EXPR_NAME, size, name);
-        *ret_data = nest_start(nlh, NFTA_EXPR_DATA);
+        struct nlattr *e = nftmsg_nest_start(nlh, NFTA_LIST_ELEM);
+        nftmsg_attr(nlh, NFTA_EXPR_NAME, size, name);
+        *ret_data = nftmsg_nest_start(nlh, NFTA_EXPR_DATA);
         return e;
 }
 
 static void expr_end(struct nlmsghdr *nlh, struct nlattr *e, struct nlattr *d) {
-        nest_end(nlh, d);
-        nest_end(nlh, e);
+        nftmsg_nest_end(nlh, d);
+        nftmsg_nest_end(nlh, e);
 }
 
 static void e_payload(struct nlmsghdr *nlh, uint32_t base, uint32_t off, uint32_t len, uint32_t dreg) {
         struct nlattr *d, *e = expr_begin(nlh, "payload", &d);
-        attr_u32(nlh, NFTA_PAYLOAD_DREG, htonl(dreg));
-        attr_u32(nlh, NFTA_PAYLOAD_BASE, htonl(base));
-        attr_u32(nlh, NFTA_PAYLOAD_OFFSET, htonl(off));
-        attr_u32(nlh, NFTA_PAYLOAD_LEN, htonl(len));
+        nftmsg_attr_u32(nlh, NFTA_PAYLOAD_DREG, htonl(dreg));
+        nftmsg_attr_u32(nlh, NFTA_PAYLOAD_BASE, htonl(base));
+        nftmsg_attr_u32(nlh, NFTA_PAYLOAD_OFFSET, htonl(off));
+        nftmsg_attr_u32(nlh, NFTA_PAYLOAD_LEN, htonl(len));
         expr_end(nlh, e, d);
 }
 
 static void e_cmp(struct nlmsghdr *nlh, uint32_t op, const void *v, size_t len) {
         struct nlattr *d, *e = expr_begin(nlh, "cmp", &d);
-        attr_u32(nlh, NFTA_CMP_SREG, htonl(NFT_REG_1));
-        attr_u32(nlh, NFTA_CMP_OP, htonl(op));
-        put_data(nlh, NFTA_CMP_DATA, v, len);
+        nftmsg_attr_u32(nlh, NFTA_CMP_SREG, htonl(NFT_REG_1));
+        nftmsg_attr_u32(nlh, NFTA_CMP_OP, htonl(op));
+        nftmsg_put_data(nlh, NFTA_CMP_DATA, v, len);
         expr_end(nlh, e, d);
 }
 
@@ -66,52 +66,52 @@ static void e_cmp_u32(struct nlmsghdr *nlh, uint32_t op, uint32_t v) {
 
 static void e_bitwise(struct nlmsghdr *nlh, const void *mask, const void *xor, size_t len) {
         struct nlattr *d, *e = expr_begin(nlh, "bitwise", &d);
-        attr_u32(nlh, NFTA_BITWISE_SREG, htonl(NFT_REG_1));
-        attr_u32(nlh, NFTA_BITWISE_DREG, htonl(NFT_REG_1));
-        attr_u32(nlh, NFTA_BITWISE_LEN, htonl((uint32_t) len));
-        put_data(nlh, NFTA_BITWISE_MASK, mask, len);
-        put_data(nlh, NFTA_BITWISE_XOR, xor, len);
+        nftmsg_attr_u32(nlh, NFTA_BITWISE_SREG, htonl(NFT_REG_1));
+        nftmsg_attr_u32(nlh, NFTA_BITWISE_DREG, htonl(NFT_REG_1));
+        nftmsg_attr_u32(nlh, NFTA_BITWISE_LEN, htonl((uint32_t) len));
+        nftmsg_put_data(nlh, NFTA_BITWISE_MASK, mask, len);
+        nftmsg_put_data(nlh, NFTA_BITWISE_XOR, xor, len);
         expr_end(nlh, e, d);
 }
 
 static void e_meta_load(struct nlmsghdr *nlh, uint32_t key, uint32_t dreg) {
         struct nlattr *d, *e = expr_begin(nlh, "meta", &d);
-        attr_u32(nlh, NFTA_META_DREG, htonl(dreg));
-        attr_u32(nlh, NFTA_META_KEY, htonl(key));
+        nftmsg_attr_u32(nlh, NFTA_META_DREG, htonl(dreg));
+        nftmsg_attr_u32(nlh, NFTA_META_KEY, htonl(key));
         expr_end(nlh, e, d);
 }
 
 static void e_meta_set_mark(struct nlmsghdr *nlh) {
         struct nlattr *d, *e = expr_begin(nlh, "meta", &d);
-        attr_u32(nlh, NFTA_META_KEY, htonl(NFT_META_MARK));
-        attr_u32(nlh, NFTA_META_SREG, htonl(NFT_REG_1));
+        nftmsg_attr_u32(nlh, NFTA_META_KEY, htonl(NFT_META_MARK));
+        nftmsg_attr_u32(nlh, NFTA_META_SREG, htonl(NFT_REG_1));
         expr_end(nlh, e, d);
 }
 
 static void e_lookup(struct nlmsghdr *nlh, const char *set, uint32_t set_id, bool vmap, bool inv) {
         struct nlattr *d, *e = expr_begin(nlh, "lookup", &d);
-        attr_u32(nlh, NFTA_LOOKUP_SREG, htonl(NFT_REG_1));
-        attr_strz(nlh, NFTA_LOOKUP_SET, set);
+        nftmsg_attr_u32(nlh, NFTA_LOOKUP_SREG, htonl(NFT_REG_1));
+        nftmsg_attr_strz(nlh, NFTA_LOOKUP_SET, set);
         if (set_id)
-                attr_u32(nlh, NFTA_LOOKUP_SET_ID, htonl(set_id));
+                nftmsg_attr_u32(nlh, NFTA_LOOKUP_SET_ID, htonl(set_id));
         if (vmap)
-                attr_u32(nlh, NFTA_LOOKUP_DREG, htonl(NFT_REG_VERDICT));
+                nftmsg_attr_u32(nlh, NFTA_LOOKUP_DREG, htonl(NFT_REG_VERDICT));
         if (inv)
-                attr_u32(nlh, NFTA_LOOKUP_FLAGS, htonl(NFT_LOOKUP_F_INV));
+                nftmsg_attr_u32(nlh, NFTA_LOOKUP_FLAGS, htonl(NFT_LOOKUP_F_INV));
         expr_end(nlh, e, d);
 }
 
 static void e_immediate_data(struct nlmsghdr *nlh, uint32_t dreg, const void *v, size_t len) {
         struct nlattr *d, *e = expr_begin(nlh, "immediate", &d);
-        attr_u32(nlh, NFTA_IMMEDIATE_DREG, htonl(dreg));
-        put_data(nlh, NFTA_IMMEDIATE_DATA, v, len);
+        nftmsg_attr_u32(nlh, NFTA_IMMEDIATE_DREG, htonl(dreg));
+        nftmsg_put_data(nlh, NFTA_IMMEDIATE_DATA, v, len);
         expr_end(nlh, e, d);
 }
 
 static void e_verdict(struct nlmsghdr *nlh, int code, const char *chain) {
         struct nlattr *d, *e = expr_begin(nlh, "immediate", &d);
-        attr_u32(nlh, NFTA_IMMEDIATE_DREG, htonl(NFT_REG_VERDICT));
-        put_verdict(nlh, NFTA_IMMEDIATE_DATA, code, chain);
+        nftmsg_attr_u32(nlh, NFTA_IMMEDIATE_DREG, htonl(NFT_REG_VERDICT));
+        nftmsg_put_verdict(nlh, NFTA_IMMEDIATE_DATA, code, chain);
         expr_end(nlh, e, d);
 }
 
@@ -124,7 +124,7 @@ static uint32_t addr_off(const struct nftmsg *m, bool saddr) {
 
 /* ipX saddr|daddr [!=] CIDR, as nft writes it. */
 static void e_addr(const struct nftmsg *m, struct nlmsghdr *nlh, const struct nftir_stmt *s) {
-        unsigned alen = addr_len(m), prefix = s->cidr.prefix;
+        unsigned alen = nftmsg_addr_len(m), prefix = s->cidr.prefix;
         uint32_t op = s->neg ? NFT_CMP_NEQ : NFT_CMP_EQ;
 
         if (prefix % 8 == 0) {
@@ -132,7 +132,7 @@ static void e_addr(const struct nftmsg *m, struct nlmsghdr *nlh, const struct nf
                 e_cmp(nlh, op, s->cidr.addr.bytes, prefix / 8);
         } else {
                 uint8_t mask[16], zero[16] = {0};
-                prefix_mask(mask, alen, prefix);
+                nftmsg_prefix_mask(mask, alen, prefix);
                 e_payload(nlh, NFT_PAYLOAD_NETWORK_HEADER, addr_off(m, s->saddr), alen, NFT_REG_1);
                 e_bitwise(nlh, mask, zero, alen);
                 e_cmp(nlh, op, s->cidr.addr.bytes, alen);
@@ -149,8 +149,8 @@ static uint8_t meta_l4proto_reg(const struct nftmsg *m) {
 /* ct state new */
 static void e_ct_new(struct nlmsghdr *nlh) {
         struct nlattr *d, *e = expr_begin(nlh, "ct", &d);
-        attr_u32(nlh, NFTA_CT_DREG, htonl(NFT_REG_1));
-        attr_u32(nlh, NFTA_CT_KEY, htonl(NFT_CT_STATE));
+        nftmsg_attr_u32(nlh, NFTA_CT_DREG, htonl(NFT_REG_1));
+        nftmsg_attr_u32(nlh, NFTA_CT_KEY, htonl(NFT_CT_STATE));
         expr_end(nlh, e, d);
         uint32_t mask = NF_CT_STATE_BIT(IP_CT_NEW), zero = 0;
         e_bitwise(nlh, &mask, &zero, 4);
@@ -175,9 +175,9 @@ static void e_iifname(struct nlmsghdr *nlh, const struct nftir_stmt *s) {
 /* fib saddr|daddr type local */
 static void e_fib_local(struct nlmsghdr *nlh, const struct nftir_stmt *s) {
         struct nlattr *d, *e = expr_begin(nlh, "fib", &d);
-        attr_u32(nlh, NFTA_FIB_DREG, htonl(NFT_REG_1));
-        attr_u32(nlh, NFTA_FIB_RESULT, htonl(NFT_FIB_RESULT_ADDRTYPE));
-        attr_u32(nlh, NFTA_FIB_FLAGS, htonl(s->saddr ? NFTA_FIB_F_SADDR : NFTA_FIB_F_DADDR));
+        nftmsg_attr_u32(nlh, NFTA_FIB_DREG, htonl(NFT_REG_1));
+        nftmsg_attr_u32(nlh, NFTA_FIB_RESULT, htonl(NFT_FIB_RESULT_ADDRTYPE));
+        nftmsg_attr_u32(nlh, NFTA_FIB_FLAGS, htonl(s->saddr ? NFTA_FIB_F_SADDR : NFTA_FIB_F_DADDR));
         expr_end(nlh, e, d);
         e_cmp_u32(nlh, NFT_CMP_EQ, 2 /* RTN_LOCAL */);
 }
@@ -185,9 +185,9 @@ static void e_fib_local(struct nlmsghdr *nlh, const struct nftir_stmt *s) {
 /* numgen random mod N == 0 */
 static void e_numgen(struct nlmsghdr *nlh, const struct nftir_stmt *s) {
         struct nlattr *d, *e = expr_begin(nlh, "numgen", &d);
-        attr_u32(nlh, NFTA_NG_DREG, htonl(NFT_REG_1));
-        attr_u32(nlh, NFTA_NG_MODULUS, htonl(s->n));
-        attr_u32(nlh, NFTA_NG_TYPE, htonl(NFT_NG_RANDOM));
+        nftmsg_attr_u32(nlh, NFTA_NG_DREG, htonl(NFT_REG_1));
+        nftmsg_attr_u32(nlh, NFTA_NG_MODULUS, htonl(s->n));
+        nftmsg_attr_u32(nlh, NFTA_NG_TYPE, htonl(NFT_NG_RANDOM));
         expr_end(nlh, e, d);
         e_cmp_u32(nlh, NFT_CMP_EQ, 0);
 }
@@ -197,7 +197,7 @@ static void e_vmap(const struct nftmsg *m, struct nlmsghdr *nlh, const struct nf
         char name[512];
         uint32_t reg = NFT_REG_1;
         if (s->with_addr) {
-                e_payload(nlh, NFT_PAYLOAD_NETWORK_HEADER, addr_off(m, false), addr_len(m), NFT_REG_1);
+                e_payload(nlh, NFT_PAYLOAD_NETWORK_HEADER, addr_off(m, false), nftmsg_addr_len(m), NFT_REG_1);
                 reg = meta_l4proto_reg(m);
         }
         e_meta_load(nlh, NFT_META_L4PROTO, reg);
@@ -210,7 +210,7 @@ static void e_vmap(const struct nftmsg *m, struct nlmsghdr *nlh, const struct nf
 static void e_match(const struct nftmsg *m, struct nlmsghdr *nlh, const struct nftir_stmt *s,
                     const uint32_t *set_ids, size_t i) {
         char name[512];
-        unsigned alen = addr_len(m);
+        unsigned alen = nftmsg_addr_len(m);
 
         switch (s->kind) {
         case NFTIR_CT_NEW:
@@ -261,14 +261,14 @@ static void e_match(const struct nftmsg *m, struct nlmsghdr *nlh, const struct n
 /* dnat to ADDR:PORT */
 static void e_dnat(const struct nftmsg *m, struct nlmsghdr *nlh, const struct nftir_stmt *s) {
         uint16_t port = htons(s->port);
-        e_immediate_data(nlh, NFT_REG_1, s->cidr.addr.bytes, addr_len(m));
+        e_immediate_data(nlh, NFT_REG_1, s->cidr.addr.bytes, nftmsg_addr_len(m));
         e_immediate_data(nlh, NFT_REG_2, &port, sizeof port);
         struct nlattr *d, *e = expr_begin(nlh, "nat", &d);
-        attr_u32(nlh, NFTA_NAT_TYPE, htonl(NFT_NAT_DNAT));
-        attr_u32(nlh, NFTA_NAT_FAMILY, htonl(nfproto(m)));
-        attr_u32(nlh, NFTA_NAT_REG_ADDR_MIN, htonl(NFT_REG_1));
-        attr_u32(nlh, NFTA_NAT_REG_PROTO_MIN, htonl(NFT_REG_2));
-        attr_u32(nlh, NFTA_NAT_FLAGS, htonl(NF_NAT_RANGE_PROTO_SPECIFIED));
+        nftmsg_attr_u32(nlh, NFTA_NAT_TYPE, htonl(NFT_NAT_DNAT));
+        nftmsg_attr_u32(nlh, NFTA_NAT_FAMILY, htonl(nftmsg_nfproto(m)));
+        nftmsg_attr_u32(nlh, NFTA_NAT_REG_ADDR_MIN, htonl(NFT_REG_1));
+        nftmsg_attr_u32(nlh, NFTA_NAT_REG_PROTO_MIN, htonl(NFT_REG_2));
+        nftmsg_attr_u32(nlh, NFTA_NAT_FLAGS, htonl(NF_NAT_RANGE_PROTO_SPECIFIED));
         expr_end(nlh, e, d);
 }
 
@@ -287,11 +287,11 @@ static void e_action(const struct nftmsg *m, struct nlmsghdr *nlh, const struct 
                 break;
         }
         case NFTIR_UPDATE_SADDR: {
-                e_payload(nlh, NFT_PAYLOAD_NETWORK_HEADER, addr_off(m, true), addr_len(m), NFT_REG_1);
+                e_payload(nlh, NFT_PAYLOAD_NETWORK_HEADER, addr_off(m, true), nftmsg_addr_len(m), NFT_REG_1);
                 struct nlattr *d, *e = expr_begin(nlh, "dynset", &d);
-                attr_u32(nlh, NFTA_DYNSET_SREG_KEY, htonl(NFT_REG_1));
-                attr_strz(nlh, NFTA_DYNSET_SET_NAME, nftir_name_join(&s->name, name, sizeof name));
-                attr_u32(nlh, NFTA_DYNSET_OP, htonl(NFT_DYNSET_OP_UPDATE));
+                nftmsg_attr_u32(nlh, NFTA_DYNSET_SREG_KEY, htonl(NFT_REG_1));
+                nftmsg_attr_strz(nlh, NFTA_DYNSET_SET_NAME, nftir_name_join(&s->name, name, sizeof name));
+                nftmsg_attr_u32(nlh, NFTA_DYNSET_OP, htonl(NFT_DYNSET_OP_UPDATE));
                 expr_end(nlh, e, d);
                 break;
         }
@@ -300,14 +300,14 @@ static void e_action(const struct nftmsg *m, struct nlmsghdr *nlh, const struct 
                 break;
         case NFTIR_MASQ: {
                 struct nlattr *d, *e = expr_begin(nlh, "masq", &d);
-                attr_u32(nlh, NFTA_MASQ_FLAGS, htonl(NF_NAT_RANGE_PROTO_RANDOM_FULLY));
+                nftmsg_attr_u32(nlh, NFTA_MASQ_FLAGS, htonl(NF_NAT_RANGE_PROTO_RANDOM_FULLY));
                 expr_end(nlh, e, d);
                 break;
         }
         case NFTIR_REJECT: {
                 struct nlattr *d, *e = expr_begin(nlh, "reject", &d);
-                attr_u32(nlh, NFTA_REJECT_TYPE, htonl(NFT_REJECT_ICMP_UNREACH));
-                attr_u8(nlh, NFTA_REJECT_ICMP_CODE, m->family == 6 ? 4 /* ICMPV6_PORT_UNREACH */
+                nftmsg_attr_u32(nlh, NFTA_REJECT_TYPE, htonl(NFT_REJECT_ICMP_UNREACH));
+                nftmsg_attr_u8(nlh, NFTA_REJECT_ICMP_CODE, m->family == 6 ? 4 /* ICMPV6_PORT_UNREACH */
                                                                           : 3 /* ICMP_PORT_UNREACH */);
                 expr_end(nlh, e, d);
                 break;
@@ -379,26 +379,26 @@ static void rule(struct nftmsg *m, uint16_t table, const char *chain, size_t cha
                         if (r->s[i].n_cidrs == 1)
                                 single[i].cidr = r->s[i].cidrs[0];
                         else
-                                single[i].cidr = (struct inet_cidr) {r->s[i].addrs[0], (uint8_t) (addr_len(m) * 8)};
+                                single[i].cidr = (struct inet_cidr) {r->s[i].addrs[0], (uint8_t) (nftmsg_addr_len(m) * 8)};
                         s = single;
                 } else {
                         set_ids[i] = nftmsg_interval_set(m, table, &r->s[i]);
                 }
         }
 
-        struct nlmsghdr *nlh = msg(m, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, 0);
+        struct nlmsghdr *nlh = nftmsg_open(m, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, 0);
         nftmsg_put_table(nlh, NFTA_RULE_TABLE, table);
-        attr_put(nlh, NFTA_RULE_CHAIN, chain_size, chain);
-        struct nlattr *list = nest_start(nlh, NFTA_RULE_EXPRESSIONS);
+        nftmsg_attr(nlh, NFTA_RULE_CHAIN, chain_size, chain);
+        struct nlattr *list = nftmsg_nest_start(nlh, NFTA_RULE_EXPRESSIONS);
         for (size_t i = 0; i < r->n; i++)
                 e_stmt(m, nlh, &s[i], set_ids, i);
-        nest_end(nlh, list);
+        nftmsg_nest_end(nlh, list);
         if (r->comment) {
-                struct udata u = {0};
-                ud_str(&u, UDATA_COMMENT, r->comment);
-                attr_put(nlh, NFTA_RULE_USERDATA, u.len, u.b);
+                struct nftmsg_udata u = {0};
+                nftmsg_ud_str(&u, NFTMSG_UDATA_COMMENT, r->comment);
+                nftmsg_attr(nlh, NFTA_RULE_USERDATA, u.len, u.b);
         }
-        msg_end(m, nlh);
+        nftmsg_close(m, nlh);
 }
 
 void nftmsg_rules(struct nftmsg *m, const struct nftir_chain *c) {

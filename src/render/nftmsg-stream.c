@@ -5,11 +5,13 @@
  * stream into another (renumbered). What each message says is the other
  * files' (nftmsg-object.c, nftmsg-rule.c, nftmsg-elem.c).
  */
-#include "render/nftmsg.h"
+#include "render/nftmsg-stream.h"
 
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <string.h>
-
-#include "render/nftmsg-internal.h"
+#include <sys/socket.h>
 
 void nftmsg_init(struct nftmsg *m, uint8_t family, uint32_t seq) {
         *m = (struct nftmsg) {.family = family, .seq = seq};
@@ -27,25 +29,6 @@ void nftmsg_done(struct nftmsg *m) {
 void nftmsg_clear(struct nftmsg *m) {
         buf_clear(&m->b);
         m->n = 0;
-}
-
-/* The name of table idx as an attribute: every message carries one, so
- * the names and their lengths are made once. */
-void nftmsg_put_table(struct nlmsghdr *nlh, uint16_t type, unsigned idx) {
-        static char names[NFTIR_TABLES_MAX + 1][NFTIR_TABLE_NAME_MAX];
-        static uint8_t lens[NFTIR_TABLES_MAX + 1];
-        if (idx > NFTIR_TABLES_MAX) {
-                char b[NFTIR_TABLE_NAME_MAX];
-                attr_strz(nlh, type, nftir_table_name(idx, b));
-                return;
-        }
-        if (!lens[idx]) {
-                char b[NFTIR_TABLE_NAME_MAX];
-                const char *n = nftir_table_name(idx, b);
-                lens[idx] = (uint8_t) (strlen(n) + 1);
-                memcpy(names[idx], n, lens[idx]);
-        }
-        attr_put(nlh, type, lens[idx], names[idx]);
 }
 
 static void batch_msg(struct nftmsg *m, uint16_t type) {
