@@ -90,7 +90,9 @@ def include_uses(src, files, uses, why):
 
 
 def object_uses(build, files, uses, why):
-    mods = set(files.values())
+    # Only the objects of sources that exist: a build directory may keep
+    # the object of a file since moved or removed.
+    mods = {m for p, m in files.items() if p.endswith(".c")}
     defs, refs = {}, {}
     for d, _, names in os.walk(os.path.join(build, "src")):
         for f in names:

@@ -12,7 +12,8 @@
 #include <stdbool.h>
 
 #include "apply/nftables-internal.h"
-#include "apply/nftables.h"
+#include "apply/nftables-commit.h"
+#include "apply/nftables-handle.h"
 #include "render/nftir.h"
 #include "render/nftmsg.h"
 #include "util/log.h"

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "apply/nftables-internal.h"
-#include "apply/nftables.h"
+#include "apply/nftables-handle.h"
 #include "render/nftir.h"
 #include "util/hmap.h"
 

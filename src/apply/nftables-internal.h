@@ -3,7 +3,7 @@
 /*
  * What the files of nftables mode's kernel access share, and nothing else
  * of kproxy uses (apply/nftables.h is the interface): the handle's layout
- * and the two ways of asking the kernel something (nftables.c).
+ * and the two ways of asking the kernel something (nftables-handle.c).
  */
 #include <libmnl/libmnl.h>
 #include <stddef.h>

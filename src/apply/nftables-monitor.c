@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 
 #include "apply/nftables-commit.h"
-#include "apply/nftables.h"
+#include "apply/nftables-handle.h"
 #include "render/nftir.h"
 #include "util/cleanup.h"
 

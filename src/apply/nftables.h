@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /*
- * nftables mode's side effects, over nf_tables netlink. This header is the
- * handle (nftables.c) and, for its callers, the one include of the whole
- * interface, each part in its own file:
+ * nftables mode's side effects, over nf_tables netlink. This header is, for
+ * its callers, the one include of the whole interface, each part in its own
+ * file:
  *
+ *   nftables-handle.h    the handle: opening, closing, asking (nftables-internal.h)
  *   nftables-link.h      what the handle talks through: the kernel's socket,
  *                        or a test's in-memory kernel
  *   nftables-commit.h    a batch (render/nftmsg.h builds it) as one transaction
@@ -16,26 +17,11 @@
  *                        modes; each mode's daemon removes the other's at
  *                        start, as upstream)
  */
-#include <stdint.h>
-
 #include "apply/nftables-cleanup.h"
 #include "apply/nftables-commit.h"
 #include "apply/nftables-digest.h"
 #include "apply/nftables-dump.h"
+#include "apply/nftables-handle.h"
 #include "apply/nftables-link.h"
 #include "apply/nftables-monitor.h"
 #include "apply/nftables-readback.h"
-
-struct nftables;
-
-/* Opens a handle on the kernel's nf_tables (a netlink socket). Returns 0
- * or -errno. */
-int nftables_open(struct nftables **ret);
-/* Opens a handle that talks through open(kernel, ...)'s links instead:
- * the first now, another when chains are first read back. Returns 0 or
- * open's error. */
-int nftables_open_on(nftables_link_open_fn open, void *kernel, struct nftables **ret);
-struct nftables *nftables_close(struct nftables *n);
-
-/* The netlink port id the kernel stamps on notifications of our changes. */
-uint32_t nftables_portid(const struct nftables *n);

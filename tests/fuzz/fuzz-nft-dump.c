@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: the kernel's side of nf_tables netlink made of the
- * input. The handle (apply/nftables.c) talks through a link (the seam the
+ * input. The handle (apply/nftables-handle.c) talks through a link (the seam the
  * unit tests' in-memory kernel uses) whose replies are the input's
  * records: [u16 length][u8 flags][bytes]. Each reply's messages get the
  * sequence number of a request just sent (the input's number modulo the

@@ -14,7 +14,7 @@
  */
 #include <netinet/in.h>
 
-#include "apply/nftables.h"
+#include "apply/nftables-handle.h"
 
 #include <errno.h>
 #include <libmnl/libmnl.h>
