@@ -131,9 +131,7 @@ struct conntrack_index *conntrack_index_free(struct conntrack_index *x) {
         return NULL;
 }
 
-static void conntrack_index_freep(struct conntrack_index **x) {
-        conntrack_index_free(*x);
-}
+DEFINE_CLEANUP(struct conntrack_index, conntrack_index_free)
 
 /* Builds the lookup for one family (4 or 6). Frontends and backends of the
  * other family cannot match an entry of this one and are left out; a

@@ -166,9 +166,7 @@ static struct hcnp_port *hcnp_port_free(struct hcnp_port *p) {
         return NULL;
 }
 
-static void hcnp_port_freep(struct hcnp_port **p) {
-        hcnp_port_free(*p);
-}
+DEFINE_CLEANUP(struct hcnp_port, hcnp_port_free)
 
 static bool hcnp_port_serving(const struct hcnp_port *p) {
         for (size_t i = 0; i < p->n_listeners; i++)

@@ -246,9 +246,7 @@ static void health_handle(void *userdata, const struct mhd_request *req, struct 
         metrics_health_answer(h->metrics, healthz ? "healthz" : "livez", reply->status);
 }
 
-static void health_server_freep(struct health_server **h) {
-        health_server_free(*h);
-}
+DEFINE_CLEANUP(struct health_server, health_server_free)
 
 int health_server_new(struct ev_loop *l, const char *bind, uint64_t timeout_ms, uint64_t retry_ms,
                       bool share_port, struct health_server **ret) {

@@ -181,7 +181,6 @@ static void metrics_slot_set(struct metrics_slot *s, double v) {
 
 /* ---- the families ---- */
 
-
 /* The ip_family families: a histogram or a value per family, at the
  * table's offset in struct metrics_fam. */
 static void metrics_write_fam_histogram(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
@@ -681,9 +680,7 @@ void metrics_set_backend(struct metrics *m, void (*expose)(void *userdata, struc
 
 /* ---- the server ---- */
 
-static void metrics_freep(struct metrics **m) {
-        metrics_free(*m);
-}
+DEFINE_CLEANUP(struct metrics, metrics_free)
 
 int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config *c, const char *mode,
                 struct metrics **ret) {

@@ -544,9 +544,7 @@ static int mhd_listen(const struct inet_addr *a, uint16_t port, bool share, int 
         return 0;
 }
 
-static void mhd_server_freep(struct mhd_server **s) {
-        mhd_server_free(*s);
-}
+DEFINE_CLEANUP(struct mhd_server, mhd_server_free)
 
 /* Binds, starts MHD on s and puts both on the loop. On failure nothing of
  * it is left open. */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "util/cleanup.h"
 #include "util/hmap.h"
 #include "util/inet.h"
 #include "util/intern.h"
@@ -217,6 +218,6 @@ enum svc_type svc_type_from_string(const char *s);
 const char *traffic_policy_to_string(enum traffic_policy p);
 enum traffic_policy traffic_policy_from_string(const char *s);
 
-static inline void svc_freep(struct svc **p) { svc_free(*p); }
-static inline void slice_freep(struct slice **p) { slice_free(*p); }
-static inline void node_freep(struct node **p) { node_free(*p); }
+DEFINE_CLEANUP(struct svc, svc_free)
+DEFINE_CLEANUP(struct slice, slice_free)
+DEFINE_CLEANUP(struct node, node_free)

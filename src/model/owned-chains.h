@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/cleanup.h"
+
 struct hmap;
 struct owned_chains;
 
@@ -52,4 +54,4 @@ size_t owned_chains_n_rules(const struct owned_chains *o);
  * may be NULL (nothing to fold); o may be NULL (fresh is only freed). */
 void owned_chains_merge(struct owned_chains *o, struct owned_chains *fresh, const struct hmap *changed);
 
-static inline void owned_chains_freep(struct owned_chains **o) { owned_chains_free(*o); }
+DEFINE_CLEANUP(struct owned_chains, owned_chains_free)

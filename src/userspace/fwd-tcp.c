@@ -500,9 +500,7 @@ struct fwd_tcp *fwd_tcp_free(struct fwd_tcp *f) {
         return NULL;
 }
 
-static void fwd_tcp_freep(struct fwd_tcp **f) {
-        fwd_tcp_free(*f);
-}
+DEFINE_CLEANUP(struct fwd_tcp, fwd_tcp_free)
 
 /* The forwarder around a listening socket lfd, taken only on success. */
 static int fwd_tcp_make(struct ev_loop *l, int lfd, const struct fwd_addr *local, const struct fwd_tcp_params *params,

@@ -330,9 +330,7 @@ struct fwd_udp *fwd_udp_free(struct fwd_udp *f) {
         return NULL;
 }
 
-static void fwd_udp_freep(struct fwd_udp **f) {
-        fwd_udp_free(*f);
-}
+DEFINE_CLEANUP(struct fwd_udp, fwd_udp_free)
 
 /* The forwarder around a bound socket fd, taken only on success. */
 static int fwd_udp_make(struct ev_loop *l, int fd, const struct fwd_addr *local, const struct fwd_udp_params *params,

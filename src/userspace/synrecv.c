@@ -32,10 +32,6 @@ struct synrecv *synrecv_free(struct synrecv *s) {
         return NULL;
 }
 
-static void synrecv_freep(struct synrecv **s) {
-        synrecv_free(*s);
-}
-
 static void sockdiag_closep(struct sockdiag **d) {
         sockdiag_close(*d);
 }

@@ -9,6 +9,8 @@
  */
 #include <stdbool.h>
 
+#include "util/cleanup.h"
+
 struct fwd_addr;
 struct synrecv;
 
@@ -20,3 +22,4 @@ int synrecv_dump(struct synrecv **ret);
 bool synrecv_has(const struct synrecv *s, const struct fwd_addr *local);
 /* Accepts NULL, returns NULL. */
 struct synrecv *synrecv_free(struct synrecv *s);
+DEFINE_CLEANUP(struct synrecv, synrecv_free)

@@ -11,6 +11,14 @@
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 
+/* The one way to give a type its cleanup: DEFINE_CLEANUP(struct x, x_free)
+ * defines x_freep(), for _cleanup_(x_freep). x_free() accepts NULL, as
+ * every destructor here does. */
+#define DEFINE_CLEANUP(type, fn)                                        \
+        static inline void fn##p(type **p) {                            \
+                (void) fn(*p);                                          \
+        }
+
 static inline void freep(void *p) { free(*(void **)p); }
 #define _cleanup_free_ _cleanup_(freep)
 

@@ -12,6 +12,8 @@
  */
 #include <stddef.h>
 
+#include "util/cleanup.h"
+
 struct yaml_event_s;
 struct yamlcap;
 
@@ -23,7 +25,7 @@ struct yamlcap;
 struct yamlcap *yamlcap_new(void);
 /* Accepts NULL; returns NULL. */
 struct yamlcap *yamlcap_free(struct yamlcap *c);
-static inline void yamlcap_freep(struct yamlcap **c) { yamlcap_free(*c); }
+DEFINE_CLEANUP(struct yamlcap, yamlcap_free)
 
 /* Counts one event of the stream, in order. Returns 0; -E2BIG when the
  * event passes a cap, -ELOOP for an alias inside its own anchor's value,

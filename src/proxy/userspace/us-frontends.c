@@ -489,10 +489,6 @@ void us_frontends_stop(struct us_frontends *f) {
         us_frontends_settle(f);
 }
 
-static void synrecv_freep(struct synrecv **s) {
-        synrecv_free(*s);
-}
-
 void us_frontends_settle(struct us_frontends *f) {
         _cleanup_(synrecv_freep) struct synrecv *s = NULL;
         size_t open = 0;
