@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
         struct nftables *nl = NULL;
         struct nftsync *sync = NULL;
         struct nftsync_stats st;
-        if (nftables_open(&nl) < 0 || nftsync_new(4, nl, &sync) < 0) {
+        if (nftables_open(&nl) < 0 || !(sync = nftsync_new(4, nl))) {
                 fprintf(stderr, "bench-nftsync: cannot open nf_tables netlink\n");
                 return 1;
         }
@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
 
         /* A restart: a new sync, no records, over the loaded table. */
         nftsync_free(sync);
-        if (nftsync_new(4, nl, &sync) < 0)
+        if (!(sync = nftsync_new(4, nl)))
                 return 1;
         double r0 = bench_now();
         if (nftsync_full(sync, m, &p, NULL, 0, false, &st) < 0 || st.chains_written > st.chains_kept / 100 + 10) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "apply/iptables-lines.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/fnv.h"
 #include "util/hmap.h"
@@ -305,10 +306,7 @@ void iptables_delta_commit(struct iptables_delta *d, const char *input, size_t l
 }
 
 struct iptables_delta *iptables_delta_new(void) {
-        struct iptables_delta *d = calloc(1, sizeof *d);
-        if (!d)
-                abort();
-        return d;
+        return xcalloc(1, sizeof(struct iptables_delta));
 }
 
 void iptables_delta_free(struct iptables_delta *d) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "apply/iptables-lines.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/fnv.h"
 
@@ -390,9 +391,7 @@ void iptables_known_forget(struct iptables_known *k) {
 }
 
 struct iptables_known *iptables_known_new(bool netlink) {
-        struct iptables_known *k = calloc(1, sizeof *k);
-        if (!k)
-                abort();
+        struct iptables_known *k = xcalloc(1, sizeof *k);
         k->netlink = netlink;
         return k;
 }

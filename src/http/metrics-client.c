@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -57,10 +58,9 @@ struct metrics_client {
 };
 
 struct metrics_client *metrics_client_new(const struct metrics_desc *const hist[_METRICS_CLIENT_HISTOGRAM_MAX]) {
-        struct metrics_client *c = calloc(1, sizeof *c);
+        struct metrics_client *c = xcalloc(1, sizeof *c);
 
-        if (c)
-                memcpy(c->hist, hist, sizeof c->hist);
+        memcpy(c->hist, hist, sizeof c->hist);
         return c;
 }
 

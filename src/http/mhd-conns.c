@@ -12,6 +12,7 @@
  * than kept in a map that every state change would have to update.
  */
 #include "http/mhd-conns.h"
+#include "util/alloc.h"
 
 #include <assert.h>
 #include <netinet/in.h>
@@ -114,9 +115,7 @@ struct mhd_conns *mhd_conns_new(unsigned max, unsigned per_client, uint64_t wait
         struct mhd_conns *set;
 
         assert(max > 0);
-        set = calloc(1, sizeof *set);
-        if (!set)
-                return NULL;
+        set = xcalloc(1, sizeof *set);
         set->max = max;
         set->per_client = per_client == 0 || per_client > max ? max : per_client;
         set->wait_ms = wait_ms;

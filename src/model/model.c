@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
 #include "util/cleanup.h"
 #include "util/intern.h"
 
@@ -225,9 +226,7 @@ struct node *node_free(struct node *n) {
 }
 
 struct model *model_new(void) {
-        struct model *m = calloc(1, sizeof *m);
-        if (!m)
-                return NULL;
+        struct model *m = xcalloc(1, sizeof *m);
         /* Every object keeps its key: the maps keep only the object. */
         m->services = (struct hmap) HMAP_INIT_KEYED(struct svc, key);
         m->slices = (struct hmap) HMAP_INIT_KEYED(struct slice, key);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
 #include "util/hmap.h"
 
 /* One service's chains: its key, then the names, each NUL-terminated, in
@@ -24,7 +25,7 @@ static struct owned_chains_entry entry_of(const struct owned_svc *s) {
 }
 
 struct owned_chains *owned_chains_new(void) {
-        return calloc(1, sizeof(struct owned_chains));
+        return xcalloc(1, sizeof(struct owned_chains));
 }
 
 static void svcs_clear(struct hmap *svcs) {

@@ -29,9 +29,7 @@ static void entry_free(struct entry *e) {
 }
 
 struct service_cidrs *service_cidrs_new(void) {
-        struct service_cidrs *s = calloc(1, sizeof *s);
-        if (!s)
-                return NULL;
+        struct service_cidrs *s = xcalloc(1, sizeof *s);
         s->by_name = (struct hmap) HMAP_INIT_KEYED(struct entry, name);
         return s;
 }

@@ -6,6 +6,7 @@
 #include "apply/conntrack.h"
 #include "model/endpoints.h"
 #include "model/model.h"
+#include "util/alloc.h"
 #include "util/log.h"
 
 struct udp_stale {
@@ -27,9 +28,8 @@ struct plan {
 };
 
 struct udp_stale *udp_stale_new(void) {
-        struct udp_stale *u = calloc(1, sizeof *u);
-        if (u)
-                u->reconcile = conntrack_reconcile_udp;
+        struct udp_stale *u = xcalloc(1, sizeof *u);
+        u->reconcile = conntrack_reconcile_udp;
         return u;
 }
 

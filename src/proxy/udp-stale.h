@@ -29,7 +29,7 @@ struct udp_stale;
  * (apply/conntrack.h), unless a test gives its own. */
 typedef int (*udp_stale_fn)(uint8_t family, const struct ct_frontend *frontends, size_t n);
 
-struct udp_stale *udp_stale_new(void);         /* NULL: out of memory */
+struct udp_stale *udp_stale_new(void);
 struct udp_stale *udp_stale_free(struct udp_stale *u);
 void udp_stale_set_reconciler(struct udp_stale *u, udp_stale_fn fn);
 

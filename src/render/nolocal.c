@@ -16,6 +16,7 @@
 #include "model/endpoints.h"
 #include "model/model.h"
 #include "render/render.h"
+#include "util/alloc.h"
 #include "util/hmap.h"
 
 struct nolocal_entry {
@@ -29,10 +30,9 @@ struct nolocal {
 };
 
 struct nolocal *nolocal_new(void) {
-        struct nolocal *t = calloc(1, sizeof *t);
+        struct nolocal *t = xcalloc(1, sizeof *t);
 
-        if (t)
-                t->services = (struct hmap) HMAP_INIT_KEYED(struct nolocal_entry, key);
+        t->services = (struct hmap) HMAP_INIT_KEYED(struct nolocal_entry, key);
         return t;
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "util/alloc.h"
 #include "util/hmap.h"
 
 struct client {
@@ -62,11 +63,9 @@ static size_t rng_below(size_t n) {
 }
 
 struct affinity *affinity_new(void) {
-        struct affinity *a = calloc(1, sizeof *a);
-        if (a) {
-                a->refs = 1;
-                a->clients = (struct hmap) HMAP_INIT_KEY_ARRAY(struct client, key);
-        }
+        struct affinity *a = xcalloc(1, sizeof *a);
+        a->refs = 1;
+        a->clients = (struct hmap) HMAP_INIT_KEY_ARRAY(struct client, key);
         return a;
 }
 
@@ -97,7 +96,7 @@ bool affinity_unshared(const struct affinity *a) {
 }
 
 struct picker *picker_new(void) {
-        return calloc(1, sizeof(struct picker));
+        return xcalloc(1, sizeof(struct picker));
 }
 
 struct picker *picker_free(struct picker *p) {

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "util/alloc.h"
 #include "util/hmap.h"
 
 struct anchor {
@@ -51,10 +52,9 @@ struct yamlcap {
 };
 
 struct yamlcap *yamlcap_new(void) {
-        struct yamlcap *c = calloc(1, sizeof *c);
+        struct yamlcap *c = xcalloc(1, sizeof *c);
 
-        if (c)
-                c->by_name = (struct hmap) HMAP_INIT_KEY_ARRAY(struct anchor, name);
+        c->by_name = (struct hmap) HMAP_INIT_KEY_ARRAY(struct anchor, name);
         return c;
 }
 

@@ -258,7 +258,7 @@ static int chains_with_anonymous_sets(const char *ns) {
 static int restart(struct nftsync **sync, struct nftables *nl, const struct model *m, const struct render_params *p,
                    struct nftsync_stats *st) {
         nftsync_free(*sync);
-        if (nftsync_new(4, nl, sync) < 0)
+        if (!(*sync = nftsync_new(4, nl)))
                 return -1;
         nftsync_set_chunk(*sync, 40);
         return nftsync_full(*sync, m, p, NULL, 0, false, st);
@@ -500,7 +500,7 @@ int main(int argc, char **argv) {
                 return 2;
 
         if (strcmp(argv[1], "conflict") == 0) {
-                if (nftables_open(&nl) < 0 || nftsync_new(4, nl, &sync) < 0)
+                if (nftables_open(&nl) < 0 || !(sync = nftsync_new(4, nl)))
                         return 2;
                 int bad = conflict(argv[3], sync, &p);
                 nftsync_free(sync);
@@ -514,7 +514,7 @@ int main(int argc, char **argv) {
                 upsert(m, make_service(i));
                 upsert(m, make_slice(i));
         }
-        if (nftables_open(&nl) < 0 || nftsync_new(4, nl, &sync) < 0)
+        if (nftables_open(&nl) < 0 || !(sync = nftsync_new(4, nl)))
                 return 2;
         nftsync_set_chunk(sync, 40);    /* several transactions even for a small table */
         if (nftsync_full(sync, m, &p, NULL, 0, false, &st) < 0) {

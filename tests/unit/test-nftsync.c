@@ -56,7 +56,7 @@ static void world_init(struct world *w, unsigned shards) {
                 abort();
         w->m = model_new();
         w->k = nft_fake_new();
-        if (nftables_open_on(nft_fake_open, w->k, &w->nl) < 0 || nftsync_new(4, w->nl, &w->sync) < 0)
+        if (nftables_open_on(nft_fake_open, w->k, &w->nl) < 0 || !(w->sync = nftsync_new(4, w->nl)))
                 abort();
 }
 
@@ -72,7 +72,7 @@ static void world_done(struct world *w) {
 /* A new sync over the same kernel: kproxy restarted. */
 static void restart(struct world *w) {
         nftsync_free(w->sync);
-        if (nftsync_new(4, w->nl, &w->sync) < 0)
+        if (!(w->sync = nftsync_new(4, w->nl)))
                 abort();
 }
 

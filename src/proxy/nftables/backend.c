@@ -130,14 +130,8 @@ static int nft_create(const struct backend_env *env, struct backend **ret) {
         for (size_t i = 0; i < env->n_families && i < 2; i++) {
                 struct family *f = &b->fam[b->n_fam++];
                 f->family = env->families[i];
-                r = nftsync_new(f->family, b->nl, &f->sync);
-                if (r < 0)
-                        goto fail;
+                f->sync = nftsync_new(f->family, b->nl);
                 f->nolocal = nolocal_new();
-                if (!f->nolocal) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
                 nftsync_set_after_commit(f->sync, drain_monitor, b);
         }
         r = nftables_monitor_open(b->nl, on_nft_event, b, &b->monitor);

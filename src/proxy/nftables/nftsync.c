@@ -88,13 +88,12 @@ struct nftsync {
         struct nftsync_table *t[NFTIR_TABLES_MAX + 1]; /* by table index: 0, then the shards */
 };
 
-int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret) {
+struct nftsync *nftsync_new(uint8_t family, struct nftables *nl) {
         struct nftsync *g = xcalloc(1, sizeof *g);
         g->family = family;
         g->nl = nl;
         nftsync_batch_init(&g->batch, family, nl, DEFAULT_CHUNK);
-        *ret = g;
-        return 0;
+        return g;
 }
 
 struct nftsync *nftsync_free(struct nftsync *g) {

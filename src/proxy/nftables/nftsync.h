@@ -37,9 +37,8 @@ struct inet_cidr;
  * the main table's hold every service's filter side, a shard's the nat
  * side of its own services. Their messages share the transactions: a
  * partial sync is one transaction whichever tables it touches, a full
- * sync as few as the size bound allows. nl is borrowed. Returns 0 or
- * -ENOMEM. */
-int nftsync_new(uint8_t family, struct nftables *nl, struct nftsync **ret);
+ * sync as few as the size bound allows. nl is borrowed. */
+struct nftsync *nftsync_new(uint8_t family, struct nftables *nl);
 struct nftsync *nftsync_free(struct nftsync *s);
 
 /* Called after each committed transaction (the daemon reads the change

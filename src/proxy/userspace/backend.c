@@ -254,8 +254,6 @@ static int us_create(const struct backend_env *env, struct backend **ret) {
         us_restart_init(&b->restart, &b->env, &b->fe);
         b->nolocal[0] = nolocal_new();
         b->nolocal[1] = nolocal_new();
-        if (!b->nolocal[0] || !b->nolocal[1])
-                abort();        /* nolocal_new() fails only for memory */
         raise_fd_limit();
         us_restart_announce(&b->restart);
         b->base.ops = &backend_userspace;

@@ -260,8 +260,6 @@ static struct affinity *svc_affinity(struct us_frontends *f, const struct usersp
         sa = xcalloc(1, sizeof *sa);
         sa->key = xstrdup(key);
         sa->aff = affinity_new();
-        if (!sa->aff)
-                abort();        /* affinity_new() fails only for memory */
         hmap_put(&f->affinities, sa->key, sa);
         return sa->aff;
 }
@@ -336,8 +334,6 @@ int us_frontends_want(struct us_frontends *f, const struct model *model, const s
         if (!fe) {
                 fe = xcalloc(1, sizeof *fe);
                 fe->picker = picker_new();
-                if (!fe->picker)
-                        abort();        /* picker_new() fails only for memory */
                 fe->svc_key = xstrdup(want->svc_key);
                 memcpy(fe->key, want->key, sizeof fe->key);
                 fe->addr = want->addr;

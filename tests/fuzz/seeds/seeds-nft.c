@@ -150,7 +150,7 @@ static struct nft_fake *loaded_kernel(uint8_t family, bool with_table) {
         if (render_params_init(&p, family, &cfg, "node-1", NULL, &host, NULL) < 0)
                 abort();
         cluster_small(m, true);
-        if (nftables_open_on(nft_fake_open, k, &nl) < 0 || nftsync_new(family, nl, &sync) < 0 ||
+        if (nftables_open_on(nft_fake_open, k, &nl) < 0 || !(sync = nftsync_new(family, nl)) ||
             nftsync_full(sync, m, &p, NULL, 0, false, &st) < 0)
                 abort();
         nftsync_free(sync);
