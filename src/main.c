@@ -19,6 +19,7 @@
 #include "host/render-params.h"
 #include "model/model.h"
 #include "proxy/backend.h"
+#include "proxy/backends.h"
 #include "daemon/daemon.h"
 #include "render/render.h"
 #include "util/buf.h"

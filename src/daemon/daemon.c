@@ -24,6 +24,7 @@
 #include "kube/kubeconfig.h"
 #include "kube/sources.h"
 #include "proxy/backend.h"
+#include "proxy/backends.h"
 #include "proxy/proxier.h"
 #include "daemon/setup.h"
 #include "trace/trace.h"

@@ -3,7 +3,7 @@
 /*
  * A proxy mode, as the sync loop sees it: one small set of operations that
  * every mode implements (iptables, nftables, and the modes to come), picked
- * from one table (src/proxy/backends.c, the only place that names them).
+ * from one table (proxy/backends.h, the only place that names them).
  * The sync loop (proxy/proxier.h) keeps the model, the changed set, the
  * schedule, metrics and health, and never asks which mode it runs; a mode
  * keeps whatever it knows about what it wrote, and reaches back only
@@ -179,12 +179,3 @@ struct backend_ops {
          * connections, keep the open ones. */
         void (*quiesce)(struct backend *b);
 };
-
-/* The table: the backend of a configured mode, or NULL when kproxy has none
- * (IPVS). */
-const struct backend_ops *backend_for_mode(int mode);
-/* Every backend, for mode switching and --cleanup: NULL-terminated. */
-extern const struct backend_ops *const backend_all[];
-/* The backends that run beside a mode rather than as one (--socket-lb:
- * create, destroy, sync, cleanup, expose), for --cleanup: NULL-terminated. */
-extern const struct backend_ops *const backend_companions[];

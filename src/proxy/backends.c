@@ -3,11 +3,12 @@
  * The table of proxy modes: the one place that names them. A mode kproxy
  * accepts in its configuration but has no backend for (IPVS) has no row.
  */
-#include "proxy/backend.h"
+#include "proxy/backends.h"
 
 #include <stddef.h>
 
 #include "config/config.h"
+#include "proxy/backend.h"
 #include "proxy/iptables/backend.h"
 #include "proxy/nftables/backend.h"
 #include "proxy/socklb/backend.h"
@@ -33,14 +34,4 @@ const struct backend_ops *const backend_companions[] = {
 
 const struct backend_ops *backend_for_mode(int mode) {
         return mode >= 0 && mode < _PROXY_MODE_MAX ? by_mode[mode] : NULL;
-}
-
-static const char *const kind_names[_BACKEND_SYNC_KIND_MAX] = {
-        [BACKEND_SYNC_PARTIAL] = "partial",
-        [BACKEND_SYNC_RESYNC] = "resync",
-        [BACKEND_SYNC_FULL] = "full",
-};
-
-const char *backend_sync_kind_to_string(enum backend_sync_kind k) {
-        return k >= 0 && k < _BACKEND_SYNC_KIND_MAX ? kind_names[k] : NULL;
 }

@@ -32,6 +32,7 @@
 #include "kube/intake.h"
 #include "model/model.h"
 #include "proxy/backend.h"
+#include "proxy/backends.h"
 #include "proxy/hcnp-feed.h"
 #include "proxy/udp-stale.h"
 #include "render/render.h"

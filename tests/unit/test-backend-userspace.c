@@ -34,6 +34,7 @@
 #include "model/model.h"
 #include "netns.h"
 #include "proxy/backend.h"
+#include "proxy/backends.h"
 #include "render/render.h"
 #include "test.h"
 #include "userspace/fwd-addr.h"
