@@ -8,6 +8,7 @@
 #include "model/endpoints.h"
 #include "model/model.h"
 #include "render/render.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/hmap.h"
 
@@ -44,42 +45,49 @@ static size_t local_ready_ips(const struct model *m, const struct svc *s, uint8_
         return n;
 }
 
-void hcnp_feed(struct hcnp *h, const struct model *m, const struct render_params *rp, const char *node_name) {
+void hcnp_feed_plan(const struct model *m, uint8_t family, const char *node_name, struct hcnp_feed_plan *ret) {
         struct endpoint_filter f = {.node_name = node_name};
         size_t n = 0, n_svcs;
-        const struct svc **svcs;
-
-        if (!h)
-                return;
-        svcs = model_services_sorted(m, &n_svcs);
-        struct hcnp_service *hs = calloc(n_svcs + 1, sizeof *hs);
+        const struct svc **svcs = model_services_sorted(m, &n_svcs);
+        struct hcnp_service *hs = xcalloc(n_svcs + 1, sizeof *hs);
         /* Namespaces: each key up to its slash, copied (the key is "ns/name",
          * or the bare name of a service sent without a namespace). */
-        char **ns = calloc(n_svcs + 1, sizeof *ns);
-        if (!hs || !ns)
-                abort();
+        char **ns = xcalloc(n_svcs + 1, sizeof *ns);
+
         for (size_t i = 0; i < n_svcs; i++) {
                 const struct svc *s = svcs[i];
                 if (!s->health_check_node_port)
                         continue;
-                ns[n] = strndup(s->key, s->name == s->key ? 0 : (size_t) (s->name - s->key) - 1);
-                if (!ns[n])
-                        abort();
+                ns[n] = xstrndup(s->key, s->name == s->key ? 0 : (size_t) (s->name - s->key) - 1);
                 hs[n] = (struct hcnp_service) {
                         .ns = ns[n],
                         .name = s->name,
                         .port = s->health_check_node_port,
-                        .local_endpoints = local_ready_ips(m, s, rp->family, &f),
+                        .local_endpoints = local_ready_ips(m, s, family, &f),
                 };
                 n++;
         }
-        if (rp->nodeports_match_all)
-                hcnp_sync(h, hs, n, NULL, 0);
-        else
-                hcnp_sync(h, hs, n, rp->nodeport_ips, rp->n_nodeport_ips);
-        for (size_t i = 0; i < n; i++)
-                free(ns[i]);
-        free(ns);
-        free(hs);
         free(svcs);
+        *ret = (struct hcnp_feed_plan) {.svcs = hs, .ns = ns, .n = n};
+}
+
+void hcnp_feed_plan_done(struct hcnp_feed_plan *p) {
+        for (size_t i = 0; i < p->n; i++)
+                free(p->ns[i]);
+        free(p->ns);
+        free(p->svcs);
+        *p = (struct hcnp_feed_plan) {0};
+}
+
+void hcnp_feed(struct hcnp *h, const struct model *m, const struct render_params *rp, const char *node_name) {
+        struct hcnp_feed_plan p;
+
+        if (!h)
+                return;
+        hcnp_feed_plan(m, rp->family, node_name, &p);
+        if (rp->nodeports_match_all)
+                hcnp_sync(h, p.svcs, p.n, NULL, 0);
+        else
+                hcnp_sync(h, p.svcs, p.n, rp->nodeport_ips, rp->n_nodeport_ips);
+        hcnp_feed_plan_done(&p);
 }

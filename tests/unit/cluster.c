@@ -37,6 +37,8 @@ void cluster_service(struct model *m, const struct cluster_svc *s) {
                                  s->type ? s->type : "ClusterIP", "ports", port);
         if (s->local)
                 json_object_set_new(spec, "externalTrafficPolicy", json_string("Local"));
+        if (s->health_check_node_port)
+                json_object_set_new(spec, "healthCheckNodePort", json_integer(s->health_check_node_port));
         if (s->affinity) {
                 json_object_set_new(spec, "sessionAffinity", json_string("ClientIP"));
                 json_object_set_new(spec, "sessionAffinityConfig",

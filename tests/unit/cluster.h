@@ -17,6 +17,7 @@ struct cluster_svc {
         const char *lb, *ext;           /* a load balancer's IP, an external IP */
         const char *ranges[2];          /* load balancer source ranges */
         bool affinity, local;
+        int health_check_node_port;     /* 0: none */
 };
 
 void cluster_service(struct model *m, const struct cluster_svc *s);
