@@ -7,13 +7,12 @@
  * order; the stop's listeners refuse SYNs and close once no handshake is
  * under way; sockets are counted and listed for a hand-over.
  */
+#include <jansson.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ev/ev.h"
-#include <jansson.h>
-
 #include "kube/decode.h"
 #include "model/model.h"
 #include "proxy/userspace/us-frontends.h"
