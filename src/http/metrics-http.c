@@ -6,6 +6,8 @@
  * mode serves now, where it says), /debug/explain and /debug/rules (the
  * daemon's: docs/explain.md). Everything else is Go's 404.
  */
+#include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +17,8 @@
 #include "http/mhd.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/inet.h"
+#include "util/log.h"
 
 /* component-base's healthz with no checks installs "ping", which always
  * passes: "ok", or with ?verbose the list of checks. ?exclude=NAME skips a
@@ -89,7 +93,7 @@ static void metrics_healthz(const struct mhd_request *req, struct mhd_reply *rep
 
 /* Paths are exact, as on upstream's PathRecorderMux, and the method is
  * ignored, as its handlers do. */
-void metrics_http_handle(void *userdata, const struct mhd_request *req, struct mhd_reply *reply) {
+static void metrics_http_handle(void *userdata, const struct mhd_request *req, struct mhd_reply *reply) {
         const struct metrics *m = userdata;
         const struct kproxy_config *c = metrics_config(m);
         const char *path = mhd_request_path(req);
@@ -138,3 +142,65 @@ void metrics_http_handle(void *userdata, const struct mhd_request *req, struct m
         }
 }
 
+/* ---- the server ---- */
+
+/* Scrapers send one small request at a time; these only bound what
+ * misbehaving clients can hold, and a new scrape always gets in
+ * (http/mhd.h). */
+static const struct mhd_limits metrics_limits = {
+        .connections = 64,
+        .per_client = 8,
+        .wait_ms = 10000,
+};
+
+DEFINE_CLEANUP(struct metrics, metrics_free)
+
+int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config *c, const char *mode,
+                struct metrics **ret) {
+        _cleanup_(metrics_freep) struct metrics *m = NULL;
+        struct mhd_server *srv;
+        struct inet_addr a;
+        uint16_t port;
+        int r;
+
+        assert(l);
+        assert(c);
+        assert(ret);
+
+        if (!bind) {
+                *ret = NULL;
+                return 0;
+        }
+        r = mhd_parse_bind(bind, &a, &port);
+        if (r < 0)
+                return log_error_errno(r, "Invalid metrics bind address \"%s\" (must be IP:port)", bind);
+        if (port == 0) {
+                log_v(2, "Metrics server disabled (port 0 in \"%s\")", bind);
+                *ret = NULL;
+                return 0;
+        }
+
+        m = metrics_registry_new(c, mode);
+        r = mhd_server_new(l, "metrics server", &a, port, &metrics_limits,
+                           c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, metrics_http_handle, m, &srv);
+        if (r < 0)
+                /* Upstream: "starting metrics server failed: listen tcp ...". */
+                return log_error_errno(r, "Failed to start metrics server on %s", bind);
+        metrics_attach_server(m, srv);
+
+        log_v(3, "Starting metrics server on %s", bind);
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+struct metrics *metrics_free(struct metrics *m) {
+        if (!m)
+                return NULL;
+        mhd_server_free(metrics_server(m));
+        metrics_registry_free(m);
+        return NULL;
+}
+
+int metrics_port(const struct metrics *m) {
+        return m ? mhd_server_port(metrics_server(m)) : 0;
+}

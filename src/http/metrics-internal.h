@@ -2,11 +2,12 @@
 #pragma once
 /*
  * What the metrics server's own files share, and nothing else of kproxy
- * uses (metrics.h is the interface): the table of metric families
- * (metrics.c), and the writers of the families kept outside metrics.c that
- * read the server itself: build info and feature gates
- * (metrics-kubernetes.c), the process collector's (metrics-process.c),
- * and the HTTP handler (metrics-http.c). The text format's writers are in
+ * uses (metrics.h is the interface): the registry and its table of metric
+ * families (metrics.c), below the server on top (metrics-http.c: the
+ * handler, metrics_new(), metrics_free()); and the writers of the families
+ * kept outside metrics.c, which metrics.c's table calls: build info and
+ * feature gates (metrics-kubernetes.c), the process collector's
+ * (metrics-process.c). The text format's writers are in
  * metrics-expo.h, the API client's families in metrics-client.h.
  *
  * tests/unit/test-metrics.c reads the table to compare it with upstream's
@@ -85,17 +86,20 @@ bool metrics_debug(const struct metrics *m, const char *path, const struct mhd_r
 bool metrics_describe_backend(const struct metrics *m, struct buf *b);
 const struct kproxy_config *metrics_config(const struct metrics *m);
 
-/* metrics-http.c: the server's request handler (mhd_handler_fn); userdata
- * is the struct metrics. */
-struct mhd_request;
-struct mhd_reply;
-void metrics_http_handle(void *userdata, const struct mhd_request *req, struct mhd_reply *reply);
+/* The registry the server (metrics-http.c, on top: metrics_new(),
+ * metrics_free()) serves: the state of every family, without the server. */
+struct metrics *metrics_registry_new(const struct kproxy_config *c, const char *mode);
+void metrics_registry_free(struct metrics *m);
+struct mhd_server;
+void metrics_attach_server(struct metrics *m, struct mhd_server *s);
+struct mhd_server *metrics_server(const struct metrics *m);
 
 /* ---- families written elsewhere ---- */
 
 /* metrics-kubernetes.c: kubernetes_build_info, kubernetes_feature_enabled. */
 void metrics_write_build_info(const struct metrics *m, const struct metrics_desc *d, struct buf *b);
-void metrics_write_feature_enabled(const struct metrics *m, const struct metrics_desc *d, struct buf *b);
+void metrics_write_feature_enabled(const struct kproxy_config *c, const struct metrics_desc *d, struct buf *b);
 
-/* metrics-process.c: process_*, read at scrape time. */
+/* metrics-process.c: process_*, read at scrape time; d->arg is the
+ * family's id. */
 void metrics_write_process(const struct metrics *m, const struct metrics_desc *d, struct buf *b);

@@ -12,7 +12,6 @@
 
 #include "config/config.h"
 #include "http/metrics-internal.h"
-#include "http/metrics.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 
@@ -88,10 +87,10 @@ static void metrics_put_gate(void *ctx, const char *name, const char *stage, boo
 
 /* The gates come in name order; each name has one stage, so that is
  * Go's order of the label sets too. */
-void metrics_write_feature_enabled(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+void metrics_write_feature_enabled(const struct kproxy_config *c, const struct metrics_desc *d, struct buf *b) {
         struct metrics_gates g = {.d = d, .b = b, .labels = BUF_INIT};
 
         metrics_put_header(b, d);
-        config_features_foreach(metrics_config(m), metrics_put_gate, &g);
+        config_features_foreach(c, metrics_put_gate, &g);
         buf_done(&g.labels);
 }

@@ -14,7 +14,6 @@
  * answers without blocking.
  */
 #include "http/metrics-internal.h"
-#include "http/metrics.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -188,8 +187,7 @@ static void process_put(struct buf *b, const struct metrics_desc *d, double v) {
 /* One family, read now; a value that cannot be read leaves it out, as the
  * collector reports an error instead of the sample. */
 void metrics_write_process(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
-        size_t n;
-        enum metrics_family_id id = (enum metrics_family_id) (d - metrics_descs(&n));
+        enum metrics_family_id id = (enum metrics_family_id) d->arg;
         struct process_stat st;
         long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
         uint64_t btime = 0, fds = 0, in = 0, out = 0;

@@ -40,18 +40,11 @@
 #include "http/metrics-internal.h"
 #include "http/mhd.h"
 #include "util/buf.h"
+#include "util/alloc.h"
 #include "util/cleanup.h"
 #include "util/inet.h"
 #include "util/log.h"
 
-/* Scrapers send one small request at a time; these only bound what
- * misbehaving clients can hold, and a new scrape always gets in
- * (http/mhd.h). */
-static const struct mhd_limits metrics_limits = {
-        .connections = 64,
-        .per_client = 8,
-        .wait_ms = 10000,
-};
 
 /* Upstream's ip_family values; index 0 is IPv4, 1 IPv6. */
 #define METRICS_IP_FAMILIES 2
@@ -343,6 +336,12 @@ static const double metrics_rotation_buckets[] = {
 
 /* Everything kube-proxy 1.34 serves, sorted by name (tests/unit/
  * metrics-upstream.txt is the same list, taken from upstream). */
+/* kubernetes_feature_enabled, from the configuration's gates
+ * (metrics-kubernetes.c writes it). */
+static void metrics_write_gates(const struct metrics *m, const struct metrics_desc *d, struct buf *b) {
+        metrics_write_feature_enabled(m->config, d, b);
+}
+
 static const struct metrics_desc metrics_desc_table[_MF_MAX] = {
         [MF_CONNTRACK_DELETED] = {"kubeproxy_conntrack_reconciler_deleted_entries_total", C, "ip_family", IPT | NFT,
                 "ALPHA", "Stale UDP conntrack entries the reconciler deleted",
@@ -425,28 +424,28 @@ static const struct metrics_desc metrics_desc_table[_MF_MAX] = {
          * AddMetrics(): one of the few BETA families. */
         [MF_FEATURE_ENABLED] = {"kubernetes_feature_enabled", G, "name,stage", ALL, "BETA",
                 "Whether each feature gate is enabled (1) or not (0), with its stage",
-                .write = metrics_write_feature_enabled},
+                .write = metrics_write_gates},
 
         /* The Go client's process collector (no stability level), read at
          * each scrape. */
         [MF_PROCESS_CPU] = {"process_cpu_seconds_total", C, "", ALL, NULL,
-                "CPU time the process has used, user and system, in seconds.", .write = metrics_write_process},
+                "CPU time the process has used, user and system, in seconds.", .arg = MF_PROCESS_CPU, .write = metrics_write_process},
         [MF_PROCESS_MAX_FDS] = {"process_max_fds", G, "", ALL, NULL, "Soft limit on open file descriptors.",
-                .write = metrics_write_process},
+                .arg = MF_PROCESS_MAX_FDS, .write = metrics_write_process},
         [MF_PROCESS_NETWORK_RECEIVE] = {"process_network_receive_bytes_total", C, "", ALL, NULL,
-                "Bytes received over IP in the process's network namespace.", .write = metrics_write_process},
+                "Bytes received over IP in the process's network namespace.", .arg = MF_PROCESS_NETWORK_RECEIVE, .write = metrics_write_process},
         [MF_PROCESS_NETWORK_TRANSMIT] = {"process_network_transmit_bytes_total", C, "", ALL, NULL,
-                "Bytes sent over IP in the process's network namespace.", .write = metrics_write_process},
+                "Bytes sent over IP in the process's network namespace.", .arg = MF_PROCESS_NETWORK_TRANSMIT, .write = metrics_write_process},
         [MF_PROCESS_OPEN_FDS] = {"process_open_fds", G, "", ALL, NULL, "File descriptors the process has open.",
-                .write = metrics_write_process},
+                .arg = MF_PROCESS_OPEN_FDS, .write = metrics_write_process},
         [MF_PROCESS_RESIDENT] = {"process_resident_memory_bytes", G, "", ALL, NULL,
-                "Memory the process has resident, in bytes.", .write = metrics_write_process},
+                "Memory the process has resident, in bytes.", .arg = MF_PROCESS_RESIDENT, .write = metrics_write_process},
         [MF_PROCESS_START_TIME] = {"process_start_time_seconds", G, "", ALL, NULL,
-                "Unix time the process started, in seconds.", .write = metrics_write_process},
+                "Unix time the process started, in seconds.", .arg = MF_PROCESS_START_TIME, .write = metrics_write_process},
         [MF_PROCESS_VIRTUAL] = {"process_virtual_memory_bytes", G, "", ALL, NULL,
-                "Virtual address space of the process, in bytes.", .write = metrics_write_process},
+                "Virtual address space of the process, in bytes.", .arg = MF_PROCESS_VIRTUAL, .write = metrics_write_process},
         [MF_PROCESS_VIRTUAL_MAX] = {"process_virtual_memory_max_bytes", G, "", ALL, NULL,
-                "Soft limit on the virtual address space, in bytes.", .write = metrics_write_process},
+                "Soft limit on the virtual address space, in bytes.", .arg = MF_PROCESS_VIRTUAL_MAX, .write = metrics_write_process},
 
         /* component-base's restclient package, fed by client-go. kproxy runs
          * no exec credential plugin (no calls, no certificate rotation: the
@@ -678,37 +677,11 @@ void metrics_set_backend(struct metrics *m, void (*expose)(void *userdata, struc
         m->backend_userdata = userdata;
 }
 
-/* ---- the server ---- */
+/* ---- the registry ---- */
 
-DEFINE_CLEANUP(struct metrics, metrics_free)
+struct metrics *metrics_registry_new(const struct kproxy_config *c, const char *mode) {
+        struct metrics *m = xcalloc(1, sizeof *m);
 
-int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config *c, const char *mode,
-                struct metrics **ret) {
-        _cleanup_(metrics_freep) struct metrics *m = NULL;
-        struct inet_addr a;
-        uint16_t port;
-        int r;
-
-        assert(l);
-        assert(c);
-        assert(ret);
-
-        if (!bind) {
-                *ret = NULL;
-                return 0;
-        }
-        r = mhd_parse_bind(bind, &a, &port);
-        if (r < 0)
-                return log_error_errno(r, "Invalid metrics bind address \"%s\" (must be IP:port)", bind);
-        if (port == 0) {
-                log_v(2, "Metrics server disabled (port 0 in \"%s\")", bind);
-                *ret = NULL;
-                return 0;
-        }
-
-        m = calloc(1, sizeof *m);
-        if (!m)
-                return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
         m->config = c;
         m->mode = strcmp(mode, "nftables") == 0    ? METRICS_NFTABLES
                   : strcmp(mode, "userspace") == 0 ? METRICS_USERSPACE
@@ -719,49 +692,39 @@ int metrics_new(struct ev_loop *l, const char *bind, const struct kproxy_config 
                 [METRICS_CLIENT_REQUEST_SIZE] = &metrics_desc_table[MF_CLIENT_REQUEST_SIZE],
                 [METRICS_CLIENT_RESPONSE_SIZE] = &metrics_desc_table[MF_CLIENT_RESPONSE_SIZE],
         });
-        if (!m->client)
-                return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
         /* Upstream's nfacct collectors exist when a netlink client could be
          * made; the counters themselves are read (or found missing) at each
          * scrape. */
         if (m->mode == METRICS_IPTABLES) {
-                _cleanup_free_ struct metrics_acct *acct = calloc(1, sizeof *acct);
-
-                if (!acct)
-                        return log_error_errno(-ENOMEM, "Failed to start metrics server on %s", bind);
-                r = nfacct_open(&acct->reader);
-                if (r < 0)
+                struct metrics_acct *acct = xcalloc(1, sizeof *acct);
+                int r = nfacct_open(&acct->reader);
+                if (r < 0) {
                         log_warning_errno(r, "Failed to open nfnetlink_acct, the nfacct packet counters will not be "
                                           "served");
-                else
-                        m->acct = TAKE_PTR(acct);
+                        free(acct);
+                } else {
+                        m->acct = acct;
+                }
         }
-
-        r = mhd_server_new(l, "metrics server", &a, port, &metrics_limits,
-                           c->bind_address_hard_fail ? 0 : MHD_BIND_RETRY_MS, metrics_http_handle, m, &m->server);
-        if (r < 0)
-                /* Upstream: "starting metrics server failed: listen tcp ...". */
-                return log_error_errno(r, "Failed to start metrics server on %s", bind);
-
-        log_v(3, "Starting metrics server on %s", bind);
-        *ret = TAKE_PTR(m);
-        return 0;
+        return m;
 }
 
-struct metrics *metrics_free(struct metrics *m) {
+void metrics_registry_free(struct metrics *m) {
         if (!m)
-                return NULL;
-        mhd_server_free(m->server);
+                return;
         if (m->acct)
                 nfacct_close(m->acct->reader);
         free(m->acct);
         metrics_client_free(m->client);
         free(m);
-        return NULL;
 }
 
-int metrics_port(const struct metrics *m) {
-        return m ? mhd_server_port(m->server) : 0;
+void metrics_attach_server(struct metrics *m, struct mhd_server *s) {
+        m->server = s;
+}
+
+struct mhd_server *metrics_server(const struct metrics *m) {
+        return m->server;
 }
 
 void metrics_set_debug(struct metrics *m,
