@@ -39,8 +39,11 @@ CORE_SRC := $(sort $(wildcard src/util/*.c src/config/*.c src/kube/*.c src/model
                                src/userspace/*.c src/explain/*.c src/trace/*.c src/cli/*.c src/sockbpf/sockbpf.c src/sockbpf/udpreap.c))
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/src/main.o
-UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
-UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# tests/unit/ mirrors src/: a module's test is beside where its source is
+# (tests/unit/proxy/nftables/test-nftsync.c for src/proxy/nftables/nftsync.c);
+# the programs are flat, build/tests/test-<name>, names unique.
+UNIT_SRC := $(sort $(wildcard tests/unit/*/test-*.c tests/unit/*/*/test-*.c))
+UNIT_BIN := $(foreach s,$(UNIT_SRC),$(BUILD)/tests/$(basename $(notdir $(s))))
 # What the unit tests share besides the harness (tests/unit/*.c that are
 # not tests: nft-fake.c, an in-memory nf_tables), in a library of their own.
 TEST_LIB_SRC := $(sort $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c)))
@@ -92,7 +95,15 @@ $(BUILD)/libkproxy-test.a: $(TEST_LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libkproxy-test.a $(BUILD)/libkproxy-core.a
+# The tests' own helpers (tests/unit/*.h) by their names.
+$(BUILD)/tests/unit/%.o: CFLAGS += -Itests/unit
+
+define UNIT_PROGRAM
+$(BUILD)/tests/$(basename $(notdir $(1))): $(BUILD)/$(1:.c=.o) $(BUILD)/libkproxy-test.a $(BUILD)/libkproxy-core.a
+endef
+$(foreach s,$(UNIT_SRC),$(eval $(call UNIT_PROGRAM,$(s))))
+
+$(UNIT_BIN):
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

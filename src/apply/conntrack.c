@@ -34,7 +34,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
-/* Test hooks: the pure matcher, exported only so tests/unit/test-conntrack.c
+/* Test hooks: the pure matcher, exported only so tests/unit/apply/test-conntrack.c
  * can check it on plain structs without a kernel. Not in conntrack.h because
  * nothing else in kproxy needs them; the test repeats these prototypes. */
 struct conntrack_index;

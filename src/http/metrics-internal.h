@@ -10,7 +10,7 @@
  * (metrics-process.c). The text format's writers are in
  * metrics-expo.h, the API client's families in metrics-client.h.
  *
- * tests/unit/test-metrics.c reads the table to compare it with upstream's
+ * tests/unit/http/test-metrics.c reads the table to compare it with upstream's
  * families (tests/unit/metrics-upstream.txt).
  */
 #include <stdbool.h>

@@ -5,6 +5,7 @@ more, no fewer), and every test they cite exists.
 
 usage: KPROXY_BUILD=build python3 tests/docs/test_flags_doc.py
 """
+import glob
 import os
 import re
 import subprocess
@@ -110,7 +111,8 @@ class FlagsDoc(unittest.TestCase):
                     ok = os.path.exists(os.path.join(ROOT, ref))
                 elif re.match(r"^test-[\w-]+(\.sh|\.py)?$", ref):
                     base = ref
-                    ok = (os.path.exists(os.path.join(ROOT, "tests", "unit", base + ".c")) or
+                    # tests/unit/ mirrors src/: a unit test is in its module's folder.
+                    ok = (bool(glob.glob(os.path.join(ROOT, "tests", "unit", "**", base + ".c"), recursive=True)) or
                           os.path.exists(os.path.join(ROOT, "tests", "netns", base)))
                 if not ok:
                     missing.append("%s: %s" % (row[0], ref))

@@ -26,7 +26,7 @@ import promtext  # noqa: E402
 
 BUILD = os.environ.get("KPROXY_BUILD", "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The families kube-proxy 1.34 serves, per mode (also read by tests/unit/test-metrics.c).
+# The families kube-proxy 1.34 serves, per mode (also read by tests/unit/http/test-metrics.c).
 UPSTREAM = os.path.join(ROOT, "tests", "unit", "metrics-upstream.txt")
 # The maps and sets of the nftables table whose elements kproxy owns (the
 # affinity sets' elements are the kernel's).

@@ -84,7 +84,7 @@ static void test_json(void) {
         /* Info: ts (Unix milliseconds), caller (dir/file:line), msg, v, then the pairs. */
         CHECK(json_is_real(json_object_get(lines[0], "ts")) &&
               json_real_value(json_object_get(lines[0], "ts")) > 1.6e12);
-        CHECK(strncmp(json_string_value(json_object_get(lines[0], "caller")), "unit/test-log.c:", 16) == 0);
+        CHECK(strncmp(json_string_value(json_object_get(lines[0], "caller")), "util/test-log.c:", 16) == 0);
         CHECK_STREQ(json_string_value(json_object_get(lines[0], "msg")), "SyncProxyRules complete");
         CHECK(json_integer_value(json_object_get(lines[0], "v")) == 2);
         CHECK_STREQ(json_string_value(json_object_get(lines[0], "ipFamily")), "IPv4");
@@ -231,9 +231,9 @@ static void test_vmodule(void) {
         CHECK(strstr(capture(emit_v3), "verbose line"));
         CHECK(log_set_vmodule("test-log=2") == 0);
         CHECK(!strstr(capture(emit_v3), "verbose line"));
-        CHECK(log_set_vmodule("*/unit/test-log=3") == 0);       /* with a slash: the whole path */
+        CHECK(log_set_vmodule("*/unit/util/test-log=3") == 0);  /* with a slash: the whole path */
         CHECK(strstr(capture(emit_v3), "verbose line"));
-        CHECK(log_set_vmodule("unit/test-log=3") == 0);
+        CHECK(log_set_vmodule("unit/util/test-log=3") == 0);
         CHECK(!strstr(capture(emit_v3), "verbose line"));
         CHECK(log_set_vmodule("bad") == -EINVAL);
         CHECK(log_set_vmodule("x=-1") == -EINVAL);

@@ -485,7 +485,8 @@ static void test_parser(void) {
         free(e);
 }
 
-/* metrics-upstream.txt, next to this file: one family a line. */
+/* tests/unit/metrics-upstream.txt (shared with the e2e suite): one family a
+ * line. */
 struct upstream {
         char name[128], type[16], labels[160], modes[32], stability[16], buckets[1024];
 };
@@ -497,7 +498,7 @@ static size_t read_upstream(struct upstream *out, size_t max) {
 
         snprintf(path, sizeof path, "%s", __FILE__);
         dir = dirname(path);
-        snprintf(line, sizeof line, "%s/metrics-upstream.txt", dir);
+        snprintf(line, sizeof line, "%s/../metrics-upstream.txt", dir);
         f = fopen(line, "re");
         CHECK(f != NULL);
         if (!f) {
