@@ -36,15 +36,20 @@ static void bad_request(struct mhd_reply *reply, const char *err) {
 
 void debug_explain(const struct debug_explain_node *n, const struct mhd_request *req, struct mhd_reply *reply) {
         struct args a = {0};
-        json_t *j = NULL;
 
         mhd_request_foreach_arg(req, on_arg, &a);
         if (a.bad || explain_query_check(&a.q, a.err) < 0) {
                 bad_request(reply, a.err);
                 return;
         }
+        debug_explain_answer(n, &a.q, reply);
+}
+
+void debug_explain_answer(const struct debug_explain_node *n, const struct explain_query *q,
+                          struct mhd_reply *reply) {
+        json_t *j = NULL;
         int r = explain_answer(n->m, n->cfg, n->socket_lb, n->node_name, n->host, n->service_cidrs,
-                               n->n_service_cidrs, &a.q, &j);
+                               n->n_service_cidrs, q, &j);
         char *text = r == 0 ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
         json_decref(j);
         if (!text) {

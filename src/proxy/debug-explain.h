@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct explain_query;
 struct host_facts;
 struct inet_cidr;
 struct kproxy_config;
@@ -27,3 +28,6 @@ struct debug_explain_node {
 
 /* Answers req into reply: 200 and the JSON, or 400 naming the bad field. */
 void debug_explain(const struct debug_explain_node *n, const struct mhd_request *req, struct mhd_reply *reply);
+/* The answer to a query already read and checked: the JSON, or a 500. */
+void debug_explain_answer(const struct debug_explain_node *n, const struct explain_query *q,
+                          struct mhd_reply *reply);
