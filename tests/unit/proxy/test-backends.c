@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The table of modes (proxy/backends.c) and the interface's own pieces
- * (proxy/backend.h): each configured mode has its backend under its own
- * name, IPVS none; every backend has the operations the core calls without
- * asking; a mode's object is found back from the core's handle. */
+/* The table of modes (proxy/backends.c): each configured mode has its
+ * backend under its own name, IPVS none; every backend has the operations
+ * the core calls without asking. */
 #include <stddef.h>
 
 #include "config/config.h"
@@ -56,31 +55,8 @@ static void test_operations(void) {
         CHECK(c->destroy(NULL) == NULL);
 }
 
-static void test_sync_kinds(void) {
-        CHECK_STREQ(backend_sync_kind_to_string(BACKEND_SYNC_PARTIAL), "partial");
-        CHECK_STREQ(backend_sync_kind_to_string(BACKEND_SYNC_RESYNC), "resync");
-        CHECK_STREQ(backend_sync_kind_to_string(BACKEND_SYNC_FULL), "full");
-        CHECK(backend_sync_kind_to_string(_BACKEND_SYNC_KIND_MAX) == NULL);
-        CHECK(backend_sync_kind_to_string((enum backend_sync_kind) - 1) == NULL);
-}
-
-struct a_mode {
-        int before;
-        struct backend base;
-        int after;
-};
-
-static void test_mode_of_handle(void) {
-        struct a_mode m = {.before = 1, .after = 2};
-        struct backend *b = &m.base;
-        struct a_mode *back = BACKEND_MODE(b, struct a_mode);
-        CHECK(back == &m && back->before == 1 && back->after == 2);
-}
-
 int main(void) {
         TEST_RUN(test_table);
         TEST_RUN(test_operations);
-        TEST_RUN(test_sync_kinds);
-        TEST_RUN(test_mode_of_handle);
         TEST_DONE();
 }
