@@ -26,57 +26,57 @@ void us_restart_init(struct us_restart *rs, const struct backend_env *env, struc
         *rs = (struct us_restart) {.env = env, .fe = fe, .handover_fd = -1, .successor_fd = -1, .predecessor_fd = -1};
 }
 
-static bool handover_path(const struct us_restart *b, char path[static 4096]) {
-        const char *dir = b->env->config->state_dir;
+static bool handover_path(const struct us_restart *rs, char path[static 4096]) {
+        const char *dir = rs->env->config->state_dir;
         return dir && *dir && (size_t) snprintf(path, 4096, "%s/" US_HANDOVER_SOCK, dir) < 4096;
 }
 
-static void successor_close(struct us_restart *b) {
-        if (b->successor_fd < 0)
+static void successor_close(struct us_restart *rs) {
+        if (rs->successor_fd < 0)
                 return;
-        ev_io_del(b->env->loop, b->successor_fd);
-        close(b->successor_fd);
-        b->successor_fd = -1;
+        ev_io_del(rs->env->loop, rs->successor_fd);
+        close(rs->successor_fd);
+        rs->successor_fd = -1;
 }
 
 /* The successor asked: it gets every socket, this process stops taking
  * new connections and datagrams, and the core retires. */
-static void give(struct us_restart *b) {
-        size_t cap = b->fe->by_key.len;
+static void give(struct us_restart *rs) {
+        size_t cap = rs->fe->by_key.len;
         int *fds = xcalloc(cap ? cap : 1, sizeof *fds);
-        size_t n = us_frontends_sockets(b->fe, fds, cap);
-        int r = handover_give(b->successor_fd, fds, n, US_HANDOVER_WAIT_MS);
+        size_t n = us_frontends_sockets(rs->fe, fds, cap);
+        int r = handover_give(rs->successor_fd, fds, n, US_HANDOVER_WAIT_MS);
         free(fds);
-        successor_close(b);
+        successor_close(rs);
         if (r < 0) {
                 /* It binds beside this process instead (SO_REUSEPORT). */
                 log_error_errno(r, "Failed to hand the service sockets to a successor");
-                b->env->replacing(b->env->core, false);
+                rs->env->replacing(rs->env->core, false);
                 return;
         }
         log_info("Handed %zu service sockets to a successor", n);
-        us_frontends_stop_reading(b->fe);
-        ev_io_del(b->env->loop, b->handover_fd);
-        close(b->handover_fd);
-        b->handover_fd = -1;
-        b->retired = true;
-        b->env->handed_over(b->env->core);
+        us_frontends_stop_reading(rs->fe);
+        ev_io_del(rs->env->loop, rs->handover_fd);
+        close(rs->handover_fd);
+        rs->handover_fd = -1;
+        rs->retired = true;
+        rs->env->handed_over(rs->env->core);
 }
 
 static void on_successor_says(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
-        struct us_restart *b = userdata;
+        struct us_restart *rs = userdata;
         (void) l, (void) fd, (void) events;
 
-        int r = handover_wait(b->successor_fd);
+        int r = handover_wait(rs->successor_fd);
         if (r == -EAGAIN)
                 return;
         if (r == 1) {
-                give(b);
+                give(rs);
                 return;
         }
         log_info("The successor went away before taking over: this process serves on");
-        successor_close(b);
-        b->env->replacing(b->env->core, false);
+        successor_close(rs);
+        rs->env->replacing(rs->env->core, false);
 }
 
 /* A successor announces itself as it starts. Until it asks for the
@@ -84,7 +84,7 @@ static void on_successor_says(struct ev_loop *l, int fd, uint32_t events, void *
  * ready: on the host network both answer on one port, and a readiness
  * probe must not pass for the new pod because the old one answered. */
 static void on_successor(struct ev_loop *l, int fd, uint32_t events, void *userdata) {
-        struct us_restart *b = userdata;
+        struct us_restart *rs = userdata;
         (void) events;
 
         int c = handover_accept(fd);
@@ -94,24 +94,24 @@ static void on_successor(struct ev_loop *l, int fd, uint32_t events, void *userd
                 log_warning_errno(c, "Refused a connection to the hand-over socket");
                 return;
         }
-        if (b->successor_fd >= 0 || ev_io_add(l, c, EPOLLIN, on_successor_says, b) < 0) {
+        if (rs->successor_fd >= 0 || ev_io_add(l, c, EPOLLIN, on_successor_says, rs) < 0) {
                 log_warning("Another successor connected while one is starting: refused");
                 close(c);
                 return;
         }
-        b->successor_fd = c;
+        rs->successor_fd = c;
         log_info("A successor is starting: /healthz is not ready until it has taken the service sockets");
-        b->env->replacing(b->env->core, true);
+        rs->env->replacing(rs->env->core, true);
 }
 
-void us_restart_announce(struct us_restart *b) {
+void us_restart_announce(struct us_restart *rs) {
         char path[4096];
 
-        if (!handover_path(b, path))
+        if (!handover_path(rs, path))
                 return;
         int r = handover_connect(path);
         if (r >= 0) {
-                b->predecessor_fd = r;
+                rs->predecessor_fd = r;
                 log_info("A kproxy serves this node: it hands its service sockets over at this process's first "
                          "sync");
         } else if (r != -ENOENT && r != -ECONNREFUSED) {
@@ -122,23 +122,23 @@ void us_restart_announce(struct us_restart *b) {
 /* Takes a predecessor's sockets, if one is running, then listens for a
  * successor. Neither is fatal: without them, a restart refuses
  * connections for a moment, as a crash does. */
-void us_restart_start(struct us_restart *b) {
+void us_restart_start(struct us_restart *rs) {
         char path[4096];
         int r;
 
-        if (b->started)
+        if (rs->started)
                 return;
-        b->started = true;
-        if (!handover_path(b, path))
+        rs->started = true;
+        if (!handover_path(rs, path))
                 return;
-        if (b->predecessor_fd >= 0) {
+        if (rs->predecessor_fd >= 0) {
                 struct handover_sock *socks = NULL;
                 size_t n = 0;
-                r = handover_take(b->predecessor_fd, US_HANDOVER_WAIT_MS, &socks, &n);
-                close(b->predecessor_fd);
-                b->predecessor_fd = -1;
+                r = handover_take(rs->predecessor_fd, US_HANDOVER_WAIT_MS, &socks, &n);
+                close(rs->predecessor_fd);
+                rs->predecessor_fd = -1;
                 if (r == 0)
-                        us_frontends_adopt(b->fe, socks, n);
+                        us_frontends_adopt(rs->fe, socks, n);
                 if (r == 0)
                         log_info("Took %zu service sockets from the process this one replaces", n);
                 else
@@ -149,22 +149,22 @@ void us_restart_start(struct us_restart *b) {
                 log_warning_errno(r, "Failed to listen on %s: a restart will refuse connections for a moment", path);
                 return;
         }
-        b->handover_fd = r;
-        if (ev_io_add(b->env->loop, r, EPOLLIN, on_successor, b) < 0) {
+        rs->handover_fd = r;
+        if (ev_io_add(rs->env->loop, r, EPOLLIN, on_successor, rs) < 0) {
                 close(r);
-                b->handover_fd = -1;
+                rs->handover_fd = -1;
         }
 }
 
-void us_restart_close(struct us_restart *b) {
-        successor_close(b);
-        if (b->handover_fd >= 0) {
-                ev_io_del(b->env->loop, b->handover_fd);
-                close(b->handover_fd);
-                b->handover_fd = -1;
+void us_restart_close(struct us_restart *rs) {
+        successor_close(rs);
+        if (rs->handover_fd >= 0) {
+                ev_io_del(rs->env->loop, rs->handover_fd);
+                close(rs->handover_fd);
+                rs->handover_fd = -1;
         }
-        if (b->predecessor_fd >= 0) {
-                close(b->predecessor_fd);
-                b->predecessor_fd = -1;
+        if (rs->predecessor_fd >= 0) {
+                close(rs->predecessor_fd);
+                rs->predecessor_fd = -1;
         }
 }
