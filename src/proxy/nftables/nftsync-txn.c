@@ -76,62 +76,62 @@ size_t nftsync_txn_chunk(const struct nftsync_batch *b, size_t n) {
         return chunk && n * 3 / 8 > chunk ? n * 3 / 8 : chunk;
 }
 
-void nftsync_txn_reset(struct nftsync_batch *g, bool release) {
+void nftsync_txn_reset(struct nftsync_batch *b, bool release) {
         if (release) {
-                nftmsg_done(&g->pend);
-                nftmsg_init(&g->pend, g->family, g->seq);
-                nftmsg_share_set_ids(&g->pend, &g->ids);
+                nftmsg_done(&b->pend);
+                nftmsg_init(&b->pend, b->family, b->seq);
+                nftmsg_share_set_ids(&b->pend, &b->ids);
         } else {
-                nftmsg_clear(&g->pend);
+                nftmsg_clear(&b->pend);
         }
-        memset(g->pend_tables, 0, sizeof g->pend_tables);
+        memset(b->pend_tables, 0, sizeof b->pend_tables);
 }
 
-int nftsync_txn_send(struct nftsync_batch *g, struct nftsync_stats *st) {
+int nftsync_txn_send(struct nftsync_batch *b, struct nftsync_stats *st) {
         char err[1024], names[256] = "", name[NFTIR_TABLE_NAME_MAX];
         int r;
 
-        if (g->pend.n == 0)
+        if (b->pend.n == 0)
                 return 0;
-        nftmsg_batch_end(&g->pend);
-        g->seq = g->pend.seq;
+        nftmsg_batch_end(&b->pend);
+        b->seq = b->pend.seq;
         double t0 = clock_mono_s();
-        r = nftables_commit(g->nl, &g->pend, err, sizeof err);
+        r = nftables_commit(b->nl, &b->pend, err, sizeof err);
         st->kernel_seconds += clock_mono_s() - t0;
         if (r < 0) {
                 size_t len = 0;
                 for (unsigned i = 0; i <= NFTIR_TABLES_MAX && len < sizeof names; i++)
-                        if (g->pend_tables[i])
+                        if (b->pend_tables[i])
                                 len += (size_t) snprintf(names + len, sizeof names - len, "%s%s",
                                                          len ? ", " : "", nftir_table_name(i, name));
-                log_error("IPv%u nftables %s transaction of %zu messages failed: %s", g->family, names,
-                          g->pend.n, err);
+                log_error("IPv%u nftables %s transaction of %zu messages failed: %s", b->family, names,
+                          b->pend.n, err);
         }
         st->transactions++;
-        st->messages += g->pend.n;
-        nftsync_txn_reset(g, false);
-        if (g->after_commit)
-                g->after_commit(g->after_commit_ud);
+        st->messages += b->pend.n;
+        nftsync_txn_reset(b, false);
+        if (b->after_commit)
+                b->after_commit(b->after_commit_ud);
         return r;
 }
 
-struct nftmsg *nftsync_txn_pending(struct nftsync_batch *g, unsigned table) {
-        if (g->pend.b.len == 0)
-                nftmsg_batch_begin(&g->pend);
-        g->pend.table = (uint16_t) table;
-        g->pend_tables[table] = true;
-        return &g->pend;
+struct nftmsg *nftsync_txn_pending(struct nftsync_batch *b, unsigned table) {
+        if (b->pend.b.len == 0)
+                nftmsg_batch_begin(&b->pend);
+        b->pend.table = (uint16_t) table;
+        b->pend_tables[table] = true;
+        return &b->pend;
 }
 
-int nftsync_txn_queue(struct nftsync_batch *g, struct nftsync_txn *t, size_t limit, struct nftsync_stats *st) {
+int nftsync_txn_queue(struct nftsync_batch *b, struct nftsync_txn *t, size_t limit, struct nftsync_stats *st) {
         if (nftsync_txn_size(t) == 0)
                 return 0;
-        nftsync_txn_pending(g, t->head.table);
-        nftmsg_append(&g->pend, &t->head);
-        nftmsg_append(&g->pend, &t->body);
-        nftmsg_append(&g->pend, &t->del_el);
-        nftmsg_append(&g->pend, &t->add_el);
-        nftmsg_append(&g->pend, &t->tail);
+        nftsync_txn_pending(b, t->head.table);
+        nftmsg_append(&b->pend, &t->head);
+        nftmsg_append(&b->pend, &t->body);
+        nftmsg_append(&b->pend, &t->del_el);
+        nftmsg_append(&b->pend, &t->add_el);
+        nftmsg_append(&b->pend, &t->tail);
         nftsync_txn_clear(t);
-        return limit && g->pend.n >= limit ? nftsync_txn_send(g, st) : 0;
+        return limit && b->pend.n >= limit ? nftsync_txn_send(b, st) : 0;
 }
