@@ -38,6 +38,8 @@ for t in "$build"/tests/test-*; do
     [ -x "$t" ] || continue
     run "unit $(basename "$t")" "$t"
 done
+# The proxy floor's: one beside every .c, each passing as user nobody.
+run unit-proxy-unprivileged "$here/unit/run-proxy-unprivileged.sh" "$build"
 run gen-gates python3 "$here/gates/test_gen_gates.py"
 run style-checker python3 "$here/style/test_check_sizes.py"
 run style-layers-checker python3 "$here/style/test_layers.py"
