@@ -36,6 +36,7 @@
 #include "proxy/hcnp-feed.h"
 #include "proxy/udp-stale.h"
 #include "render/render.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/log.h"
 
@@ -573,17 +574,15 @@ static void schedule_sync(struct proxier *p, uint64_t delay_ms) {
 
 int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier **ret) {
         struct intake_hooks hooks = {on_replacing, on_marked, NULL};
-        struct proxier *p = calloc(1, sizeof *p);
+        struct proxier *p = xcalloc(1, sizeof *p);
         int r;
 
-        if (!p)
-                return -ENOMEM;
         hooks.ctx = p;
         p->loop = l;
         p->cfg = o->config;
         p->host = *o->host;
         p->ops = o->backend;
-        p->node_name = strdup(o->node_name);
+        p->node_name = xstrdup(o->node_name);
         p->health = o->health;
         p->metrics = o->metrics;
         p->hcnp = o->hcnp;
@@ -595,9 +594,9 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
         p->need_full = true;
         p->all_changed = true;
         r = intake_new(o->node_name, &hooks, &p->intake);
-        if (r < 0 || !p->node_name || !p->udp) {
+        if (r < 0) {
                 proxier_free(p);
-                return -ENOMEM;
+                return r;
         }
         p->fam[p->n_fam++].family = 4;
         if (o->ipv6)

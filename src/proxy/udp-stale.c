@@ -56,10 +56,7 @@ void udp_stale_remember(struct udp_stale *u, const struct svc *s) {
         if (!udp_stale_applies(s))
                 return;
         size_t want = s->n_ports * (2 * s->n_cluster_ips + s->n_external_ips + s->n_lb_ips);
-        struct ct_frontend *v = realloc(u->gone, (u->n_gone + want) * sizeof *v);
-        if (!v)
-                abort();
-        u->gone = v;
+        struct ct_frontend *v = u->gone = xrealloc(u->gone, (u->n_gone + want) * sizeof *v);
         for (size_t j = 0; j < s->n_ports; j++) {
                 const struct svc_port *port = &s->ports[j];
                 if (port->proto != L4_UDP)
@@ -87,18 +84,14 @@ static void plan_room(struct plan *p, size_t more) {
         if (p->n_fr + more <= p->cap_fr)
                 return;
         p->cap_fr = (p->n_fr + more) * 2;
-        p->fr = realloc(p->fr, p->cap_fr * sizeof *p->fr);
-        p->ranges = realloc(p->ranges, p->cap_fr * sizeof *p->ranges);
-        if (!p->fr || !p->ranges)
-                abort();
+        p->fr = xrealloc(p->fr, p->cap_fr * sizeof *p->fr);
+        p->ranges = xrealloc(p->ranges, p->cap_fr * sizeof *p->ranges);
 }
 
 static void plan_backend(struct plan *p, const struct endpoint *e) {
         if (p->n_be == p->cap_be) {
                 p->cap_be = p->cap_be ? p->cap_be * 2 : 64;
-                p->be = realloc(p->be, p->cap_be * sizeof *p->be);
-                if (!p->be)
-                        abort();
+                p->be = xrealloc(p->be, p->cap_be * sizeof *p->be);
         }
         p->be[p->n_be++] = (struct ct_backend) {e->addr, e->port};
 }

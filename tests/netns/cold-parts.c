@@ -65,8 +65,7 @@ int main(int argc, char **argv) {
                 return 1;
         struct iptsync_real real = {&h.iptables, nl};
         struct iptsync_kernel k = iptsync_kernel_real(&real);
-        if (iptsync_new(4, &k, NULL, &s) < 0)
-                return 1;
+        s = iptsync_new(4, &k, NULL);
         iptsync_set_part_services(s, (size_t) atoi(argv[2]));
         if (iptsync_full(s, m, &p, &first) < 0 || iptsync_full(s, m, &p, &second) < 0)
                 return 1;

@@ -26,6 +26,7 @@
 #include "proxy/backend.h"
 #include "proxy/iptables/iptsync.h"
 #include "render/render.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/log.h"
 
@@ -118,9 +119,7 @@ static int ipt_create(const struct backend_env *env, struct backend **ret) {
                 return log_error_errno(-ENOENT, "Cannot run in iptables mode: %s", h->iptables_why);
         log_info("iptables backend %s, run as %s: %s", iptables_backend_to_string(h->iptables.backend),
                  iptables_tool_name(&h->iptables, 4, IPTABLES_TOOL_CMD), h->iptables_why);
-        b = calloc(1, sizeof *b);
-        if (!b)
-                return -ENOMEM;
+        b = xcalloc(1, sizeof *b);
         b->env = *env;
         b->nfacct = h->nfacct;
         /* iptables-nft's tables are read over netlink, not with
@@ -137,12 +136,7 @@ static int ipt_create(const struct backend_env *env, struct backend **ret) {
         struct iptsync_kernel k = iptsync_kernel_real(&b->real);
         for (size_t i = 0; i < env->n_families && i < 2; i++) {
                 b->families[i] = env->families[i];
-                int r = iptsync_new(env->families[i], &k, env->config->state_dir, &b->sync[b->n_families]);
-                if (r < 0) {
-                        ipt_free(b);
-                        return r;
-                }
-                b->n_families++;
+                b->sync[b->n_families++] = iptsync_new(env->families[i], &k, env->config->state_dir);
                 iptables_canary_ensure(&h->iptables, env->families[i]);
         }
         b->base.ops = &backend_iptables;

@@ -21,6 +21,7 @@
 #include "model/model.h"
 #include "model/owned-chains.h"
 #include "render/render.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
@@ -83,23 +84,17 @@ struct iptsync_kernel iptsync_kernel_real(struct iptsync_real *r) {
 
 /* --- life --- */
 
-int iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *state_dir, struct iptsync **ret) {
-        struct iptsync *s = calloc(1, sizeof *s);
+struct iptsync *iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *state_dir) {
+        struct iptsync *s = xcalloc(1, sizeof *s);
         char path[4096];
 
-        if (!s)
-                return -ENOMEM;
         s->family = family;
         s->k = *k;
-        s->state_dir = state_dir ? strdup(state_dir) : NULL;
+        s->state_dir = state_dir ? xstrdup(state_dir) : NULL;
         s->owned = owned_chains_new();
         s->delta = iptables_delta_new();
         s->known = iptables_known_new(k->netlink);
         s->part_services = PART_SERVICES;
-        if ((state_dir && !s->state_dir) || !s->owned || !s->delta || !s->known) {
-                iptsync_free(s);
-                return -ENOMEM;
-        }
         if (iptables_known_file(s->state_dir, family, path, sizeof path)) {
                 int r = iptables_known_load(s->known, path);
                 if (r >= 0)
@@ -109,8 +104,7 @@ int iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *stat
                 else if (r != -ENOENT)
                         log_warning_errno(r, "Failed to read %s (every chain will be written), ignoring", path);
         }
-        *ret = s;
-        return 0;
+        return s;
 }
 
 struct iptsync *iptsync_free(struct iptsync *s) {
@@ -335,10 +329,6 @@ static int sync_once(struct iptsync *s, bool full, const struct model *m, const 
         bool loaded = existing.len > 0 || owned_chains_n_chains(s->owned) > 0;
         if (full && s->part_services > 0 && model_n_services(m) > s->part_services) {
                 struct owned_chains *owned = owned_chains_new();
-                if (!owned) {
-                        r = -ENOMEM;
-                        goto out;
-                }
                 r = sync_parts(s, m, p, loaded, owned, &decl, st);
                 if (r < 0) {
                         owned_chains_free(owned);

@@ -59,9 +59,9 @@ struct iptsync_stats {
 };
 
 /* One family's sync. k is copied (userdata borrowed); state_dir (may be
- * NULL) keeps the known chains across restarts, read here. Returns 0 or
- * -ENOMEM. */
-int iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *state_dir, struct iptsync **ret);
+ * NULL) keeps the known chains across restarts, read here (a file it
+ * cannot read is logged: every chain is then written). */
+struct iptsync *iptsync_new(uint8_t family, const struct iptsync_kernel *k, const char *state_dir);
 struct iptsync *iptsync_free(struct iptsync *s);
 
 /* A full sync of more services than this writes their own chains this

@@ -27,6 +27,7 @@
 #include "render/nftmsg.h"
 #include "render/nolocal.h"
 #include "render/render.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/log.h"
 
@@ -115,11 +116,9 @@ static struct backend *nft_destroy(struct backend *base) {
 }
 
 static int nft_create(const struct backend_env *env, struct backend **ret) {
-        struct nftables_mode *b = calloc(1, sizeof *b);
+        struct nftables_mode *b = xcalloc(1, sizeof *b);
         int r;
 
-        if (!b)
-                return -ENOMEM;
         b->env = *env;
         b->monitor_fd = -1;
         r = nftables_open(&b->nl);

@@ -30,6 +30,7 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
+#include "util/alloc.h"
 #include "util/hmap.h"
 #include "util/log.h"
 
@@ -131,9 +132,7 @@ static int socklb_create(const struct backend_env *env, struct backend **ret) {
         }
         if (mkdir(pin_dir(c), 0700) < 0 && errno != EEXIST)
                 return log_error_errno(-errno, "Failed to create --socket-lb-pin-dir %s", pin_dir(c));
-        b = calloc(1, sizeof *b);
-        if (!b)
-                return -ENOMEM;
+        b = xcalloc(1, sizeof *b);
         b->env = *env;
         for (size_t i = 0; i < 2; i++)
                 b->written[i] = (struct hmap) HMAP_INIT_KEYED(struct written, svc_key);
@@ -201,10 +200,8 @@ static void to_sockbpf(const struct fwd_addr *a, struct sockbpf_addr *ret) {
 
 static int set_entry(struct socklb_mode *b, const struct entry *e) {
         const struct userspace_frontend *fe = e->fe;
-        _cleanup_free_ struct sockbpf_addr *eps = calloc(fe->n_eps, sizeof *eps);
+        _cleanup_free_ struct sockbpf_addr *eps = xcalloc(fe->n_eps, sizeof *eps);
 
-        if (!eps)
-                return -ENOMEM;
         for (size_t i = 0; i < fe->n_eps; i++)
                 to_sockbpf(&fe->eps[i], &eps[i]);
         b->udp_changed |= fe->proto == IPPROTO_UDP;
@@ -214,17 +211,15 @@ static int set_entry(struct socklb_mode *b, const struct entry *e) {
 /* The entries of the plan's frontends of family, grouped by service: a
  * wildcard (node ports on every address) becomes one per address of the
  * node, but loopback ones (a pod's loopback is its own); one per key. */
-static int plan_entries(const struct userspace_plan *pl, uint8_t family, const struct host_facts *h,
-                        struct entry **ret, size_t *ret_n) {
+static void plan_entries(const struct userspace_plan *pl, uint8_t family, const struct host_facts *h,
+                         struct entry **ret, size_t *ret_n) {
         size_t n_host = 0, n = 0;
         for (size_t i = 0; h && i < h->n_addrs; i++)
                 n_host += h->addrs[i].addr.family == family && !inet_addr_is_loopback(&h->addrs[i].addr);
         size_t cap = 1;
         for (size_t i = 0; i < pl->n_fe; i++)
                 cap += inet_addr_is_unspecified(&pl->fe[i].addr.ip) ? n_host : 1;
-        struct entry *v = calloc(cap, sizeof *v);
-        if (!v)
-                return -ENOMEM;
+        struct entry *v = xcalloc(cap, sizeof *v);
         for (size_t i = 0; i < pl->n_fe; i++) {
                 const struct userspace_frontend *fe = &pl->fe[i];
                 if (fe->addr.ip.family != family)
@@ -251,7 +246,6 @@ static int plan_entries(const struct userspace_plan *pl, uint8_t family, const s
         qsort(v, n, sizeof *v, cmp_by_service);
         *ret = v;
         *ret_n = n;
-        return 0;
 }
 
 /* Records what svc_key now has in the family (e, n of them: its entries,
@@ -263,12 +257,9 @@ static int written_update(struct socklb_mode *b, uint8_t family, const char *svc
         int err = 0;
 
         if (n > 0) {
-                w = calloc(1, sizeof *w);
-                if (!w || !(w->svc_key = strdup(svc_key)) || !(w->fe = calloc(n, sizeof *w->fe))) {
-                        written_free(w);
-                        written_free(old);
-                        return -ENOMEM;
-                }
+                w = xcalloc(1, sizeof *w);
+                w->svc_key = xstrdup(svc_key);
+                w->fe = xcalloc(n, sizeof *w->fe);
                 for (size_t i = 0; i < n; i++) {
                         w->fe[i].proto = e[i].fe->proto;
                         w->fe[i].a = e[i].a;
@@ -333,9 +324,7 @@ static int prune(struct socklb_mode *b, uint8_t family) {
 
         for (size_t i = 0; hmap_next(m, &i, &k, &v);)
                 total += ((struct written *) v)->n_fe;
-        char *keys = calloc(total + 1, FE_KEY_LEN);
-        if (!keys)
-                return -ENOMEM;
+        char *keys = xcalloc(total + 1, FE_KEY_LEN);
         for (size_t i = 0; hmap_next(m, &i, &k, &v);) {
                 const struct written *w = v;
                 for (size_t j = 0; j < w->n_fe; j++, at++) {
@@ -369,10 +358,7 @@ static int socklb_sync(struct backend *base, uint8_t family, const struct backen
         b->gen++;
         /* The entries, grouped by service; written into the maps in
          * batches (slots, then counts: sockbpf.h). */
-        if ((r = plan_entries(&pl, family, b->env.host, &e, &n)) < 0) {
-                userspace_plan_done(&pl);
-                return r;
-        }
+        plan_entries(&pl, family, b->env.host, &e, &n);
         sockbpf_batch_begin(b->bpf);
         for (size_t i = 0; i < n; i++)
                 if ((r = set_entry(b, &e[i])) < 0 && !err)
@@ -396,19 +382,16 @@ static int socklb_sync(struct backend *base, uint8_t family, const struct backen
         } else {
                 /* The services not in the plan any more: their keys first
                  * (written_update() frees the entry whose key it is given). */
-                char **gone = calloc(m->len + 1, sizeof *gone);
+                char **gone = xcalloc(m->len + 1, sizeof *gone);
                 size_t n_gone = 0;
-                for (size_t i = 0; gone && hmap_next(m, &i, &k, &v);)
+                for (size_t i = 0; hmap_next(m, &i, &k, &v);)
                         if (((struct written *) v)->gen != b->gen)
-                                gone[n_gone++] = strdup(k);
+                                gone[n_gone++] = xstrdup(k);
                 for (size_t i = 0; i < n_gone; i++) {
-                        r = gone[i] ? written_update(b, family, gone[i], NULL, 0) : -ENOMEM;
-                        if (r < 0 && !err)
+                        if ((r = written_update(b, family, gone[i], NULL, 0)) < 0 && !err)
                                 err = r;
                         free(gone[i]);
                 }
-                if (!gone)
-                        err = -ENOMEM;
                 free(gone);
         }
         if (s->kind == BACKEND_SYNC_FULL && (r = prune(b, family)) < 0 && !err)

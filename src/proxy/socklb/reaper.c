@@ -24,6 +24,7 @@
 #include "ev/ev.h"
 #include "sockbpf/sockbpf.h"
 #include "sockbpf/udpreap.h"
+#include "util/alloc.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -123,18 +124,14 @@ static void on_done(struct ev_loop *l, int fd, uint32_t events, void *userdata) 
 }
 
 int socklb_reaper_new(struct ev_loop *l, struct sockbpf *bpf, const char *cgroup_dir, struct socklb_reaper **ret) {
-        struct socklb_reaper *r = calloc(1, sizeof *r);
+        struct socklb_reaper *r = xcalloc(1, sizeof *r);
         int e = 0;
 
-        if (!r)
-                return -ENOMEM;
         r->loop = l;
         r->bpf = bpf;
-        r->cgroup = strdup(cgroup_dir);
+        r->cgroup = xstrdup(cgroup_dir);
         r->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (!r->cgroup)
-                e = -ENOMEM;
-        else if (r->done_fd < 0)
+        if (r->done_fd < 0)
                 e = -errno;
         else
                 e = ev_io_add(l, r->done_fd, EPOLLIN, on_done, r);

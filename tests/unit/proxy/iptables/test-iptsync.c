@@ -380,7 +380,7 @@ static void test_syncs(void) {
         CHECK(cluster_init(&cl));
         CHECK(mkdtemp(tmp) != NULL);
         struct iptsync_kernel fk = fake_kernel(&k);
-        CHECK(iptsync_new(4, &fk, tmp, &s) == 0);
+        s = iptsync_new(4, &fk, tmp);
         if (!s)
                 goto out;
         /* Enough services that the top-level chains change by rule. */
@@ -478,7 +478,7 @@ static void test_syncs(void) {
         /* A restart with the state directory: the first full sync writes
          * only what changed while no process ran. */
         tamper(&k, "nat", "KUBE-SEP-");
-        CHECK(iptsync_new(4, &fk, tmp, &s) == 0);
+        s = iptsync_new(4, &fk, tmp);
         if (!s)
                 goto out;
         CHECK(iptsync_full(s, m, &cl.p, &st) == 0);
@@ -512,7 +512,7 @@ static void test_cold_parts(void) {
         struct iptsync_kernel fk = fake_kernel(&k);
         /* With a state directory a small table is read back after a full
          * sync (without one, only over netlink or past 1000 chains). */
-        CHECK(iptsync_new(4, &fk, tmp, &s) == 0);
+        s = iptsync_new(4, &fk, tmp);
         if (!s)
                 goto out;
         iptsync_set_part_services(s, 3);
