@@ -74,9 +74,7 @@ static void section_read(const char **p, const char *end, const struct iptables_
                                 continue;
                         if (s->n == s->cap) {
                                 s->cap = s->cap ? s->cap * 2 : 16;
-                                s->c = realloc(s->c, s->cap * sizeof *s->c);
-                                if (!s->c)
-                                        abort();
+                                s->c = xrealloc(s->c, s->cap * sizeof *s->c);
                         }
                         struct section_chain *c = &s->c[s->n++];
                         *c = (struct section_chain) {.name = name, .name_len = n};
@@ -91,9 +89,7 @@ static void section_read(const char **p, const char *end, const struct iptables_
                                 continue;
                         if (c->n == c->cap) {
                                 c->cap = c->cap ? c->cap * 2 : 64;
-                                c->lines = realloc(c->lines, c->cap * sizeof *c->lines);
-                                if (!c->lines)
-                                        abort();
+                                c->lines = xrealloc(c->lines, c->cap * sizeof *c->lines);
                         }
                         c->lines[c->n++] = l;
                 }
@@ -117,11 +113,9 @@ static bool write_by_rule(const struct remembered *old, const struct section_cha
         bool ok = true;
         while (cap < 2 * old->n)
                 cap *= 2;
-        size_t *slot = malloc(cap * sizeof *slot);       /* old index + 1, 0 empty */
-        size_t *in_old = malloc((c->n + 1) * sizeof *in_old);
-        bool *kept = calloc(old->n + 1, sizeof *kept);
-        if (!slot || !in_old || !kept)
-                abort();
+        size_t *slot = xmalloc(cap * sizeof *slot);       /* old index + 1, 0 empty */
+        size_t *in_old = xmalloc((c->n + 1) * sizeof *in_old);
+        bool *kept = xcalloc(old->n + 1, sizeof *kept);
         memset(slot, 0, cap * sizeof *slot);
         for (size_t i = 0; i < old->n && ok; i++) {
                 size_t h = slot_of(&old->lines[i], cap);
@@ -280,19 +274,16 @@ void iptables_delta_commit(struct iptables_delta *d, const char *input, size_t l
                 section_read(&p, end, &l, &s);
                 for (size_t i = 0; i < s.n; i++) {
                         const struct section_chain *c = &s.c[i];
-                        struct remembered *r = calloc(1, sizeof *r);
+                        struct remembered *r = xcalloc(1, sizeof *r);
                         struct buf text = BUF_INIT;
-                        if (!r || !(r->key = strdup(c->key)))
-                                abort();
+                        r->key = xstrdup(c->key);
                         for (size_t j = 0; j < c->n; j++) {
                                 buf_put(&text, c->lines[j].p, c->lines[j].len);
                                 buf_putc(&text, '\n');
                         }
                         r->n = c->n;
                         r->text = buf_steal(&text);
-                        r->lines = malloc((c->n + 1) * sizeof *r->lines);
-                        if (!r->lines)
-                                abort();
+                        r->lines = xmalloc((c->n + 1) * sizeof *r->lines);
                         const char *q = r->text;
                         for (size_t j = 0; j < c->n; j++) {
                                 r->lines[j] = (struct iptables_line) {q, c->lines[j].len};

@@ -76,9 +76,7 @@ static struct entry *find_entry(const struct iptables_known *k, uint64_t id) {
 static void push_obs(struct iptables_known *k, struct seen s) {
         if (k->n_obs == k->cap_obs) {
                 k->cap_obs = k->cap_obs ? k->cap_obs * 2 : 1024;
-                k->obs = realloc(k->obs, k->cap_obs * sizeof *k->obs);
-                if (!k->obs)
-                        abort();
+                k->obs = xrealloc(k->obs, k->cap_obs * sizeof *k->obs);
         }
         k->obs[k->n_obs++] = s;
         k->obs_sorted = false;
@@ -174,9 +172,7 @@ static size_t section_chains(const char *body, const char *end, const struct ipt
                 if (l.len > 1 && l.p[0] == ':') {
                         if (n == cap) {
                                 cap = cap ? cap * 2 : 256;
-                                v = realloc(v, cap * sizeof *v);
-                                if (!v)
-                                        abort();
+                                v = xrealloc(v, cap * sizeof *v);
                         }
                         nl = iptables_line_chain(&l, 1, &name);
                         v[n++] = (struct seen) {.id = chain_id(head->p + 1, head->len - 1, name, nl),
@@ -273,11 +269,9 @@ static size_t rewrite(struct iptables_known *k, const char *input, size_t len, s
                 struct seen *v = NULL;
                 size_t n = section_chains(p, end, &l, &v);
                 left += mark_left_out(k, v, n);
-                first = realloc(first, (n_sec + 1) * sizeof *first);
-                count = realloc(count, (n_sec + 1) * sizeof *count);
-                k->pending = realloc(k->pending, (k->n_pending + n + 1) * sizeof *k->pending);
-                if (!first || !count || !k->pending)
-                        abort();
+                first = xrealloc(first, (n_sec + 1) * sizeof *first);
+                count = xrealloc(count, (n_sec + 1) * sizeof *count);
+                k->pending = xrealloc(k->pending, (k->n_pending + n + 1) * sizeof *k->pending);
                 first[n_sec] = k->n_pending;
                 count[n_sec++] = n;
                 /* A section without chains has no vector (v NULL). */
@@ -303,9 +297,7 @@ size_t iptables_known_rewrite_more(struct iptables_known *k, const char *input, 
 
 void iptables_known_commit(struct iptables_known *k) {
         free(k->e);
-        k->e = malloc((k->n_pending + 1) * sizeof *k->e);
-        if (!k->e)
-                abort();
+        k->e = xmalloc((k->n_pending + 1) * sizeof *k->e);
         k->n = 0;
         k->unlearned = 0;
         for (size_t i = 0; i < k->n_pending; i++) {
@@ -491,9 +483,7 @@ int iptables_known_load(struct iptables_known *k, const char *path) {
         }
         struct entry *e = NULL;
         if (r == 0) {
-                e = malloc((n + 1) * sizeof *e);
-                if (!e)
-                        abort();
+                e = xmalloc((n + 1) * sizeof *e);
                 for (size_t i = 0; i < n && r == 0; i++) {
                         uint64_t v[3];
                         memcpy(v, b.data + 16 + i * 24, sizeof v);

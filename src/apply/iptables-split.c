@@ -10,6 +10,7 @@
 #include "apply/iptables-lines.h"
 #include "util/buf.h"
 #include "util/fnv.h"
+#include "util/alloc.h"
 
 /* Deeper jump nesting than this is not kproxy's (five levels at most);
  * such chains are simply written in input order. */
@@ -65,9 +66,7 @@ static void grow_slots(struct split *s) {
         uint32_t *old = s->slots;
         size_t n_old = s->n_slots;
         s->n_slots = n_old ? n_old * 2 : 1024;
-        s->slots = calloc(s->n_slots, sizeof *s->slots);
-        if (!s->slots)
-                abort();
+        s->slots = xcalloc(s->n_slots, sizeof *s->slots);
         for (size_t i = 0; i < n_old; i++)
                 if (old[i])
                         *slot_of(s, s->chains[old[i] - 1].name, s->chains[old[i] - 1].name_len) = old[i];
@@ -97,9 +96,7 @@ static uint32_t chain_of(struct split *s, const struct iptables_line *l, size_t 
                 return ci;
         if (s->n_chains == s->cap_chains) {
                 s->cap_chains = s->cap_chains ? s->cap_chains + s->cap_chains / 2 : 256;
-                s->chains = realloc(s->chains, s->cap_chains * sizeof *s->chains);
-                if (!s->chains)
-                        abort();
+                s->chains = xrealloc(s->chains, s->cap_chains * sizeof *s->chains);
         }
         if (2 * (s->n_chains + 1) > s->n_slots)
                 grow_slots(s);
@@ -243,9 +240,7 @@ static size_t *order_chains(struct split *s, size_t *ret_n, bool *ret_last) {
         }
         for (size_t l = 1; l < MAX_LEVEL + 2; l++)
                 count[l] += count[l - 1];
-        size_t *order = malloc((n_order + 1) * sizeof *order);
-        if (!order)
-                abort();
+        size_t *order = xmalloc((n_order + 1) * sizeof *order);
         for (size_t c = 0; c < s->n_chains; c++)
                 if (s->chains[c].decl != NONE && !s->chains[c].deleted)
                         order[count[s->chains[c].level]++] = c;
@@ -342,11 +337,9 @@ int iptables_split(const char *input, size_t len, size_t max_lines, iptables_spl
         for (size_t i = 0; i < len; i++)
                 if (input[i] == '\n')
                         s.n_lines++;
-        s.line = malloc((s.n_lines + 2) * sizeof *s.line);
-        s.rule_chain = malloc((s.n_lines + 1) * sizeof *s.rule_chain);
-        s.rules = malloc((s.n_lines + 1) * sizeof *s.rules);
-        if (!s.line || !s.rule_chain || !s.rules)
-                abort();
+        s.line = xmalloc((s.n_lines + 2) * sizeof *s.line);
+        s.rule_chain = xmalloc((s.n_lines + 1) * sizeof *s.rule_chain);
+        s.rules = xmalloc((s.n_lines + 1) * sizeof *s.rules);
         s.n_lines = 0;
         for (size_t at = 0; at < len;) {
                 const char *nl = memchr(input + at, '\n', len - at);

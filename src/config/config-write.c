@@ -24,6 +24,7 @@
 #include "config/config-value.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/alloc.h"
 
 /* Plain if a YAML reader gives back the same string, else double-quoted. */
 static void yaml_put_string(struct buf *b, const char *s) {
@@ -129,10 +130,7 @@ static void yaml_vmodule(struct buf *b, int indent, const char *vmodule) {
         buf_putc(b, '\n');
         for (const char *p = vmodule; *p;) {
                 size_t len = strcspn(p, ","), plen = strcspn(p, "=");
-                _cleanup_free_ char *pattern = strndup(p, plen);
-
-                if (!pattern)
-                        abort();        /* as buf does: a few bytes short means no way on */
+                _cleanup_free_ char *pattern = xstrndup(p, plen);
                 buf_printf(b, "%*s- ", indent, "");
                 yaml_str(b, 0, "filePattern", pattern);
                 buf_printf(b, "%*s  verbosity: %.*s\n", indent, "", (int) (len - plen - 1), p + plen + 1);
@@ -389,10 +387,7 @@ static void json_cluster_cidrs(struct buf *b, const char *cidrs) {
         buf_putc(b, '[');
         for (const char *p = cidrs;;) {
                 size_t len = strcspn(p, ",");
-                _cleanup_free_ char *one = strndup(p, len);
-
-                if (!one)
-                        abort();        /* as buf does */
+                _cleanup_free_ char *one = xstrndup(p, len);
                 if (p != cidrs)
                         buf_putc(b, ',');
                 json_put_string(b, one);
@@ -430,10 +425,8 @@ static void json_logging(struct buf *b, const struct kproxy_config *c) {
                 buf_putc(b, '[');
                 for (const char *p = c->log_vmodule; *p;) {
                         size_t len = strcspn(p, ","), plen = strcspn(p, "=");
-                        _cleanup_free_ char *pattern = strndup(p, plen);
+                        _cleanup_free_ char *pattern = xstrndup(p, plen);
 
-                        if (!pattern)
-                                abort();
                         if (p != c->log_vmodule)
                                 buf_putc(b, ',');
                         buf_putc(b, '{');

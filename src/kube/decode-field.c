@@ -126,19 +126,6 @@ int kube_field_object(const json_t *o, const char *key, const json_t **ret, char
         return 0;
 }
 
-char *kube_field_strdup(const char *s) {
-        char *p = strdup(s);
-        if (!p)
-                abort();
-        return p;
-}
-
-void *kube_field_calloc(size_t n, size_t size) {
-        void *p = calloc(n ? n : 1, size);
-        if (!p)
-                abort();
-        return p;
-}
 
 /* metadata.name and metadata.namespace, validated; "ns/name" in *ret_key. */
 int kube_field_meta(const json_t *obj, bool namespaced, char **ret_key, const json_t **ret_labels,

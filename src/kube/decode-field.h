@@ -48,7 +48,3 @@ int kube_field_protocol(const json_t *o, enum l4_proto *ret, char *err, const ch
 /* 0 when s is "" (unnamed) or a valid port name, -EINVAL otherwise. */
 int kube_field_port_name(const char *s);
 
-/* strdup() and calloc() (of at least one byte) that abort when out of
- * memory, as util/buf does. */
-char *kube_field_strdup(const char *s);
-void *kube_field_calloc(size_t n, size_t size);

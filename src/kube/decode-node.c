@@ -14,13 +14,14 @@
 #include "model/model.h"
 #include "util/cleanup.h"
 #include "util/inet.h"
+#include "util/alloc.h"
 
 static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
 int kube_decode_node(const json_t *obj, struct node **ret, char err[KUBE_ERRLEN]) {
-        _cleanup_(node_freep) struct node *n = kube_field_calloc(1, sizeof *n);
+        _cleanup_(node_freep) struct node *n = xcalloc(1, sizeof *n);
         const json_t *labels, *status, *addrs, *spec, *cidrs;
         const char *k, *zone;
         const json_t *v;
@@ -30,13 +31,13 @@ int kube_decode_node(const json_t *obj, struct node **ret, char err[KUBE_ERRLEN]
         if ((r = kube_field_meta(obj, false, &n->name, &labels, err)) < 0)
                 return r;
 
-        n->labels = kube_field_calloc(json_object_size(labels), sizeof *n->labels);
+        n->labels = xcalloc(json_object_size(labels), sizeof *n->labels);
         json_object_foreach((json_t *) labels, k, v) {
                 const char *val = json_string_value(v);
                 if (!val)
                         return kube_field_fail(err, "metadata.labels.%.64s: must be a string", k);
                 size_t len = strlen(k) + strlen(val) + 2;
-                n->labels[n->n_labels] = kube_field_calloc(len, 1);
+                n->labels[n->n_labels] = xcalloc(len, 1);
                 snprintf(n->labels[n->n_labels++], len, "%s=%s", k, val);
         }
         qsort(n->labels, n->n_labels, sizeof *n->labels, cmp_str);
@@ -45,13 +46,13 @@ int kube_decode_node(const json_t *obj, struct node **ret, char err[KUBE_ERRLEN]
                 if (kube_valid_label_value(zone) < 0)
                         return kube_field_fail(err, "metadata.labels." KUBE_LABEL_ZONE ": \"%.64s\" is not valid",
                                                zone);
-                n->zone = kube_field_strdup(zone);
+                n->zone = xstrdup(zone);
         }
 
         if ((r = kube_field_object(obj, "status", &status, err, "")) < 0 ||
             (r = kube_field_array(status, "addresses", &addrs, err, "status.")) < 0)
                 return r;
-        n->addrs = kube_field_calloc(json_array_size(addrs), sizeof *n->addrs);
+        n->addrs = xcalloc(json_array_size(addrs), sizeof *n->addrs);
         for (size_t i = 0; i < json_array_size(addrs); i++) {
                 const json_t *a = json_array_get(addrs, i);
                 const char *type = json_string_value(json_object_get(a, "type"));
@@ -88,7 +89,7 @@ int kube_decode_node(const json_t *obj, struct node **ret, char err[KUBE_ERRLEN]
         if (!cidrs && (r = kube_field_str(spec, "podCIDR", &one, err, "spec.")) < 0)
                 return r;
         size_t nc = cidrs ? json_array_size(cidrs) : one ? 1 : 0;
-        n->pod_cidrs = kube_field_calloc(nc, sizeof *n->pod_cidrs);
+        n->pod_cidrs = xcalloc(nc, sizeof *n->pod_cidrs);
         for (size_t i = 0; i < nc; i++) {
                 const char *c = cidrs ? json_string_value(json_array_get(cidrs, i)) : one;
                 if (!c || inet_cidr_parse(c, &n->pod_cidrs[i]) < 0)

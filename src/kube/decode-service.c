@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "util/cleanup.h"
 #include "util/inet.h"
+#include "util/alloc.h"
 
 #define DEFAULT_AFFINITY_TIMEOUT 10800
 #define MAX_AFFINITY_TIMEOUT 86400
@@ -24,7 +25,7 @@
 static int decode_ip_list(const json_t *arr, struct inet_addr **ret, size_t *ret_n, char *err,
                           const char *path) {
         size_t n = json_array_size(arr);
-        struct inet_addr *a = kube_field_calloc(n, sizeof *a);
+        struct inet_addr *a = xcalloc(n, sizeof *a);
         for (size_t i = 0; i < n; i++) {
                 const char *s = json_string_value(json_array_get(arr, i));
                 if (!s || inet_addr_parse(s, &a[i]) < 0) {
@@ -45,7 +46,7 @@ static int decode_service_ports(const json_t *spec, struct svc *s, char *err) {
         if ((r = kube_field_array(spec, "ports", &ports, err, "spec.")) < 0)
                 return r;
         s->n_ports = json_array_size(ports);
-        s->ports = kube_field_calloc(s->n_ports, sizeof *s->ports);
+        s->ports = xcalloc(s->n_ports, sizeof *s->ports);
         for (size_t i = 0; i < s->n_ports; i++) {
                 const json_t *p = json_array_get(ports, i);
                 struct svc_port *sp = &s->ports[i];
@@ -60,7 +61,7 @@ static int decode_service_ports(const json_t *spec, struct svc *s, char *err) {
                         return r;
                 if (kube_field_port_name(name ? name : "") < 0)
                         return kube_field_fail(err, "%sname: \"%.64s\" is not a valid port name", path, name);
-                sp->name = kube_field_strdup(name ? name : "");
+                sp->name = xstrdup(name ? name : "");
                 if ((r = kube_field_protocol(p, &sp->proto, err, path)) < 0)
                         return r;
                 if ((r = kube_field_int(p, "port", 1, 65535, &v, &set, err, path)) < 0)
@@ -127,7 +128,7 @@ static int decode_service_ips(const json_t *spec, struct svc *s, char *err) {
         if ((r = kube_field_array(spec, "loadBalancerSourceRanges", &ips, err, "spec.")) < 0)
                 return r;
         s->n_source_ranges = json_array_size(ips);
-        s->source_ranges = kube_field_calloc(s->n_source_ranges, sizeof *s->source_ranges);
+        s->source_ranges = xcalloc(s->n_source_ranges, sizeof *s->source_ranges);
         for (size_t i = 0; i < s->n_source_ranges; i++) {
                 const char *t = json_string_value(json_array_get(ips, i));
                 if (!t || inet_cidr_parse(t, &s->source_ranges[i]) < 0)
@@ -148,7 +149,7 @@ static int decode_lb_status(const json_t *obj, struct svc *s, char *err) {
         if ((r = kube_field_array(lb, "ingress", &ingress, err, "status.loadBalancer.")) < 0)
                 return r;
         size_t n = json_array_size(ingress);
-        s->lb_ips = kube_field_calloc(n, sizeof *s->lb_ips);
+        s->lb_ips = xcalloc(n, sizeof *s->lb_ips);
         for (size_t i = 0; i < n; i++) {
                 const json_t *in = json_array_get(ingress, i);
                 char path[64];
@@ -214,7 +215,7 @@ static int decode_affinity(const json_t *spec, struct svc *s, char *err) {
 }
 
 int kube_decode_service(const json_t *obj, struct svc **ret, char err[KUBE_ERRLEN]) {
-        _cleanup_(svc_freep) struct svc *s = kube_field_calloc(1, sizeof *s);
+        _cleanup_(svc_freep) struct svc *s = xcalloc(1, sizeof *s);
         const json_t *labels, *spec;
         const char *type;
         long long v = 0;

@@ -11,6 +11,7 @@
 #include "kube/decode-field.h"
 #include "util/cleanup.h"
 #include "util/inet.h"
+#include "util/alloc.h"
 
 int kube_decode_service_cidr(const json_t *obj, char **ret_name, struct inet_cidr **ret_cidrs, size_t *ret_n,
                              char err[KUBE_ERRLEN]) {
@@ -29,7 +30,7 @@ int kube_decode_service_cidr(const json_t *obj, char **ret_name, struct inet_cid
                 return kube_field_fail(err, "spec.cidrs: missing");
         if (n > 2)
                 return kube_field_fail(err, "spec.cidrs: %zu CIDRs, at most one per IP family", n);
-        cidrs = kube_field_calloc(n, sizeof *cidrs);
+        cidrs = xcalloc(n, sizeof *cidrs);
         for (size_t i = 0; i < n; i++) {
                 const char *c = json_string_value(json_array_get(list, i));
                 if (!c || inet_cidr_parse(c, &cidrs[i]) < 0)

@@ -20,6 +20,7 @@
 #include "util/cleanup.h"
 #include "util/inet.h"
 #include "util/intern.h"
+#include "util/alloc.h"
 
 static int decode_strv_names(const json_t *arr, char ***ret, size_t *ret_n, bool label_value,
                              char *err, const char *path) {
@@ -29,7 +30,7 @@ static int decode_strv_names(const json_t *arr, char ***ret, size_t *ret_n, bool
                 *ret_n = 0;
                 return 0;
         }
-        char **v = kube_field_calloc(n, sizeof *v);
+        char **v = xcalloc(n, sizeof *v);
         for (size_t i = 0; i < n; i++) {
                 const char *s = json_string_value(json_object_get(json_array_get(arr, i), "name"));
                 if (!s || (label_value ? kube_valid_label_value(s) : kube_valid_dns_subdomain(s)) < 0) {
@@ -38,7 +39,7 @@ static int decode_strv_names(const json_t *arr, char ***ret, size_t *ret_n, bool
                         free(v);
                         return kube_field_fail(err, "%s[%zu].name: \"%.64s\" is not valid", path, i, s ? s : "");
                 }
-                v[i] = kube_field_strdup(s);
+                v[i] = xstrdup(s);
         }
         *ret = v;
         *ret_n = n;
@@ -81,9 +82,7 @@ static int decode_zone(const json_t *e, struct slice *s, struct slice_endpoint *
                 intern_release(id);
                 return 0;
         }
-        uint32_t *more = realloc(s->zones, (s->n_zones + 1) * sizeof *s->zones);
-        if (!more)
-                abort();
+        uint32_t *more = xrealloc(s->zones, (s->n_zones + 1) * sizeof *s->zones);
         s->zones = more;
         s->zones[s->n_zones++] = id;
         ep->zone = s->n_zones;
@@ -162,9 +161,7 @@ static int decode_slice_endpoint(const json_t *e, struct slice *s, bool *ret_ski
                                     UINT16_MAX - 1);
                 goto out;
         }
-        struct endpoint_hints *more = realloc(s->hints, (s->n_hints + 1) * sizeof *s->hints);
-        if (!more)
-                abort();
+        struct endpoint_hints *more = xrealloc(s->hints, (s->n_hints + 1) * sizeof *s->hints);
         s->hints = more;
         s->hints[s->n_hints++] = h;
         ep->hints = (uint16_t) s->n_hints;
@@ -195,7 +192,7 @@ static double parse_trigger_time(const char *s) {
 }
 
 int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLEN]) {
-        _cleanup_(slice_freep) struct slice *s = kube_field_calloc(1, sizeof *s);
+        _cleanup_(slice_freep) struct slice *s = xcalloc(1, sizeof *s);
         const json_t *labels, *ports, *eps;
         const char *svc, *at;
         int r;
@@ -220,7 +217,7 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
         const char *slash = strchr(s->key, '/');
         size_t nslen = slash ? (size_t) (slash - s->key) : 0;
         size_t len = nslen + strlen(svc) + 2;
-        s->service_key = kube_field_calloc(len, 1);
+        s->service_key = xcalloc(len, 1);
         snprintf(s->service_key, len, "%.*s%s%s", (int) nslen, s->key, slash ? "/" : "", svc);
 
         if ((r = kube_field_str(obj, "addressType", &at, err, "")) < 0)
@@ -241,7 +238,7 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
         if (json_array_size(ports) > UINT16_MAX)        /* the API allows 100 */
                 return kube_field_fail(err, "ports: %zu ports, more than %u", json_array_size(ports), UINT16_MAX);
         s->n_ports = (uint16_t) json_array_size(ports);
-        s->ports = kube_field_calloc(s->n_ports, sizeof *s->ports);
+        s->ports = xcalloc(s->n_ports, sizeof *s->ports);
         for (size_t i = 0; i < s->n_ports; i++) {
                 const json_t *p = json_array_get(ports, i);
                 struct slice_port *sp = &s->ports[i];
@@ -258,7 +255,7 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
                 if (kube_field_port_name(name ? name : "") < 0)
                         return kube_field_fail(err, "%sname: \"%.64s\" is not a valid port name", path, name);
                 /* The API defaults a missing name to "" (an unnamed port). */
-                sp->name = kube_field_strdup(name ? name : "");
+                sp->name = xstrdup(name ? name : "");
                 if ((r = kube_field_protocol(p, &sp->proto, err, path)) < 0)
                         return r;
                 if ((r = kube_field_int(p, "port", 1, 65535, &v, &set, err, path)) < 0)
@@ -269,8 +266,8 @@ int kube_decode_slice(const json_t *obj, struct slice **ret, char err[KUBE_ERRLE
         if ((r = kube_field_array(obj, "endpoints", &eps, err, "")) < 0)
                 return r;
         size_t n = json_array_size(eps);
-        s->endpoints = kube_field_calloc(n, sizeof *s->endpoints);
-        s->addrs = kube_field_calloc(n, slice_addr_len(s));
+        s->endpoints = xcalloc(n, sizeof *s->endpoints);
+        s->addrs = xcalloc(n, slice_addr_len(s));
         for (size_t i = 0; i < n; i++) {
                 char path[48];
                 bool skip;

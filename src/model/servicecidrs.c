@@ -85,10 +85,8 @@ bool service_cidrs_set(struct service_cidrs *s, const char *name, const struct i
         entry_free(old);
         if (n > 0) {
                 struct entry *e = xmalloc(sizeof *e);
-                e->name = strdup(name);
+                e->name = xstrdup(name);
                 e->cidrs = xmalloc(n * sizeof *cidrs);
-                if (!e->name)
-                        abort();
                 memcpy(e->cidrs, cidrs, n * sizeof *cidrs);
                 e->n = n;
                 hmap_put(&s->by_name, e->name, e);

@@ -15,6 +15,7 @@
 #include "util/buf.h"
 #include "util/hmap.h"
 #include "util/strb.h"
+#include "util/alloc.h"
 
 /* --- one owner per map key --- */
 
@@ -57,9 +58,7 @@ static void dd_elem(void *ud, const struct nftir_elem *e) {
         strb_puthex(&b, key, n);
         if (hmap_get(&d->seen, id))
                 return;
-        char *k = strdup(id);
-        if (!k)
-                abort();
+        char *k = xstrdup(id);
         hmap_put(&d->seen, k, k);
         d->inner->elem(d->inner->ud, e);
 }

@@ -13,6 +13,7 @@
 
 #include "render/nftmsg-put.h"
 #include "util/cleanup.h"
+#include "util/alloc.h"
 
 struct range {
         uint8_t lo[16], hi[16];         /* inclusive */
@@ -46,9 +47,7 @@ static void put_interval_elem(struct nlmsghdr *nlh, const uint8_t *key, unsigned
 uint32_t nftmsg_interval_set(struct nftmsg *m, uint16_t table, const struct nftir_stmt *s) {
         unsigned alen = nftmsg_addr_len(m);
         size_t n = s->n_cidrs + s->n_addrs, k = 0;
-        _cleanup_free_ struct range *r = calloc(n ? n : 1, sizeof *r);
-        if (!r)
-                abort();
+        _cleanup_free_ struct range *r = xcalloc(n ? n : 1, sizeof *r);
         for (size_t i = 0; i < n; i++) {
                 struct inet_cidr c = i < s->n_cidrs ? s->cidrs[i]
                                                     : (struct inet_cidr) {s->addrs[i - s->n_cidrs], (uint8_t) (alen * 8)};

@@ -110,9 +110,8 @@ static void nolocal_recount(struct nolocal *t, const struct model *m, const stru
                 return;
         }
         if (!e) {
-                e = calloc(1, sizeof *e);
-                if (!e || !(e->key = strdup(key)))
-                        abort();
+                e = xcalloc(1, sizeof *e);
+                e->key = xstrdup(key);
                 hmap_put(&t->services, e->key, e);
         }
         e->internal = internal;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "util/buf.h"
+#include "util/alloc.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -14,9 +15,7 @@ void buf_reserve(struct buf *b, size_t extra) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < need)
                 cap *= 2;
-        char *p = realloc(b->data, cap);
-        if (!p)
-                abort();
+        char *p = xrealloc(b->data, cap);
         b->data = p;
         b->cap = cap;
 }
@@ -113,9 +112,7 @@ void buf_clear(struct buf *b) {
 char *buf_steal(struct buf *b) {
         char *p = b->data;
         if (!p)
-                p = calloc(1, 1);
-        if (!p)
-                abort();
+                p = xcalloc(1, 1);
         *b = (struct buf) BUF_INIT;
         return p;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "util/hmap.h"
+#include "util/alloc.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -117,9 +118,7 @@ static void grow(struct hmap *m) {
         if (m->len * 2 < m->cap)
                 cap = m->cap;
         struct hmap old = *m;
-        m->slots = calloc(cap, slot_size(m) + 1);
-        if (!m->slots)
-                abort();
+        m->slots = xcalloc(cap, slot_size(m) + 1);
         m->tags = (uint8_t *) m->slots + cap * slot_size(m);
         m->cap = cap;
         m->used = m->len;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/hmap.h"
+#include "util/alloc.h"
 
 struct interned {
         uint32_t refs;
@@ -21,9 +22,7 @@ static uint32_t n_free, cap_free;
 
 static void *grow(void *p, uint32_t *cap, size_t size) {
         *cap = *cap ? *cap * 2 : 64;
-        p = realloc(p, *cap * size);
-        if (!p)
-                abort();
+        p = xrealloc(p, *cap * size);
         return p;
 }
 
@@ -31,9 +30,7 @@ uint32_t intern(const char *s) {
         struct interned *e = hmap_get(&pool, s);
         if (!e) {
                 size_t len = strlen(s);
-                e = malloc(sizeof *e + len + 1);
-                if (!e)
-                        abort();
+                e = xmalloc(sizeof *e + len + 1);
                 e->refs = 0;
                 memcpy(e->s, s, len + 1);
                 if (n_free > 0) {
