@@ -24,6 +24,7 @@
 
 #include "apply/iptables-known.h"
 #include "cluster.h"
+#include "cmd.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
@@ -105,23 +106,10 @@ static int rig_sync(struct rig *r, enum backend_sync_kind kind, const struct hma
         return r->ops->sync(r->b, r->family, &s, st);
 }
 
-/* What the command prints (its stderr dropped). */
-static char *output(const char *cmd) {
-        FILE *f = popen(cmd, "r");
-        struct buf b = BUF_INIT;
-        char line[1024];
-        CHECK(f != NULL);
-        while (f && fgets(line, sizeof line, f))
-                buf_puts(&b, line);
-        if (f)
-                pclose(f);
-        buf_putc(&b, '\0');
-        return b.data;
-}
-
 static bool nat_has(const char *what) {
-        char *t = output("iptables-nft-save -t nat 2>/dev/null");
-        bool has = strstr(t, what) != NULL;
+        char *t = test_cmd_output("iptables-nft-save -t nat 2>/dev/null");
+        CHECK(t != NULL);
+        bool has = t && strstr(t, what) != NULL;
         free(t);
         return has;
 }

@@ -21,6 +21,7 @@
 
 #include "apply/nftables.h"
 #include "cluster.h"
+#include "cmd.h"
 #include "config/config.h"
 #include "ev/ev.h"
 #include "host/host.h"
@@ -113,21 +114,14 @@ static int rig_sync(struct rig *r, enum backend_sync_kind kind, const struct hma
 
 /* What `nft list table ip kube-proxy` prints (empty when there is no table). */
 static char *table_text(void) {
-        FILE *f = popen("nft list table ip kube-proxy 2>/dev/null", "r");
-        struct buf b = BUF_INIT;
-        char line[1024];
-        CHECK(f != NULL);
-        while (f && fgets(line, sizeof line, f))
-                buf_puts(&b, line);
-        if (f)
-                pclose(f);
-        buf_putc(&b, '\0');
-        return b.data;
+        char *t = test_cmd_output("nft list table ip kube-proxy 2>/dev/null");
+        CHECK(t != NULL);
+        return t;
 }
 
 static bool table_has(const char *what) {
         char *t = table_text();
-        bool has = strstr(t, what) != NULL;
+        bool has = t && strstr(t, what) != NULL;
         free(t);
         return has;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd.h"
 #include "netns.h"
 #include "proxy/userspace/us-addrs.h"
 #include "test.h"
@@ -20,22 +21,9 @@
 #include "util/buf.h"
 #include "util/inet.h"
 
-/* What kube-proxy0 holds, as `ip -4 -o addr` lists it, one address a line. */
-static char *link_addrs(void) {
-        FILE *f = popen("ip -4 -o addr show dev " US_LINK " 2>/dev/null | awk '{print $4}'", "r");
-        struct buf b = BUF_INIT;
-        char line[256];
-        CHECK(f != NULL);
-        while (f && fgets(line, sizeof line, f))
-                buf_puts(&b, line);
-        if (f)
-                pclose(f);
-        buf_putc(&b, '\0');
-        return b.data;
-}
-
+/* kube-proxy0 holds want: `ip -4 -o addr`'s addresses, one a line. */
 static void check_link(const char *want) {
-        char *have = link_addrs();
+        char *have = test_cmd_output("ip -4 -o addr show dev " US_LINK " 2>/dev/null | awk '{print $4}'");
         CHECK_STREQ(have, want);
         free(have);
 }
