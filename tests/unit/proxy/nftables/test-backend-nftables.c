@@ -69,7 +69,7 @@ static void on_timeout(struct ev_loop *l, void *userdata) {
 static void wait_changed(struct rig *r) {
         struct ev_timer *t = ev_timer_add(r->loop, 10000, on_timeout, NULL);
         CHECK(ev_run(r->loop) == 0);
-        if (r->n_changed == 0)
+        if (r->n_changed > 0)   /* stopped by the change: the timeout is still armed */
                 ev_timer_cancel(r->loop, t);
 }
 
