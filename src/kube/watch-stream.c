@@ -40,10 +40,66 @@ static void start_dropping(struct kube_watch_stream *s, const char *data, size_t
         buf_done(&s->line);
 }
 
+/* Frames: the length first, then the frame passed on in place when it is
+ * whole in the chunk, copied when it spans chunks, skipped over (its head
+ * kept) when it is longer than max. */
+static bool feed_frames(struct kube_watch_stream *s, const char *data, size_t n,
+                        const struct kube_watch_stream_ops *ops, void *userdata, size_t max) {
+        while (n > 0) {
+                size_t k;
+
+                if (s->skip_left) {
+                        k = n < s->skip_left ? n : s->skip_left;
+                        head_keep(s, data, k);
+                        s->skip_left -= k;
+                        if (!s->skip_left) {
+                                ops->oversize(userdata, s->dropping, s->head, s->head_len);
+                                s->dropping = 0;
+                                s->head_len = 0;
+                        }
+                } else if (s->len_have < 4) {
+                        k = 4 - s->len_have < n ? 4 - s->len_have : n;
+                        memcpy(s->len_bytes + s->len_have, data, k);
+                        s->len_have += (unsigned) k;
+                        if (s->len_have == 4) {
+                                const unsigned char *b = s->len_bytes;
+                                s->frame_len = (size_t) b[0] << 24 | (size_t) b[1] << 16 | (size_t) b[2] << 8 | b[3];
+                                if (s->frame_len > max) {
+                                        s->dropping = s->skip_left = s->frame_len;
+                                        s->head_len = 0;
+                                        s->len_have = 0;
+                                } else if (s->frame_len == 0) {
+                                        s->len_have = 0;        /* nothing to read: as an empty line */
+                                }
+                        }
+                } else if (s->line.len == 0 && n >= s->frame_len) {
+                        k = s->frame_len;       /* whole within the chunk: no copy */
+                        s->len_have = 0;
+                        if (!ops->line(userdata, data, k))
+                                return false;
+                } else {
+                        k = s->frame_len - s->line.len < n ? s->frame_len - s->line.len : n;
+                        buf_put(&s->line, data, k);
+                        if (s->line.len == s->frame_len) {
+                                s->len_have = 0;
+                                bool go_on = ops->line(userdata, s->line.data, s->line.len);
+                                buf_clear(&s->line);
+                                if (!go_on)
+                                        return false;
+                        }
+                }
+                data += k;
+                n -= k;
+        }
+        return true;
+}
+
 bool kube_watch_stream_feed(struct kube_watch_stream *s, const char *data, size_t n,
                             const struct kube_watch_stream_ops *ops, void *userdata) {
         size_t max = s->max ? s->max : KUBE_WATCH_MAX_EVENT;
 
+        if (s->framed)
+                return feed_frames(s, data, n, ops, userdata, max);
         while (n > 0) {
                 const char *nl = memchr(data, '\n', n);
                 size_t k = nl ? (size_t) (nl - data) : n;
@@ -81,8 +137,12 @@ bool kube_watch_stream_feed(struct kube_watch_stream *s, const char *data, size_
 
 void kube_watch_stream_reset(struct kube_watch_stream *s) {
         buf_done(&s->line);
+        s->framed = false;
         s->dropping = 0;
         s->head_len = 0;
+        s->len_have = 0;
+        s->frame_len = 0;
+        s->skip_left = 0;
 }
 
 bool kube_watch_stream_lines(struct buf *b, bool (*fn)(void *userdata, const char *line, size_t len),
@@ -155,15 +215,21 @@ static const char *const type_names[] = {
 };
 
 int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event *ret, char *why, size_t whylen) {
-        struct kube_watch_event e = {.type = KUBE_WATCH_UNKNOWN};
         json_error_t err;
+        json_t *root = json_loadb(line, len, 0, &err);
 
-        e.root = json_loadb(line, len, 0, &err);
-        if (!e.root || !json_is_object(e.root)) {
-                snprintf(why, whylen, "%s", e.root ? "not an object" : err.text);
-                json_decref(e.root);
+        if (!root || !json_is_object(root)) {
+                snprintf(why, whylen, "%s", root ? "not an object" : err.text);
+                json_decref(root);
                 return -EINVAL;
         }
+        kube_watch_event_from(root, ret);
+        return 0;
+}
+
+void kube_watch_event_from(json_t *root, struct kube_watch_event *ret) {
+        struct kube_watch_event e = {.root = root, .type = KUBE_WATCH_UNKNOWN};
+
         e.type_name = json_string_value(json_object_get(e.root, "type"));
         e.object = json_object_get(e.root, "object");
         if (!json_is_object(e.object))
@@ -186,7 +252,6 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
                 e.reason = json_string_value(json_object_get(e.object, "reason"));
         }
         *ret = e;
-        return 0;
 }
 
 void kube_watch_event_done(struct kube_watch_event *e) {

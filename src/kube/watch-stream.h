@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /*
- * A watch response's body (watch-stream.c): one JSON event per line,
- * {"type": ..., "object": ...}, arriving in chunks that split lines
- * anywhere. Pure: the reflector (client.c) decides what each event means
- * for its consumer.
+ * A watch response's body (watch-stream.c), arriving in chunks that split
+ * events anywhere: in JSON one event per line, {"type": ..., "object":
+ * ...}; in protobuf (framed) one WatchEvent per frame, a 4-byte big-endian
+ * length and that many bytes (kube/proto.h reads them). Pure: the
+ * reflector (client.c) decides what each event means for its consumer.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,22 +22,29 @@ typedef struct json_t json_t;
 /* How much of an over-long line is kept to say what it was. */
 #define KUBE_WATCH_HEAD 512
 
-/* A watch body being cut into lines. Each byte is looked at once, however
- * the chunks fall (a 16 MB line in 16 KB chunks is not rescanned a
- * thousand times), and a line is copied only when it spans chunks. */
+/* A watch body being cut into lines or frames. Each byte is looked at
+ * once, however the chunks fall (a 16 MB line in 16 KB chunks is not
+ * rescanned a thousand times), and an event is copied only when it spans
+ * chunks. */
 struct kube_watch_stream {
-        struct buf line;                /* the incomplete line so far */
-        size_t max;                     /* longest line passed on; 0: KUBE_WATCH_MAX_EVENT */
-        size_t dropping;                /* length so far of an over-long line being skipped; 0: none */
+        bool framed;                    /* protobuf frames, not lines: set after a reset */
+        struct buf line;                /* the incomplete line (frame) so far */
+        size_t max;                     /* longest event passed on; 0: KUBE_WATCH_MAX_EVENT */
+        size_t dropping;                /* length so far of an over-long event being skipped; 0: none */
         char head[KUBE_WATCH_HEAD];     /* ... its first bytes */
         size_t head_len;
+        unsigned char len_bytes[4];     /* framed: the next frame's length, as far as it came */
+        unsigned len_have;
+        size_t frame_len;               /* framed: the length of the frame being read */
+        size_t skip_left;               /* framed: bytes of an over-long frame still to skip */
 };
 
 struct kube_watch_stream_ops {
-        /* A complete, non-empty line, without its newline. false stops the
-         * stream: the rest of the chunk is not read. */
+        /* A complete, non-empty event: a line without its newline, or a
+         * frame without its length. false stops the stream: the rest of
+         * the chunk is not read. */
         bool (*line)(void *userdata, const char *line, size_t len);
-        /* A line longer than max ended: len bytes, the first head_len of
+        /* An event longer than max ended: len bytes, the first head_len of
          * them in head. It was not kept. */
         void (*oversize)(void *userdata, size_t len, const char *head, size_t head_len);
 };
@@ -44,7 +52,8 @@ struct kube_watch_stream_ops {
 /* Reads one chunk. Returns false when ops->line stopped the stream. */
 bool kube_watch_stream_feed(struct kube_watch_stream *s, const char *data, size_t n,
                             const struct kube_watch_stream_ops *ops, void *userdata);
-/* Forgets any partial line (a new watch), and frees its room. */
+/* Forgets any partial event (a new watch), and frees its room; lines
+ * again until framed is set. */
 void kube_watch_stream_reset(struct kube_watch_stream *s);
 
 /* Calls fn with each complete, non-empty line of b (without its newline),
@@ -86,4 +95,7 @@ struct kube_watch_event {
  * object, with why (whylen bytes) saying what is wrong with it and *ret
  * untouched. */
 int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event *ret, char *why, size_t whylen);
+/* The event root holds ({"type": ..., "object": ...}, an object), however
+ * it was read; the event takes root over. */
+void kube_watch_event_from(json_t *root, struct kube_watch_event *ret);
 void kube_watch_event_done(struct kube_watch_event *e);

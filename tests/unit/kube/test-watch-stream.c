@@ -163,6 +163,57 @@ static void test_feed_oversize(void) {
         }
 }
 
+/* Protobuf frames (a 4-byte big-endian length each): the same events
+ * whatever the chunks, an empty frame skipped, one over the cap skipped
+ * with its head kept, and a stop honoured mid-chunk. */
+static void test_frames_any_chunking(void) {
+        static const struct kube_watch_stream_ops ops = {.line = big_line, .oversize = big_oversize};
+        struct buf text = BUF_INIT;
+        char big[100];
+
+        memset(big, 'x', sizeof big);
+        buf_put(&text, "\0\0\0\3one", 7);
+        buf_put(&text, "\0\0\0\0", 4);             /* empty */
+        buf_put(&text, "\0\0\0\x64", 4);            /* 100 bytes: over the cap of 64 */
+        buf_put(&text, big, sizeof big);
+        buf_put(&text, "\0\0\0\5three", 9);
+        buf_put(&text, "\0\0\0\4pa", 6);            /* cut: waits */
+        for (size_t chunk = 1; chunk <= text.len; chunk++) {
+                struct kube_watch_stream s = {.max = 64};
+                struct big b = {0};
+                s.framed = true;
+                for (size_t off = 0; off < text.len; off += chunk) {
+                        size_t n = text.len - off < chunk ? text.len - off : chunk;
+                        CHECK(kube_watch_stream_feed(&s, text.data + off, n, &ops, &b));
+                        CHECK(s.line.len <= 64);
+                }
+                CHECK(b.lines == 2 && b.oversize == 1 && b.len == 100);
+                CHECK_STREQ(b.last, "three");
+                CHECK(strlen(b.head) == 100 || strlen(b.head) == KUBE_WATCH_HEAD);
+                CHECK(kube_watch_stream_feed(&s, "rt", 2, &ops, &b));
+                CHECK(b.lines == 3);
+                CHECK_STREQ(b.last, "part");
+                kube_watch_stream_reset(&s);
+                CHECK(!s.framed);               /* lines again until told */
+        }
+        buf_done(&text);
+
+        /* A stop in the middle of a chunk: nothing after it is read. */
+        static const struct kube_watch_stream_ops stop_ops = {.line = collect};
+        struct kube_watch_stream s = {.framed = true};
+        struct lines l = {.stop_at = 1};
+        CHECK(!kube_watch_stream_feed(&s, "\0\0\0\1a\0\0\0\1b", 10, &stop_ops, &l));
+        CHECK(l.n == 1);
+        kube_watch_stream_reset(&s);
+
+        /* The largest length a frame can say (4 GiB - 1): skipped by count. */
+        struct big b = {0};
+        s = (struct kube_watch_stream) {.framed = true};
+        CHECK(kube_watch_stream_feed(&s, "\xff\xff\xff\xff" "abc", 7, &ops, &b));
+        CHECK(b.lines == 0 && s.skip_left == 0xffffffffu - 3 && s.line.len == 0);
+        kube_watch_stream_reset(&s);
+}
+
 /* The cost is in the bytes: a 16 MB event in 16 KB chunks (as libcurl hands
  * them) is framed in about the time of one pass over it, and skipped; before,
  * each chunk rescanned the whole line (3.3 s). */
@@ -317,6 +368,7 @@ int main(void) {
         TEST_RUN(test_feed_stop);
         TEST_RUN(test_feed_oversize);
         TEST_RUN(test_feed_large_is_linear);
+        TEST_RUN(test_frames_any_chunking);
         TEST_RUN(test_describe);
         TEST_RUN(test_events);
         TEST_RUN(test_malformed);
