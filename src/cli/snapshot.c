@@ -73,6 +73,9 @@ int cli_snapshot(const struct kproxy_config *c, const char *node, uint64_t timeo
         if (r < 0)
                 goto out;
         kube_client_set_rate(client, c->qps, c->burst);
+        r = kube_client_set_content_type(client, c->content_type, c->accept_content_types);
+        if (r < 0)
+                goto out;
         struct kube_watch_opts opts[_INTAKE_SOURCE_MAX];
         kube_sources(node, 0, NULL, field, opts);
         for (int i = 0; i < _INTAKE_SOURCE_MAX; i++) {

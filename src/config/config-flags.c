@@ -497,8 +497,8 @@ static const struct config_flag flag_table[] = {
                   "bucket; 0: 10)." },
         { .name = "kube-api-content-type", .set = flag_set_string, CFG(content_type), .type = "string",
           .def = DEFAULT_CONTENT_TYPE,
-          .help = "Content type to ask the API server for. No effect in kproxy, which always asks for "
-                  "JSON (it has no protobuf decoder); the objects are the same." },
+          .help = "Format to ask the API server for: application/vnd.kubernetes.protobuf or "
+                  "application/json. Either is read, as each response says it is." },
         { .name = "kube-api-qps", .set = flag_set_float32, CFG(qps), .type = "float32", .def = "5",
           .help = "Sustained requests per second to the API server, lists and watches (0: 5; negative: "
                   "no limit)." },

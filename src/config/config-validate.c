@@ -217,12 +217,33 @@ static int validate_logging(const struct kproxy_config *c) {
         return 0;
 }
 
+/* The formats asked of the API server: one kproxy reads (it reads either,
+ * whichever answers), and an Accept value that is header text: a control
+ * character (CR, LF) would end the header and start another. An empty
+ * contentType is the default, as upstream's defaulting makes it. */
+static int validate_content_types(const struct kproxy_config *c) {
+        const char *t = c->content_type, *a = c->accept_content_types;
+
+        if (t && *t && strcmp(t, "application/vnd.kubernetes.protobuf") != 0 && strcmp(t, "application/json") != 0)
+                return invalid(c, "clientConnection.contentType", "kube-api-content-type", t,
+                               "kproxy reads application/vnd.kubernetes.protobuf and application/json");
+        for (const char *p = a; p && *p; p++)
+                if ((unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f)
+                        return invalid(c, "clientConnection.acceptContentTypes", NULL, "",
+                                       "holds a control or non-ASCII character; it must be an Accept header's "
+                                       "media types");
+        return 0;
+}
+
 /* Upstream's validation.Validate() over the resolved configuration, in its
  * order: only the first problem is reported. */
 int config_validate(const struct kproxy_config *c) {
         int r;
 
         r = validate_numbers(c);
+        if (r < 0)
+                return r;
+        r = validate_content_types(c);
         if (r < 0)
                 return r;
         r = validate_addresses(c);

@@ -315,6 +315,9 @@ static int start_watches(struct daemon *d, const struct kproxy_config *c, const 
         if (r < 0)
                 return r;
         kube_client_set_rate(d->client, c->qps, c->burst);
+        r = kube_client_set_content_type(d->client, c->content_type, c->accept_content_types);
+        if (r < 0)
+                return log_error_errno(r, "clientConnection.acceptContentTypes: not an Accept header's value");
         if (d->metrics) {
                 kube_client_set_observer(d->client, on_api_request, d->metrics);
                 metrics_api_transport(d->metrics);

@@ -16,6 +16,7 @@
 #include "ev/ev.h"
 #include "kube/decode.h"
 #include "kube/list-scan.h"
+#include "kube/proto.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -67,15 +68,23 @@ bool client_list_url(struct kube_watch *w, struct buf *url) {
         return true;
 }
 
-/* A list page's metadata and items, an item at a time where the body
- * scans (kube/list-scan.h), else parsed whole. Reports the items; the
- * metadata object into *ret_md (the caller's reference). Returns 0, or -1
- * with the reason in why. */
+static void report_item(void *userdata, const json_t *item) {
+        reflector_report_upsert(userdata, item, true);
+}
+
+/* A list page's metadata and items, an item at a time: in protobuf as the
+ * envelope says (whatever was asked for: a resource may answer JSON, and
+ * the body's first bytes tell); in JSON where the body scans
+ * (kube/list-scan.h), else parsed whole. Reports the items; the metadata
+ * object into *ret_md (the caller's reference). Returns 0, or -1 with the
+ * reason in why. */
 static int report_page(struct kube_watch *w, json_t **ret_md, char why[160]) {
         const char *body = w->body.data ? w->body.data : "";
         struct kube_list_scan sc;
         json_error_t e;
 
+        if (kube_proto_is(body, w->body.len))
+                return kube_proto_list(body, w->body.len, ret_md, report_item, w, why, 160) < 0 ? -1 : 0;
         if (kube_list_scan(body, w->body.len, &sc) < 0 || !sc.has_items || !sc.metadata.len) {
                 json_t *list = json_loadb(body, w->body.len, 0, &e);
                 const json_t *items = json_object_get(list, "items"), *item;

@@ -25,6 +25,7 @@
 
 #include "ev/ev.h"
 #include "kube/decode.h"
+#include "kube/proto.h"
 #include "util/log.h"
 
 /* A watch that ends sooner than this without a single event failed; one
@@ -48,6 +49,9 @@ static void on_settled(struct ev_loop *l, void *userdata) {
  * quiet resource sends only bookmarks, a minute apart). */
 void client_watch_headers(struct kube_watch *w) {
         reflector_report_request(w);
+        /* The framing is the response's: protobuf when asked for and
+         * served, JSON lines otherwise (a resource without protobuf). */
+        w->stream.framed = kube_proto_media(kube_request_content_type(w->req));
         if (kube_request_status(w->req) == 200) {
                 w->settle = ev_timer_cancel(w->client->loop, w->settle);
                 w->settle = ev_timer_add(w->client->loop, SHORT_WATCH_MS, on_settled, w);
@@ -87,7 +91,8 @@ static bool handle_event_line(void *userdata, const char *line, size_t len) {
         bool go_on = true;
         char why[160];
 
-        if (kube_watch_event_parse(line, len, &ev, why, sizeof why) < 0) {
+        if ((w->stream.framed ? kube_proto_watch_event(line, len, &ev, why, sizeof why)
+                              : kube_watch_event_parse(line, len, &ev, why, sizeof why)) < 0) {
                 log_warning("%s: malformed watch event (%s), ignoring", w->path, why);
                 return true;
         }
@@ -133,7 +138,10 @@ static void on_event_oversize(void *userdata, size_t len, const char *head, size
         struct kube_watch *w = userdata;
         char what[400];
 
-        kube_watch_event_describe(head, head_len, what, sizeof what);
+        if (w->stream.framed)
+                kube_proto_event_describe(head, head_len, what, sizeof what);
+        else
+                kube_watch_event_describe(head, head_len, what, sizeof what);
         log_warning("%s: a watch event of %zu bytes (%s) is over the %zu MiB limit; skipped, the object keeps "
                     "its previous version, ignoring",
                     w->path, len, *what ? what : "unnamed", KUBE_WATCH_MAX_EVENT >> 20);

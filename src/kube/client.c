@@ -29,6 +29,7 @@
 #include "kube/client.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,6 +40,7 @@
 #include "kube/client-watch.h"
 #include "kube/reflector.h"
 #include "util/buf.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
 #define DEFAULT_PAGE 500
@@ -150,6 +152,18 @@ int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_clien
         kube_rate_init(&c->rate, 0, 0, ev_now_ms(l));
         *ret = c;
         return 0;
+}
+
+int kube_client_set_content_type(struct kube_client *c, const char *content_type, const char *accept_types) {
+        _cleanup_free_ char *v = NULL;
+
+        if (accept_types && *accept_types)
+                return kube_transport_set_accept(c->transport, accept_types);
+        if (!content_type || !*content_type)
+                content_type = "application/vnd.kubernetes.protobuf";
+        if (asprintf(&v, "%s, */*", content_type) < 0)
+                abort();
+        return kube_transport_set_accept(c->transport, v);
 }
 
 void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst) {

@@ -44,6 +44,14 @@ int kube_client_new(struct ev_loop *l, struct kube_conn *conn, struct kube_clien
  * defaults (5 and 10), a negative qps no limit. The default until set. */
 void kube_client_set_rate(struct kube_client *c, float qps, int32_t burst);
 
+/* What requests ask for, as client-go's rest client does: Accept is
+ * accept_types (clientConnection.acceptContentTypes) when set, else
+ * content_type (clientConnection.contentType; NULL or "": protobuf) and
+ * anything after it. Either format is read, whatever was asked for: a
+ * response is read as its Content-Type (or its first bytes) says. Returns
+ * 0, or -EINVAL when a value holds a control character. */
+int kube_client_set_content_type(struct kube_client *c, const char *content_type, const char *accept_types);
+
 struct kube_client *kube_client_free(struct kube_client *c);
 
 /* Starts a reflector; events go to fn until the client is freed. */

@@ -22,6 +22,7 @@
 
 #include "ev/ev.h"
 #include "kube/decode.h"
+#include "kube/proto.h"
 #include "util/alloc.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -239,7 +240,14 @@ void reflector_choose_list(struct kube_watch *w) {
 /* An error response's Status: "HTTP 500: message". too_large: its cause is
  * ResourceVersionTooLarge (the server is behind the version asked for). */
 static void describe_status(struct kube_watch *w, long code, char *out, size_t outlen, bool *too_large) {
-        json_t *st = json_loadb(w->body.data ? w->body.data : "", w->body.len, 0, NULL);
+        const char *body = w->body.data ? w->body.data : "";
+        json_t *st = NULL;
+        char why[160];
+
+        if (kube_proto_is(body, w->body.len))
+                (void) kube_proto_object(body, w->body.len, &st, why, sizeof why);     /* none: no message */
+        else
+                st = json_loadb(body, w->body.len, 0, NULL);
         const char *msg = json_string_value(json_object_get(st, "message"));
         const json_t *causes = json_object_get(json_object_get(st, "details"), "causes");
         size_t i;

@@ -27,6 +27,7 @@ struct kube_transport {
         CURLM *multi;
         struct ev_timer *curl_timer;
         char *host;             /* the server's host[:port], for the observer */
+        char *accept;           /* "Accept: ..." of every request */
 };
 
 struct kube_request {
@@ -193,7 +194,7 @@ int kube_request_start(struct kube_transport *t, const char *url, long timeout_s
         }
         *r = (struct kube_request) {.transport = t, .easy = e, .ops = ops, .userdata = userdata};
 
-        r->headers = curl_slist_append(NULL, "Accept: application/json");
+        r->headers = curl_slist_append(NULL, t->accept ? t->accept : "Accept: " KUBE_ACCEPT_DEFAULT);
         if (conn->token) {
                 struct buf h = BUF_INIT;
                 buf_printf(&h, "Authorization: Bearer %s", conn->token);
@@ -204,6 +205,9 @@ int kube_request_start(struct kube_transport *t, const char *url, long timeout_s
         curl_easy_setopt(e, CURLOPT_URL, url);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
         curl_easy_setopt(e, CURLOPT_USERAGENT, "kproxy/" KPROXY_VERSION);
+        /* As Go's transport asks: the API server compresses large lists
+         * (APIResponseCompression); libcurl inflates them. */
+        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip");
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
@@ -222,6 +226,25 @@ int kube_request_start(struct kube_transport *t, const char *url, long timeout_s
         }
         *ret = r;
         return 0;
+}
+
+int kube_transport_set_accept(struct kube_transport *t, const char *value) {
+        struct buf h = BUF_INIT;
+
+        for (const char *p = value; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        return -EINVAL;         /* a header of its own, or worse */
+        buf_printf(&h, "Accept: %s", value);
+        free(t->accept);
+        t->accept = h.data;
+        return 0;
+}
+
+const char *kube_request_content_type(const struct kube_request *r) {
+        char *ct = NULL;
+
+        curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
+        return ct;
 }
 
 long kube_request_status(const struct kube_request *r) {
@@ -322,6 +345,7 @@ struct kube_transport *kube_transport_free(struct kube_transport *t) {
         if (t->multi)
                 curl_multi_cleanup(t->multi);
         free(t->host);
+        free(t->accept);
         free(t);
         return NULL;
 }

@@ -51,6 +51,13 @@ const char *kube_transport_host(const struct kube_transport *t);
 /* The host[:port] of a server URL: what lies between "://" (and any
  * "user@") and the path. Owned; NULL when out of memory. */
 char *kube_transport_host_of(const char *server);
+/* What client-go asks for by default (clientConnection.contentType's
+ * default, application/vnd.kubernetes.protobuf, then anything): the
+ * Accept header until kube_transport_set_accept(). */
+#define KUBE_ACCEPT_DEFAULT "application/vnd.kubernetes.protobuf, */*"
+/* The Accept header's value for later requests. Returns 0, or -EINVAL when
+ * it holds a control character (CR, LF: it would be a header of its own). */
+int kube_transport_set_accept(struct kube_transport *t, const char *value);
 /* Re-reads the bearer token, when the connection has a token file: after a
  * 401, since service-account tokens rotate. */
 void kube_transport_reload_token(struct kube_transport *t);
@@ -62,6 +69,9 @@ int kube_request_start(struct kube_transport *t, const char *url, long timeout_s
 /* The HTTP status so far, as libcurl reports it; 0 before (or without) a
  * response. */
 long kube_request_status(const struct kube_request *r);
+/* The response's Content-Type as sent, once its headers are in; NULL
+ * before, or without one. Borrowed from the request. */
+const char *kube_request_content_type(const struct kube_request *r);
 /* The response's Retry-After (RFC 9110 10.2.3), in milliseconds from now;
  * -1 when it sent none, or one that is neither delay-seconds nor an HTTP
  * date. */

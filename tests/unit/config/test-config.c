@@ -607,6 +607,13 @@ static void test_flag_validation(void) {
         CHECK_CONTAINS(err, "--kube-api-burst: must not be negative");
         free(err);
         config_done(&c);
+        CHECK(setup(&c, &err, "--kube-api-content-type", "text/plain", NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "invalid value \"text/plain\" for flag --kube-api-content-type: kproxy reads "
+                            "application/vnd.kubernetes.protobuf and application/json");
+        free(err);
+        config_done(&c);
+        CHECK(setup(&c, NULL, "--kube-api-content-type", "application/json", NULL) == 0);
+        config_done(&c);
 
         CHECK(setup(&c, &err, "--vmodule", "x=1", "--logging-format", "json", NULL) == -EINVAL);
         CHECK_CONTAINS(err, "--vmodule: only works with the text format");
@@ -926,6 +933,13 @@ static void test_file_errors(void) {
                 { "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
                   "iptables:\n  syncPeriod: 500ms\n",
                   "invalid value \"1s\" for iptables.minSyncPeriod: must not exceed the sync period (500ms)" },
+                { "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
+                  "clientConnection:\n  contentType: application/yaml\n",
+                  "invalid value \"application/yaml\" for clientConnection.contentType: kproxy reads "
+                  "application/vnd.kubernetes.protobuf and application/json" },
+                { "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
+                  "clientConnection:\n  acceptContentTypes: \"application/json\\r\\nX-Evil: 1\"\n",
+                  "for clientConnection.acceptContentTypes: holds a control or non-ASCII character" },
                 { "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
                   "metricsBindAddress: localhost:10249\n",
                   "invalid value \"localhost:10249\" for metricsBindAddress: must be a valid IP" },
