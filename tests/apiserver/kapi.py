@@ -63,6 +63,11 @@ class App:
         self.tls_ctx = tls_ctx
         self.verbose = args.verbose
         self.gzip = not args.no_gzip
+        # Resources answered in JSON whatever is asked (as a CRD's are),
+        # "all" for every one; the rest in protobuf to a client asking
+        # for it first, as kube-apiserver answers.
+        self.json_only = set(args.json_only.split(",")) if args.json_only else set()
+        self.pb_cache = {}      # id(stored object) -> (object, its protobuf bytes)
         self.watch_timeout = args.watch_timeout
         self.bookmark_interval = args.bookmark_interval
         self.watch_cache = not args.no_watch_cache
@@ -157,6 +162,9 @@ def main(argv=None):
     ap.add_argument("--raw", action="store_true",
                     help="store objects as given: no Service or EndpointSlice defaulting")
     ap.add_argument("--no-gzip", action="store_true", help="never gzip large responses")
+    ap.add_argument("--json-only", default="", metavar="RESOURCE,...",
+                    help="answer these resources (\"all\": every one) in JSON even to a client asking "
+                         "for protobuf, as a CRD-backed resource is answered")
     ap.add_argument("--no-watch-cache", action="store_true",
                     help="serve resourceVersion=0 lists in pages, as a server without a watch cache")
     ap.add_argument("--exit-with-parent", action="store_true",

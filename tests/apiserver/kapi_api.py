@@ -29,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import kapi_kinds as kinds
 import kapi_patch as patches
+import kapi_proto as proto
 from kapi_control import raw_shutdown
 from kapi_select import Selector, SelectorError
 from kapi_store import ApiError
@@ -158,6 +159,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Cache-Control", "no-cache, private")
+        self.server.app.reqlog.set(self._entry, contentType=ctype, bytes=len(body))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
@@ -202,15 +204,34 @@ class ApiHandler(BaseHTTPRequestHandler):
         except ValueError as e:
             raise ApiError(400, "the body of the request could not be decoded as JSON: %s" % e)
 
-    def _negotiate(self):
-        """None for plain JSON, "v1"/"v1beta1" for a Table; raises 406."""
+    def _accepts_proto(self):
+        """Whether the first media type of Accept the server can answer is
+        protobuf (a Status can always be)."""
+        for rng in (self.headers.get("Accept") or "").split(","):
+            mtype = rng.split(";")[0].strip().lower()
+            if mtype == proto.MEDIA and ";" not in rng:
+                return True
+            if mtype in ("application/json", "application/*", "*/*"):
+                return False
+        return False
+
+    def _negotiate(self, kind=None):
+        """None for plain JSON or protobuf (self._proto says which),
+        "v1"/"v1beta1" for a Table; raises 406. Protobuf when it comes
+        first in Accept and kind has a protobuf form here."""
         accept = self.headers.get("Accept")
         if not accept:
             return None
+        app = self.server.app
         for rng in accept.split(","):
             fields = [f.strip() for f in rng.split(";")]
             mtype = fields[0].lower()
             params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+            if mtype == proto.MEDIA and not params and kind is not None and \
+                    (kind.api_version, kind.kind) in proto.KINDS and \
+                    not app.json_only & {"all", kind.name}:
+                self._proto = True
+                return None
             if mtype not in ("application/json", "application/*", "*/*"):
                 continue
             if "as" not in params:
@@ -219,7 +240,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                     params.get("v") in ("v1", "v1beta1"):
                 return params["v"]
         raise ApiError(406, "only the following media types are accepted: application/json, "
-                            "application/json;as=Table;v=v1;g=meta.k8s.io")
+                            "application/json;as=Table;v=v1;g=meta.k8s.io, " + proto.MEDIA)
 
     @staticmethod
     def _selector(q, ns, name=None):
@@ -233,7 +254,9 @@ class ApiHandler(BaseHTTPRequestHandler):
     def _dispatch(self):
         app = self.server.app
         self._sent = False
+        self._proto = False
         self._entry = app.reqlog.add(self.command, self.path, self.headers.get("User-Agent"))
+        app.reqlog.set(self._entry, accept=self.headers.get("Accept", ""))
         try:
             body = self._read_body()
             u = urllib.parse.urlsplit(self.path)
@@ -254,7 +277,9 @@ class ApiHandler(BaseHTTPRequestHandler):
                                headers={"Retry-After": retry} if retry is not None else None)
             self._route(u.path, q, body)
         except ApiError as e:
-            if not self._sent:
+            if not self._sent and (self._proto or self._accepts_proto()):
+                self._reply(e.code, proto.encode_status(e.status()), proto.MEDIA, e.headers)
+            elif not self._sent:
                 self._json(e.code, e.status(), e.headers)
             else:
                 self.close_connection = True
@@ -314,7 +339,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         dry = q.get("dryRun") == "All"
         m = self.command
         if m == "GET":
-            table = self._negotiate()
+            table = self._negotiate(kind)
             if watch:
                 return self._watch(kind, ns, name, q, table)
             if name is None:
@@ -324,6 +349,8 @@ class ApiHandler(BaseHTTPRequestHandler):
                 meta = {"resourceVersion": obj["metadata"]["resourceVersion"]}
                 return self._json(200, kinds.table(kind, [obj], meta, q.get("includeObject",
                                                                             "Metadata"), table))
+            if self._proto:
+                return self._reply(200, proto.encode_object(obj, kind.api_version, kind.kind), proto.MEDIA)
             return self._json(200, obj)
         if m == "POST":
             if name is not None:
@@ -430,6 +457,12 @@ class ApiHandler(BaseHTTPRequestHandler):
         if table:
             return self._json(200, kinds.table(kind, items, meta, q.get("includeObject",
                                                                         "Metadata"), table))
+        if self._proto:
+            cache = self.server.app.pb_cache
+            if len(cache) > 2 * len(keys) + 1000:
+                cache.clear()       # the objects of past versions, kept alive by it
+            return self._reply(200, proto.encode_list(kind.api_version, kind.kind, meta, items, cache),
+                               proto.MEDIA)
         self._json(200, {"kind": kind.list_kind, "apiVersion": kind.api_version,
                          "metadata": meta, "items": items})
 
@@ -447,6 +480,8 @@ class ApiHandler(BaseHTTPRequestHandler):
     # --- watch ------------------------------------------------------------------
 
     def _line(self, typ, obj, kind, table):
+        if self._proto:
+            return proto.watch_frame(typ, obj, kind.api_version, kind.kind)
         if table and typ in ("ADDED", "MODIFIED", "DELETED"):
             obj = kinds.table(kind, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]},
                               "Metadata", table)
@@ -459,20 +494,28 @@ class ApiHandler(BaseHTTPRequestHandler):
         typ, obj, cacheable = t
         if not cacheable:
             return self._line(typ, obj, kind, table)
-        key = (typ, table)
+        key = (typ, table, self._proto)
         line = ev.cache.get(key)
         if line is None:
             line = ev.cache[key] = self._line(typ, obj, kind, table)
         return line
 
-    @staticmethod
-    def _bookmark(kind, rv, initial_end=False):
+    def _bookmark(self, kind, rv, initial_end=False):
         md = {"resourceVersion": str(rv)}
         if initial_end:
             md["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return _encode({"type": "BOOKMARK", "object": {"kind": kind.kind,
-                                                       "apiVersion": kind.api_version,
-                                                       "metadata": md}})
+        return self._line("BOOKMARK", {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": md},
+                          kind, None)
+
+    def _error_event(self, e):
+        if self._proto:
+            return proto.watch_frame("ERROR", e.status(), "v1", "Status")
+        return _encode({"type": "ERROR", "object": e.status()})
+
+    def _injected(self, kind):
+        """An injected event as this watch's format writes it."""
+        return lambda ev: proto.watch_frame(ev.get("type", ""), ev.get("object") or {}, kind.api_version,
+                                            kind.kind)
 
     def _watch(self, kind, ns, name, q, table):
         app = self.server.app
@@ -516,7 +559,7 @@ class ApiHandler(BaseHTTPRequestHandler):
             wid = app.watches.add(kind.name, self.path, self.connection)
             gen = faults.drop_gen
             injected = faults.inject_gen
-        end = "client-gone"
+        end, sent = "client-gone", 0
         try:
             if initial is not None:   # encoded outside the lock; stored objects never change
                 out = [self._line("ADDED", o, kind, table) for _, o in initial if sel.matches(o)]
@@ -526,12 +569,12 @@ class ApiHandler(BaseHTTPRequestHandler):
                 while faults.stalled_for() > 0:
                     store.cond.wait(faults.stalled_for())
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", proto.MEDIA + ";stream=watch" if self._proto else "application/json")
             self.send_header("Cache-Control", "no-cache, private")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             if failed is not None:   # the real server answers 200, then one ERROR event
-                out.append(_encode({"type": "ERROR", "object": failed.status()}))
+                out.append(self._error_event(failed))
             now = time.monotonic()
             deadline = now + timeout if timeout else None
             next_bm = now + app.bookmark_interval if bookmarks else None
@@ -541,6 +584,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                 evs = []
                 if out and faults.stall_until <= time.monotonic():
                     self.wfile.write(b"".join(_chunk(l) for l in out))
+                    sent += sum(len(l) for l in out)
                     out = []
                 if done and not out:
                     end = "expired" if failed is not None else "timeout"
@@ -550,9 +594,10 @@ class ApiHandler(BaseHTTPRequestHandler):
                     while True:
                         if faults.drop_gen != gen:
                             end = "dropped"
-                            return self._abort(faults.drop_mode)
+                            return self._abort(faults.drop_mode, kind)
                         if faults.inject_gen != injected:
-                            out.extend(faults.injections_after(injected, kind.name))
+                            out.extend(faults.injections_after(injected, kind.name,
+                                                               self._injected(kind) if self._proto else None))
                             injected = faults.inject_gen
                             if out:
                                 break
@@ -570,7 +615,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                             try:
                                 evs = store.events_after(cursor)
                             except ApiError as e:   # fell behind the history
-                                out.append(_encode({"type": "ERROR", "object": e.status()}))
+                                out.append(self._error_event(e))
                                 failed = e
                                 done = True
                             cursor = store.rv
@@ -585,15 +630,18 @@ class ApiHandler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             app.watches.remove(wid)
-            app.reqlog.set(self._entry, watchEnd=end)
+            app.reqlog.set(self._entry, watchEnd=end, bytes=sent,
+                           contentType=proto.MEDIA + ";stream=watch" if self._proto else "application/json")
 
-    def _abort(self, mode):
+    def _abort(self, mode, kind):
         """Ends a watch the way a dying server or a broken network would: no
         terminating chunk; with "partial", half an event first."""
         self.close_connection = True
         if mode == "partial":
             try:
-                self.wfile.write(b"%x\r\n" % 200 + b'{"type":"MODIFIED","object":{"kind":"Se')
+                half = proto.watch_frame("MODIFIED", {"metadata": {"name": "x"}}, kind.api_version,
+                                         kind.kind)[:20] if self._proto else b'{"type":"MODIFIED","object":{"kind":"Se'
+                self.wfile.write(b"%x\r\n" % 200 + half)
             except OSError:
                 pass
         if mode != "rst":

@@ -34,7 +34,7 @@ class Faults:
         self.drop_gen = 0
         self.drop_mode = "close"
         self.inject_gen = 0
-        self.injected = collections.deque(maxlen=16)   # (gen, resource or None, line bytes)
+        self.injected = collections.deque(maxlen=16)   # (gen, resource or None, line bytes, event)
 
     def take_error(self, path, agent=""):
         """Returns (code, retry_after header value or None) if this request
@@ -57,10 +57,12 @@ class Faults:
                 ra = email.utils.formatdate(time.time() + self.error_retry_date_in, usegmt=True)
             return self.error_code, None if ra is None else str(ra)
 
-    def injections_after(self, gen, resource):
-        """Lines injected after generation gen for this resource; caller
+    def injections_after(self, gen, resource, encode=None):
+        """Lines injected after generation gen for this resource, or each
+        event as encode(event) makes it (a protobuf watch's frames); caller
         holds the lock."""
-        return [line for g, res, line in self.injected if g > gen and res in (None, resource)]
+        return [encode(ev) if encode else line for g, res, line, ev in self.injected
+                if g > gen and res in (None, resource)]
 
     def stalled_for(self):
         """Seconds left of a stall; caller holds the lock."""
@@ -297,7 +299,7 @@ def _inject(app, body, q):
         line = json.dumps(event, separators=(",", ":")).encode()
     with app.store.cond:
         app.faults.inject_gen += 1
-        app.faults.injected.append((app.faults.inject_gen, res, line + b"\n"))
+        app.faults.injected.append((app.faults.inject_gen, res, line + b"\n", event))
         n = app.watches.count(res)
         app.store.cond.notify_all()
     return 200, {"watches": n, "bytes": len(line) + 1}

@@ -647,6 +647,121 @@ class ApiTest(KapiCase):
         self.assertEqual(self.k.request("GET", "/openapi/v2")[0], 404)
 
 
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def pb_fields(data):
+    """[(number, value)] of one protobuf message: varints as ints,
+    length-delimited fields as bytes (the only wire types the API uses)."""
+    i, out = 0, []
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7f) << shift
+            shift += 7
+            if b < 0x80:
+                return v
+    while i < len(data):
+        tag = varint()
+        if tag & 7 == 0:
+            out.append((tag >> 3, varint()))
+        elif tag & 7 == 2:
+            n = varint()
+            out.append((tag >> 3, data[i:i + n]))
+            i += n
+        else:
+            raise ValueError("wire type %d" % (tag & 7))
+    return out
+
+
+def pb_get(data, *path):
+    """The values at a path of field numbers (the last one's, every one)."""
+    vals = [data]
+    for number in path:
+        vals = [v for d in vals for n, v in pb_fields(d) if n == number]
+    return vals
+
+
+def unwrap(body):
+    """(apiVersion, kind, raw) of a body in the envelope."""
+    assert body[:4] == b"k8s\x00", body[:20]
+    u = body[4:]
+    return (pb_get(u, 1, 1)[0].decode(), pb_get(u, 1, 2)[0].decode(), pb_get(u, 2)[0])
+
+
+class ProtobufTest(KapiCase):
+    """What a client asking for protobuf (client-go's default) gets."""
+    extra_args = ("--bookmark-interval", "0.5")
+    ASK = {"Accept": PROTOBUF + ", */*"}
+
+    def test_list_and_get(self):
+        status, r, body = self.k.request("GET", "/api/v1/services", headers=self.ASK)
+        self.assertEqual((status, r.getheader("Content-Type")), (200, PROTOBUF))
+        av, kind, raw = unwrap(body)
+        self.assertEqual((av, kind), ("v1", "ServiceList"))
+        names = sorted(pb_get(raw, 2, 1, 1))
+        want = sorted(o["metadata"]["name"].encode() for o in self.k.ok("GET", "/api/v1/services")["items"])
+        self.assertEqual(names, want)
+        self.assertTrue(pb_get(raw, 1, 2)[0].isdigit())            # ListMeta.resourceVersion
+        # ServicePort.targetPort 8080 as IntOrString {type 0, intVal 8080}
+        self.assertIn(8080, pb_get(raw, 2, 2, 1, 4, 2))
+        status, r, body = self.k.request("GET", "/api/v1/namespaces/default/services/web", headers=self.ASK)
+        av, kind, raw = unwrap(body)
+        self.assertEqual((kind, pb_get(raw, 2, 3)), ("Service", [b"10.96.1.1"]))
+        status, r, body = self.k.request("GET", "/apis/discovery.k8s.io/v1/endpointslices", headers=self.ASK)
+        av, kind, raw = unwrap(body)
+        self.assertEqual((av, kind), ("discovery.k8s.io/v1", "EndpointSliceList"))
+        self.assertEqual(pb_get(raw, 2, 2, 2, 1), [1])              # endpoints[0].conditions.ready
+
+    def test_negotiation(self):
+        def ctype(path, accept):
+            return self.k.request("GET", path, headers={"Accept": accept})[1].getheader("Content-Type")
+        self.assertEqual(ctype("/api/v1/services", "application/json, " + PROTOBUF), "application/json")
+        self.assertEqual(ctype("/api/v1/services", PROTOBUF), PROTOBUF)
+        # A Table is JSON; a kind without a protobuf form here (as a CRD) is JSON.
+        self.assertEqual(ctype("/api/v1/services", "application/json;as=Table;v=v1;g=meta.k8s.io"),
+                         "application/json")
+        self.assertEqual(ctype("/api/v1/namespaces", PROTOBUF + ", */*"), "application/json")
+        # An error is a Status in protobuf.
+        status, r, body = self.k.request("GET", "/api/v1/namespaces/default/services/nope", headers=self.ASK)
+        av, kind, raw = unwrap(body)
+        self.assertEqual((status, kind, pb_get(raw, 6), pb_get(raw, 4)), (404, "Status", [404], [b"NotFound"]))
+
+    def test_watch_frames(self):
+        conn = http.client.HTTPSConnection("127.0.0.1", self.k.port, context=self.k.ctx, timeout=10)
+        try:
+            conn.request("GET", "/api/v1/services?watch=1&allowWatchBookmarks=true",
+                         headers=dict(self.ASK, Authorization="Bearer " + TOKEN))
+            r = conn.getresponse()
+            self.assertEqual(r.getheader("Content-Type"), PROTOBUF + ";stream=watch")
+            types, kinds = [], set()
+            while "BOOKMARK" not in types:
+                n = int.from_bytes(r.read(4), "big")
+                ev = r.read(n)
+                types.append(pb_get(ev, 1)[0].decode())
+                kinds.add(unwrap(pb_get(ev, 2, 1)[0])[1])
+            self.assertGreaterEqual(types.count("ADDED"), 5)
+            self.assertEqual(kinds, {"Service"})
+        finally:
+            conn.close()
+
+
+class JsonOnlyTest(KapiCase):
+    """--json-only: a resource answered in JSON whatever is asked."""
+    extra_args = ("--json-only", "services")
+
+    def test_json_only(self):
+        ask = {"Accept": PROTOBUF + ", */*"}
+        self.assertEqual(self.k.request("GET", "/api/v1/services", headers=ask)[1].getheader("Content-Type"),
+                         "application/json")
+        self.assertEqual(self.k.request("GET", "/api/v1/nodes", headers=ask)[1].getheader("Content-Type"),
+                         PROTOBUF)
+
+
 class ServiceCIDRTest(KapiCase):
     """ServiceCIDRs (networking.k8s.io/v1): the default one a 1.33+ server
     makes from its service range, validation, and an older server's 404."""
