@@ -13,10 +13,12 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/snapshot.h"
 #include "cli/state.h"
 #include "config/config.h"
 #include "host/host.h"
 #include "host/render-params.h"
+#include "kube/intake.h"
 #include "model/model.h"
 #include "proxy/backend.h"
 #include "proxy/backends.h"
@@ -85,16 +87,21 @@ static int render_refuses_config(const struct kproxy_config *c, const struct ren
 }
 
 static const char render_usage[] =
-        "Usage: kproxy render [flags] STATE...\n\n"
+        "Usage: kproxy render [flags] STATE...\n"
+        "       kproxy render --kubeconfig FILE [flags]\n\n"
         "Print what kproxy would apply on a first full sync for the cluster\n"
         "state in STATE (files as printed by `kubectl get\n"
         "services,endpointslices,nodes -A -o json|yaml`, or YAML manifests; - is\n"
-        "stdin), in the mode of --proxy-mode (" PROXY_MODE_NAMES "):\n"
+        "stdin), or, without STATE, for the API server's state now (one list of\n"
+        "each resource, as --kubeconfig or --master reach it), in the mode of --proxy-mode (" PROXY_MODE_NAMES "):\n"
         "the iptables-restore input, the nft script (--output netlink: the netlink\n"
         "batch), or the addresses and frontends userspace mode serves. With\n"
         "--socket-lb: what its maps would hold instead, a line per translated\n"
         "service port. The daemon's actions (--cleanup, --init-only,\n"
         "--write-config-to, --version) are refused.\n";
+
+/* How long render waits for the API server's lists. */
+#define RENDER_API_TIMEOUT_MS 30000
 
 static int cmd_render(int argc, char **argv) {
         struct kproxy_config cfg;
@@ -103,6 +110,7 @@ static int cmd_render(int argc, char **argv) {
         struct config_extra_flag flags[ELEMENTSOF(render_flags) + CLI_STATE_N_FLAGS];
         size_t n_flags = cli_state_flags(render_flags, ELEMENTSOF(render_flags), flags);
         struct buf out = BUF_INIT, warnings = BUF_INIT;
+        struct intake *intake = NULL;
         char **files = NULL;
         size_t n_files = 0;
         int r, ret = EXIT_USAGE;
@@ -125,27 +133,39 @@ static int cmd_render(int argc, char **argv) {
         if (render_refuses_config(&cfg, &o) < 0)
                 goto out;
         cli_setup_logging(&cfg);
-        if (n_files == 0) {
-                fprintf(stderr, "kproxy render: no STATE file given (see kproxy render --help)\n");
+        bool from_api = n_files == 0 && ((cfg.kubeconfig && *cfg.kubeconfig) || (cfg.master && *cfg.master));
+        if (n_files == 0 && !from_api) {
+                fprintf(stderr, "kproxy render: no STATE file given, nor --kubeconfig or --master to list the "
+                                "cluster's (see kproxy render --help)\n");
                 goto out;
         }
         if (cli_state_prepare(&o.st, &cfg) < 0) {
                 ret = EXIT_FAILURE;
                 goto out;
         }
-        if (cli_state_load(&o.st, "render", files, n_files) < 0)
-                goto out;
+        const struct model *m = o.st.model;
+        const struct inet_cidr *cidrs;
         size_t n_cidrs;
-        const struct inet_cidr *cidrs = cli_state_service_cidrs(&o.st, &n_cidrs);
+        if (from_api) {
+                /* One list of everything the daemon watches, as explain
+                 * takes it: what the daemon would write for this cluster now. */
+                if (cli_snapshot(&cfg, o.st.node_name, RENDER_API_TIMEOUT_MS, &intake) < 0) {
+                        ret = EXIT_FAILURE;
+                        goto out;
+                }
+                m = intake_model(intake);
+                cidrs = intake_service_cidrs(intake, &n_cidrs);
+        } else {
+                if (cli_state_load(&o.st, "render", files, n_files) < 0)
+                        goto out;
+                cidrs = cli_state_service_cidrs(&o.st, &n_cidrs);
+        }
 
         r = render_params_init(&params, o.st.ip_family ? (uint8_t) o.st.ip_family : 4, &cfg, o.st.node_name,
-                               model_node(o.st.model), &o.st.host, &warnings);
-        cli_log_lines(&warnings);
-        if (r < 0)
-                goto out;
+                               model_node(m), &o.st.host, &warnings);
         /* --socket-lb: what its maps would hold, instead of the rules. */
         const struct backend_ops *ops = cfg.socket_lb ? backend_companions[0] : backend_for_mode(cfg.mode);
-        r = ops ? ops->render(o.st.model, &params, cidrs, n_cidrs, o.netlink, &out) : -EOPNOTSUPP;
+        r = ops ? ops->render(m, &params, cidrs, n_cidrs, o.netlink, &out) : -EOPNOTSUPP;
         render_params_done(&params);
         if (r < 0) {
                 log_error_errno(r, "Failed to render rules");
@@ -164,6 +184,7 @@ out:
         buf_done(&out);
         buf_done(&warnings);
         cli_state_done(&o.st);
+        intake_free(intake);
         config_done(&cfg);
         return ret;
 }
