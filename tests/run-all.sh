@@ -55,6 +55,8 @@ run style-sizes python3 "$here/../tools/check-sizes.py"
 run style-layers python3 "$here/../tools/layers.py" --objects "$build"
 run golden "$here/golden/run.sh" "$build"
 run golden-nft "$here/golden-nft/run.sh" "$build"
+# Either wire format of the same state gives the same rules and warnings.
+run golden-formats python3 "$here/golden/formats.py" "$build"
 # Socket load balancing sends this node's traffic where those rules do.
 run golden-socket-lb python3 "$here/golden/socketlb.py" "$build"
 # explain against upstream's packet-flow expectations, its reasons, and the goldens' chains.
@@ -94,6 +96,12 @@ run e2e-nft env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2ENftable
 run e2e-userspace env KPROXY_BUILD="$build" python3 "$here/e2e/test_userspace.py"
 run e2e-socket-lb env KPROXY_BUILD="$build" python3 "$here/e2e/test_socketlb.py"
 run e2e-api-faults-userspace env KPROXY_BUILD="$build" FAULT_SEQUENCES=8 FAULT_MODE=userspace \
+    python3 "$here/e2e/test_api_faults.py"
+# Everything above reads the API in protobuf, kproxy's default; these
+# again in JSON (--kube-api-content-type application/json).
+run e2e-nft-json env KPROXY_BUILD="$build" KPROXY_E2E_CONTENT_TYPE=application/json \
+    python3 "$here/e2e/test_e2e.py" E2ENftables
+run e2e-api-faults-json env KPROXY_BUILD="$build" FAULT_SEQUENCES=8 KPROXY_E2E_CONTENT_TYPE=application/json \
     python3 "$here/e2e/test_api_faults.py"
 
 host_unchanged() {

@@ -230,6 +230,13 @@ class Lab:
 
     # --- kproxy ---
 
+    @staticmethod
+    def content_type_args():
+        """The wire format: kproxy's default (protobuf) unless the run asks
+        for another (KPROXY_E2E_CONTENT_TYPE=application/json)."""
+        ct = os.environ.get("KPROXY_E2E_CONTENT_TYPE")
+        return ["--kube-api-content-type", ct] if ct else []
+
     def start_kproxy(self, *extra, mode=None, env_path=None):
         """Starts kproxy in n1 (with env_path: that PATH and no other)."""
         self.kproxy_log = os.path.join(self.tmp, "kproxy.log")
@@ -237,7 +244,8 @@ class Lab:
                 "--hostname-override", "node-1",
                 "--cluster-cidr", "10.244.0.0/16", "--healthz-bind-address", "127.0.0.1:10256",
                 "--metrics-bind-address", "127.0.0.1:10249", "--watch-idle-timeout", "4s",
-                "--iptables-sync-period", "4s", "--state-dir", self.state_dir, "-v=2"] + list(extra)
+                "--iptables-sync-period", "4s", "--state-dir", self.state_dir, "-v=2"] + \
+            self.content_type_args() + list(extra)
         with open(self.kproxy_log, "a") as f:
             f.write("=== start %s\n" % " ".join(args))
         self.kproxy = self.spawn("kproxy", args, ns="n1", log=self.kproxy_log)

@@ -139,6 +139,14 @@ class Suite:
         self.assertEqual(lab.leftovers(self.OTHER), [], "%s mode's rules" % self.OTHER)
         self.assert_first_sync_rules()
         self.assertKproxyRunning()
+        # The wire format: protobuf with no flag (kube-proxy's default), JSON
+        # when the run asks for it; every list kproxy made was answered so.
+        want = os.environ.get("KPROXY_E2E_CONTENT_TYPE") or "application/vnd.kubernetes.protobuf"
+        lists = [e for e in lab.state_requests() if e["userAgent"].startswith("kproxy/") and
+                 "watch=1" not in e["path"] and e.get("status") == 200]
+        self.assertTrue(lists)
+        self.assertEqual({e.get("contentType") for e in lists}, {want}, lists)
+        self.assertEqual({e.get("accept") for e in lists}, {want + ", */*"})
 
     def test_01b_leaving_node_fails_healthz_not_livez(self):
         lab = self.lab
