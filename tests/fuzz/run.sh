@@ -28,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # streams need room for several objects, the rest stay small.
 max_len() {
     case $1 in
-    state | watch | nft-dump) echo 16384 ;;
+    state | watch | nft-dump | proto) echo 16384 ;;
     iptables | decode) echo 8192 ;;
     *) echo 4096 ;;
     esac

@@ -236,8 +236,43 @@ def iptables():
         put("iptables", name + "-same", struct.pack("<HHH", len(a), 0, len(a)) + a + a)
 
 
+def proto(objs):
+    """The stand-in API server's own protobuf (tests/apiserver/kapi_proto.py)
+    of the goldens' objects: lists, objects and Statuses, watch streams, an
+    event's head. The first byte picks fuzz-proto's reader."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
+    import kapi_proto as kp
+    clear("proto")
+    versions = {"Service": "v1", "Node": "v1", "EndpointSlice": "discovery.k8s.io/v1"}
+    sources = {"Service": 0, "EndpointSlice": 1, "Node": 2, "ServiceCIDR": 3}
+    objs = dict(objs, ServiceCIDR=[("servicecidr", SERVICE_CIDR)])
+    versions["ServiceCIDR"] = "networking.k8s.io/v1"
+    frames = []
+    for kind, entries in sorted(objs.items()):
+        if kind not in versions:
+            continue
+        items = [o for _, o in entries[:6]]
+        body = kp.encode_list(versions[kind], kind, {"resourceVersion": "42", "continue": "c"}, items)
+        put("proto", "list-" + kind.lower(), bytes([sources[kind] << 4]) + body)
+        for i, (test, o) in enumerate(entries[:3]):
+            o = dict(o, apiVersion=versions[kind], kind=kind)
+            put("proto", "object-%s-%d" % (kind.lower(), i), b"\x01" + kp.encode_object(o))
+            frames.append(kp.watch_frame(["ADDED", "MODIFIED", "DELETED"][i % 3], o, versions[kind], kind))
+    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired",
+              "message": "too old resource version: 1 (5)",
+              "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "m"}]}}
+    put("proto", "status", b"\x01" + kp.encode_status(status))
+    frames.append(kp.watch_frame("ERROR", status, "v1", "Status"))
+    frames.append(kp.watch_frame("BOOKMARK", {"metadata": {"resourceVersion": "9"}}, "v1", "Service"))
+    put("proto", "watch", b"\x02" + b"".join(frames))
+    put("proto", "watch-cut", b"\x02" + b"".join(frames)[:-7])
+    put("proto", "describe", b"\x03" + frames[0][4:200])
+
+
 if __name__ == "__main__":
     decode_and_watch(golden_objects())
+    proto(golden_objects())
     config()
     kubeconfig()
     log()
