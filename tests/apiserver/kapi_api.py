@@ -156,6 +156,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         if self.server.app.gzip and len(body) >= GZIP_MIN and "gzip" in enc:
             body = gzip.compress(body, 1)
             headers = dict(headers or {}, **{"Content-Encoding": "gzip"})
+            self.server.app.reqlog.set(self._entry, gzip=True)
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Cache-Control", "no-cache, private")

@@ -99,10 +99,51 @@ def knobs(kproxy):
     return problems
 
 
+def gzip_lists(kproxy):
+    """Lists over the API server's 128 KiB, which it gzips for a client that
+    accepts it (kproxy does, as Go's transport): the same rules either way,
+    and every list of both runs was gzipped. Returns problems."""
+    problems, rules = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        state = os.path.join(tmp, "state.json")
+        with open(state, "w") as f:
+            subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "bench", "gen_cluster.py"),
+                            "--unique-nodeports", "1000", "10", "node-0"], stdout=f, check=True)
+        kapi, ctl = start_kapi(tmp, [state])
+        if ctl is None:
+            return ["the stand-in did not start"]
+        try:
+            for fmt in ("application/vnd.kubernetes.protobuf", "application/json"):
+                seen = len(requests(ctl))
+                p = subprocess.run([kproxy, "render", "--kubeconfig", os.path.join(tmp, "kubeconfig"),
+                                    "--kube-api-content-type", fmt, "--hostname-override", "node-0",
+                                    "--cluster-cidr", "10.128.0.0/9"], capture_output=True, timeout=60)
+                big = [r for r in requests(ctl)[seen:] if r["userAgent"].startswith("kproxy/") and
+                       "watch=" not in r["path"] and ("services" in r["path"] or "endpointslices" in r["path"])]
+                rules[fmt] = p.stdout
+                if p.returncode != 0 or len(big) < 2 or not all(r.get("gzip") for r in big):
+                    problems.append("%s: exit %d, lists gzipped: %s" % (fmt, p.returncode,
+                                                                       [r.get("gzip", False) for r in big]))
+        finally:
+            kapi.kill()
+            kapi.wait()
+    if len(set(rules.values())) != 1 or not rules["application/json"]:
+        problems.append("the rules of gzipped lists differ between the formats")
+    return problems
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     kproxy = os.path.join(build, "kproxy")
     passed = failed = skipped = 0
+    problems = gzip_lists(kproxy)
+    for p in problems:
+        print("FAIL gzip: " + p)
+    if problems:
+        failed += 1
+    else:
+        passed += 1
+        print("ok   gzipped lists (1000 services x 10 endpoints) read, the same rules in both formats")
     problems = knobs(kproxy)
     for p in problems:
         print("FAIL knobs: " + p)
@@ -139,9 +180,10 @@ def main():
                     mine = [r for r in requests(ctl)[seen:] if r["userAgent"].startswith("kproxy/") and
                             "watch=" not in r["path"]]
                     types = {(r.get("contentType") or "").split(";")[0] for r in mine if r.get("status") == 200}
+                    gzipped = any(r.get("gzip") for r in mine)
                     # klog's header (time, pid) differs from run to run.
                     err = re.sub(rb"(?m)^([IWEF])\d{4} [\d:.]+ +\d+ ", rb"\1 ", p.stderr)
-                    out[fmt] = (p.returncode, p.stdout, err, types)
+                    out[fmt] = (p.returncode, p.stdout, err, types, gzipped)
                 pb, js = out["protobuf"], out["json"]
                 problems = []
                 if pb[0] != 0 or js[0] != 0:
@@ -159,6 +201,7 @@ def main():
                     problems.append("the JSON run was answered in %s" % sorted(js[3]))
                 if not pb[1]:
                     problems.append("no rules at all")
+
             finally:
                 kapi.kill()
                 kapi.wait()
