@@ -195,13 +195,27 @@ demo: deps
 	examples/demo.sh $(BUILD) $(PROXY_MODE)
 
 bench: deps bench-deps
-	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render build-bench/bench-nftsync build-bench/bench-socklb bench-tools
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-render build-bench/bench-nftsync build-bench/bench-socklb build-bench/bench-wire bench-tools
 	bench/run.sh build-bench $(BENCH_SIZES) $(BENCH_XL)
 	bench/programming.py --json bench/results.json build-bench $(BENCH_PROG_SIZES) $(BENCH_XL)
 	bench/userspace.py build-bench $(BENCH_USERSPACE_SIZES)
 	bench/socketlb.py build-bench $(BENCH_SOCKET_LB_SIZES)
 	bench/trace_overhead.py build-bench
+	bench/wire.py --json bench/wire.json build-bench $(BENCH_WIRE_SIZES)
 	bench/plot.py bench/results.json bench/plots
+
+# JSON against protobuf on the wire (bench/wire.py): list and watch bytes,
+# the client's CPU to read them, a fleet on paper; loopback only.
+BENCH_WIRE_SIZES ?= 10000 100000
+bench-wire: deps
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all build-bench/bench-wire
+	bench/wire.py --json bench/wire.json build-bench $(BENCH_WIRE_SIZES)
+
+# protobuf-c against kproxy's own protobuf reader (bench/protobuf-c/README.md).
+bench-protobuf-c: deps
+	@$(call apt_missing,protobuf-c-compiler libprotobuf-c-dev)
+	$(MAKE) BUILD=build-bench OPT="-O2 -g -DNDEBUG" all
+	bench/protobuf-c/run.sh build-bench
 
 # Only userspace mode beside nftables mode (bench/userspace.py): connections/s,
 # throughput, kproxy's CPU per GB at 1 and 20k services.
@@ -264,6 +278,8 @@ $(BUILD)/bench-socklb: $(BUILD)/bench/bench-socklb.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench-nftsync: $(BUILD)/bench/bench-nftsync.o $(BUILD)/libkproxy-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/bench-wire: $(BUILD)/bench/bench-wire.o $(BUILD)/libkproxy-core.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 BENCH_TOOLS := $(BUILD)/bench/nftprobe $(BUILD)/bench/dp_client $(BUILD)/bench/dp_server $(BUILD)/bench/bulk
 bench-tools: $(BENCH_TOOLS)
 $(BUILD)/bench/bulk: tests/netns/bulk.c
@@ -314,7 +330,7 @@ uninstall:
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-prof build-gen
 
-.PHONY: all build-deps unit deps check image demo soak bench bench-compare bench-deps bench-programming bench-tools bench-userspace \
+.PHONY: all build-deps unit deps check image demo soak bench bench-wire bench-protobuf-c bench-compare bench-deps bench-programming bench-tools bench-userspace \
         bench-socket-lb clean fuzz fuzz-build \
         fuzz-long fuzz-seeds profile install uninstall
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_LIB_OBJ:.o=.d) \

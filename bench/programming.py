@@ -74,6 +74,8 @@ CLONE_NEWNET = 0x40000000
 SECTION = "## Programming latency and packet path"
 
 
+CONTENT_TYPE = None    # --content-type
+
 def log(*a):
     print(*a, flush=True)
 
@@ -453,7 +455,8 @@ class Kproxy:
                 "--hostname-override", NODE, "--cluster-cidr", CLUSTER_CIDR,
                 "--iptables-min-sync-period", min_sync,
                 "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249",
-                "-v=2"] + (shard_flags() if mode == "nftables" else []) + state_flags(run) + list(extra)
+                "-v=2"] + (shard_flags() if mode == "nftables" else []) + state_flags(run) + \
+            (["--kube-api-content-type", CONTENT_TYPE] if CONTENT_TYPE else []) + list(extra)
         with open(self.logfile, "a") as f:
             f.write("=== start %s\n" % " ".join(args))
         self.log_offset = os.path.getsize(self.logfile)
@@ -1318,8 +1321,10 @@ def main():
                     help="no ClientIP affinity (gen_cluster gives it to 1 service in 13; nftables mode makes a "
                          "named set per endpoint of those)")
     ap.add_argument("--tree", help="what the report names as the tree measured (default: git describe)")
+    ap.add_argument("--content-type", help="kproxy's --kube-api-content-type (default: kproxy's, protobuf)")
     args = ap.parse_args()
-    global SHARDS, STATE_DIR
+    global SHARDS, STATE_DIR, CONTENT_TYPE
+    CONTENT_TYPE = args.content_type
     SHARDS = args.nft_shards
     STATE_DIR = args.state_dir
     if args.from_json:

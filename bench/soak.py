@@ -341,12 +341,13 @@ def main():
     ap.add_argument("--converge-timeout", type=float, default=120)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--content-type", help="kproxy's --kube-api-content-type (default: kproxy's, protobuf)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("soak.py needs root (network namespaces)")
     # What programming.py's harness reads of its own options.
     hargs = argparse.Namespace(no_affinity=False, nft_shards=0, state_dir=True)
-    P.SHARDS, P.STATE_DIR = 0, True
+    P.SHARDS, P.STATE_DIR, P.CONTENT_TYPE = 0, True, args.content_type
     results, failed = [], False
     for mode in args.modes.replace(",", " ").split():
         run = P.Run(args.build, hargs)
