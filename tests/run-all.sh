@@ -98,11 +98,17 @@ run e2e-socket-lb env KPROXY_BUILD="$build" python3 "$here/e2e/test_socketlb.py"
 run e2e-api-faults-userspace env KPROXY_BUILD="$build" FAULT_SEQUENCES=8 FAULT_MODE=userspace \
     python3 "$here/e2e/test_api_faults.py"
 # Everything above reads the API in protobuf, kproxy's default; these
-# again in JSON (--kube-api-content-type application/json).
-run e2e-nft-json env KPROXY_BUILD="$build" KPROXY_E2E_CONTENT_TYPE=application/json \
-    python3 "$here/e2e/test_e2e.py" E2ENftables
-run e2e-api-faults-json env KPROXY_BUILD="$build" FAULT_SEQUENCES=8 KPROXY_E2E_CONTENT_TYPE=application/json \
-    python3 "$here/e2e/test_api_faults.py"
+# again in JSON (--kube-api-content-type application/json). The sanitizer
+# pass leaves them out (KPROXY_SKIP_JSON_E2E=1): the JSON reader ran under
+# it before protobuf existed, and does in the unit tests and goldens.
+if [ "${KPROXY_SKIP_JSON_E2E:-0}" != 1 ]; then
+    run e2e-nft-json env KPROXY_BUILD="$build" KPROXY_E2E_CONTENT_TYPE=application/json \
+        python3 "$here/e2e/test_e2e.py" E2ENftables
+    run e2e-api-faults-json env KPROXY_BUILD="$build" FAULT_SEQUENCES=8 KPROXY_E2E_CONTENT_TYPE=application/json \
+        python3 "$here/e2e/test_api_faults.py"
+else
+    echo "== e2e-nft-json, e2e-api-faults-json: skipped (KPROXY_SKIP_JSON_E2E=1)"
+fi
 
 host_unchanged() {
     local after
