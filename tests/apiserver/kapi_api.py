@@ -460,7 +460,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                                                                         "Metadata"), table))
         if self._proto:
             cache = self.server.app.pb_cache
-            if len(cache) > 2 * len(keys) + 1000:
+            if len(cache) > 2 * sum(len(o) for o in store.objs.values()) + 1000:
                 cache.clear()       # the objects of past versions, kept alive by it
             return self._reply(200, proto.encode_list(kind.api_version, kind.kind, meta, items, cache),
                                proto.MEDIA)
