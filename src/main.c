@@ -93,7 +93,8 @@ static const char render_usage[] =
         "state in STATE (files as printed by `kubectl get\n"
         "services,endpointslices,nodes -A -o json|yaml`, or YAML manifests; - is\n"
         "stdin), or, without STATE, for the API server's state now (one list of\n"
-        "each resource, as --kubeconfig or --master reach it), in the mode of --proxy-mode (" PROXY_MODE_NAMES "):\n"
+        "each resource, as --kubeconfig or --master reach it), in the mode of\n"
+        "--proxy-mode (" PROXY_MODE_NAMES "):\n"
         "the iptables-restore input, the nft script (--output netlink: the netlink\n"
         "batch), or the addresses and frontends userspace mode serves. With\n"
         "--socket-lb: what its maps would hold instead, a line per translated\n"
@@ -163,6 +164,9 @@ static int cmd_render(int argc, char **argv) {
 
         r = render_params_init(&params, o.st.ip_family ? (uint8_t) o.st.ip_family : 4, &cfg, o.st.node_name,
                                model_node(m), &o.st.host, &warnings);
+        cli_log_lines(&warnings);
+        if (r < 0)
+                goto out;
         /* --socket-lb: what its maps would hold, instead of the rules. */
         const struct backend_ops *ops = cfg.socket_lb ? backend_companions[0] : backend_for_mode(cfg.mode);
         r = ops ? ops->render(m, &params, cidrs, n_cidrs, o.netlink, &out) : -EOPNOTSUPP;
