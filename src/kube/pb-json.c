@@ -125,7 +125,6 @@ struct parts {
         uint64_t v[4];
         const uint8_t *s[4];
         size_t s_len[4];
-        bool has[4];
 };
 
 static int parts(struct walk *w, const char *name, const uint8_t *data, size_t len, struct parts *ret) {
@@ -143,10 +142,7 @@ static int parts(struct walk *w, const char *name, const uint8_t *data, size_t l
                         ret->s_len[f.number] = f.len;
                 } else if (f.wire == PB_WIRE_VARINT) {
                         ret->v[f.number] = f.value;
-                } else {
-                        continue;
                 }
-                ret->has[f.number] = true;
         }
         return k < 0 ? fail(w, name, why) : 0;
 }

@@ -7,7 +7,7 @@
 /* Groups inside groups deeper than this are no message of the API's. */
 #define GROUP_DEPTH 16
 
-static int varint(struct pb_reader *r, uint64_t *ret, const char **why) {
+int pb_varint(struct pb_reader *r, uint64_t *ret, const char **why) {
         uint64_t v = 0;
 
         for (unsigned shift = 0; shift < 70; shift += 7) {
@@ -81,7 +81,7 @@ static int next(struct pb_reader *r, struct pb_field *f, unsigned depth, const c
 
         if (r->p >= r->end)
                 return 0;
-        if (varint(r, &tag, why) < 0)
+        if (pb_varint(r, &tag, why) < 0)
                 return -EINVAL;
         if (tag >> 3 == 0 || tag >> 3 > 0x1fffffff) {
                 *why = "field number out of range";
@@ -90,13 +90,13 @@ static int next(struct pb_reader *r, struct pb_field *f, unsigned depth, const c
         *f = (struct pb_field) {.number = (uint32_t) (tag >> 3), .wire = (enum pb_wire) (tag & 7)};
         switch (f->wire) {
         case PB_WIRE_VARINT:
-                return varint(r, &f->value, why) < 0 ? -EINVAL : 1;
+                return pb_varint(r, &f->value, why) < 0 ? -EINVAL : 1;
         case PB_WIRE_I64:
                 return fixed(r, 8, &f->value, why) < 0 ? -EINVAL : 1;
         case PB_WIRE_I32:
                 return fixed(r, 4, &f->value, why) < 0 ? -EINVAL : 1;
         case PB_WIRE_LEN:
-                if (varint(r, &len, why) < 0)
+                if (pb_varint(r, &len, why) < 0)
                         return -EINVAL;
                 if (len > (uint64_t) (r->end - r->p)) {
                         *why = "length past the end";

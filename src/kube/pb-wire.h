@@ -38,6 +38,10 @@ static inline struct pb_reader pb_reader_of(const void *data, size_t len) {
         return (struct pb_reader) {p, p ? p + len : p};
 }
 
+/* One varint at r into *ret. Returns 0, or -EINVAL (*why: "truncated
+ * varint", "varint over 64 bits"). */
+int pb_varint(struct pb_reader *r, uint64_t *ret, const char **why);
+
 /* The next field into *f. Returns 1, 0 at the message's end, or -EINVAL on
  * a malformed field (*why says what: "truncated", "varint too long", ...).
  * A group is returned whole (SGROUP, data..len up to its EGROUP). */

@@ -140,32 +140,20 @@ static void copy_name(const uint8_t *p, size_t n, char *out, size_t outlen) {
  * to what is there, so the first fields of a huge object still show. */
 static void head_fields(const uint8_t *p, size_t n, const uint8_t **f1, size_t *l1, uint32_t want1,
                         const uint8_t **f2, size_t *l2, uint32_t want2) {
-        const uint8_t *end = p + n;
+        struct pb_reader r = pb_reader_of(p, n);
+        const char *why;
+        uint64_t tag, len;
 
-        while (p < end) {
-                uint64_t tag = 0, len = 0;
-                unsigned shift = 0;
-                while (p < end && shift < 64) {
-                        tag |= (uint64_t) (*p & 0x7f) << shift;
-                        shift += 7;
-                        if (!(*p++ & 0x80))
-                                break;
-                }
-                if ((tag & 7) != PB_WIRE_LEN)
-                        return;         /* the describe reads length fields only: stop at anything else */
-                shift = 0;
-                while (p < end && shift < 64) {
-                        len |= (uint64_t) (*p & 0x7f) << shift;
-                        shift += 7;
-                        if (!(*p++ & 0x80))
-                                break;
-                }
-                size_t have = (size_t) (end - p) < len ? (size_t) (end - p) : (size_t) len;
+        while (r.p < r.end && pb_varint(&r, &tag, &why) == 0 && (tag & 7) == PB_WIRE_LEN) {
+                /* The describe reads length fields only: it stops at anything else. */
+                if (pb_varint(&r, &len, &why) < 0)
+                        return;
+                size_t have = (size_t) (r.end - r.p) < len ? (size_t) (r.end - r.p) : (size_t) len;
                 if (tag >> 3 == want1)
-                        *f1 = p, *l1 = have;
+                        *f1 = r.p, *l1 = have;
                 else if (tag >> 3 == want2 && f2)
-                        *f2 = p, *l2 = have;
-                p += have;
+                        *f2 = r.p, *l2 = have;
+                r.p += have;
         }
 }
 
