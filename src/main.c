@@ -150,7 +150,7 @@ static int cmd_render(int argc, char **argv) {
         if (from_api) {
                 /* One list of everything the daemon watches, as explain
                  * takes it: what the daemon would write for this cluster now. */
-                if (cli_snapshot(&cfg, o.st.node_name, RENDER_API_TIMEOUT_MS, &intake) < 0) {
+                if (cli_snapshot(&cfg, o.st.node_name, &o.st.admit, RENDER_API_TIMEOUT_MS, &intake) < 0) {
                         ret = EXIT_FAILURE;
                         goto out;
                 }

@@ -95,6 +95,8 @@ run e2e-api-faults env KPROXY_BUILD="$build" FAULT_SEQUENCES=15 python3 "$here/e
 run e2e-nft env KPROXY_BUILD="$build" python3 "$here/e2e/test_e2e.py" E2ENftables
 run e2e-userspace env KPROXY_BUILD="$build" python3 "$here/e2e/test_userspace.py"
 run e2e-socket-lb env KPROXY_BUILD="$build" python3 "$here/e2e/test_socketlb.py"
+# The externalIPs hijack refused in every mode (docs/security.md).
+run e2e-allow-list env KPROXY_BUILD="$build" python3 "$here/e2e/test_allowlist.py"
 run e2e-api-faults-userspace env KPROXY_BUILD="$build" FAULT_SEQUENCES=8 FAULT_MODE=userspace \
     python3 "$here/e2e/test_api_faults.py"
 # Everything above reads the API in protobuf, kproxy's default; these

@@ -183,7 +183,7 @@ int cli_explain(int argc, char **argv) {
                                 goto out;
                         cidrs = cli_state_service_cidrs(&o.st, &n_cidrs);
                 } else {
-                        r = cli_snapshot(&cfg, o.st.node_name, API_TIMEOUT_MS, &intake);
+                        r = cli_snapshot(&cfg, o.st.node_name, &o.st.admit, API_TIMEOUT_MS, &intake);
                         if (r < 0)
                                 goto out;
                         m = intake_model(intake);

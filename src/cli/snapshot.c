@@ -50,7 +50,8 @@ static void on_timeout(struct ev_loop *l, void *userdata) {
         ev_stop(l);
 }
 
-int cli_snapshot(const struct kproxy_config *c, const char *node, uint64_t timeout_ms, struct intake **ret) {
+int cli_snapshot(const struct kproxy_config *c, const char *node, const struct admit_policy *admit,
+                 uint64_t timeout_ms, struct intake **ret) {
         _cleanup_(kube_conn_done) struct kube_conn conn = {0};
         struct snapshot s = {0};
         struct kube_client *client = NULL;
@@ -69,6 +70,7 @@ int cli_snapshot(const struct kproxy_config *c, const char *node, uint64_t timeo
         r = intake_new(node, NULL, &s.intake);
         if (r < 0)
                 goto out;
+        intake_set_admission(s.intake, admit);
         r = kube_client_new(s.loop, &conn, &client);
         if (r < 0)
                 goto out;
@@ -92,6 +94,7 @@ int cli_snapshot(const struct kproxy_config *c, const char *node, uint64_t timeo
                 r = -ETIMEDOUT;
         }
         if (r >= 0) {
+                intake_set_admission(s.intake, NULL);   /* the lists are in: admit is not kept */
                 *ret = s.intake;
                 s.intake = NULL;
                 r = 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "host/admission.h"
 #include "kube/decode.h"
 #include "kube/load.h"
 #include "model/model.h"
@@ -272,7 +273,32 @@ int cli_state_prepare(struct cli_state *s, const struct kproxy_config *c) {
                                                                        : "";
         s->model = model_new();
         s->service_cidrs = service_cidrs_new();
-        return s->model && s->service_cidrs ? 0 : -ENOMEM;
+        if (!s->model || !s->service_cidrs)
+                return -ENOMEM;
+        return admission_from_config(c, &s->admit);
+}
+
+/* The claimed addresses, decided once every object is in (the API
+ * server's endpoints and the Node among them); each refusal a warning,
+ * in the services' order. */
+static void admit_all(struct cli_state *s) {
+        struct buf line = BUF_INIT;
+        size_t n;
+        const struct svc **all = model_services_sorted(s->model, &n);
+
+        for (size_t i = 0; i < n; i++) {
+                struct svc *a = admit_claims(all[i]) ? admit_service(&s->admit, s->model, all[i]) : NULL;
+                if (!a)
+                        continue;
+                for (uint32_t k = 0; k < a->n_refused; k++) {
+                        buf_clear(&line);
+                        admit_describe_refusal(a->key, &a->refused[k], &line);
+                        log_warning("%s", line.data);
+                }
+                model_service_upsert(s->model, a);      /* frees all[i], not read again */
+        }
+        free(all);
+        buf_done(&line);
 }
 
 int cli_state_load(struct cli_state *s, const char *cmd, char **files, size_t n_files) {
@@ -286,6 +312,7 @@ int cli_state_load(struct cli_state *s, const char *cmd, char **files, size_t n_
         }
         if (!model_node(s->model))
                 log_warning("Node %s is not in the state: no node IPs, labels or pod CIDRs", s->node_name);
+        admit_all(s);
         return 0;
 }
 
@@ -299,6 +326,7 @@ void cli_state_done(struct cli_state *s) {
         free(s->flag_cidrs);
         service_cidrs_free(s->service_cidrs);
         model_free(s->model);
+        admit_policy_done(&s->admit);
         host_facts_done(&s->host);
         *s = (struct cli_state) {0};
 }

@@ -13,6 +13,7 @@
 
 #include "host/host.h"
 #include "host/render-params.h"
+#include "model/admit.h"
 #include "util/inet.h"
 
 struct buf;
@@ -32,6 +33,7 @@ struct cli_state {
         int ip_family;                          /* --ip-family, or 0 */
         const char *node_name;
         struct model *model;
+        struct admit_policy admit;              /* --external-ip-cidrs, --load-balancer-ip-cidrs */
 };
 
 /* The state's flags, for config_parse_args() with userdata a struct
@@ -45,8 +47,10 @@ int cli_state_init(struct cli_state *s);
 /* After config_finish(): the node name, the iptables backend's probe, an
  * empty model. Returns 0 or -ENOMEM. */
 int cli_state_prepare(struct cli_state *s, const struct kproxy_config *c);
-/* Loads the files into the model. Returns 0, or -errno with the
- * problem said on stderr, prefixed with cmd. */
+/* Loads the files into the model, the services' claimed addresses
+ * decided by the allow-lists (each refusal a warning, as the daemon logs
+ * it). Returns 0, or -errno with the problem said on stderr, prefixed
+ * with cmd. */
 int cli_state_load(struct cli_state *s, const char *cmd, char **files, size_t n_files);
 /* The ServiceCIDRs: the state's objects' and --service-cidrs. */
 const struct inet_cidr *cli_state_service_cidrs(struct cli_state *s, size_t *ret_n);

@@ -219,6 +219,9 @@ static int file_adopt(struct kproxy_config *c, struct kproxy_config *file) {
         c->socket_lb = old.socket_lb;
         c->socket_lb_cgroup = TAKE_PTR(old.socket_lb_cgroup);
         c->socket_lb_pin_dir = TAKE_PTR(old.socket_lb_pin_dir);
+        c->external_ip_cidrs = old.external_ip_cidrs;
+        c->lb_ip_cidrs = old.lb_ip_cidrs;
+        old.external_ip_cidrs = old.lb_ip_cidrs = (struct config_cidr_list) {0};
         c->cleanup = old.cleanup;
         c->init_only = old.init_only;
         c->show_version = old.show_version;

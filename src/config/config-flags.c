@@ -23,6 +23,7 @@
 #include "config/config-message.h"
 #include "config/config-types.h"
 #include "config/config-value.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 
@@ -170,6 +171,40 @@ static int flag_set_nodeport_addresses(struct kproxy_config *c, const struct con
                 size_t len = strcspn(p, ",");
                 int r = config_value_strv_push(&c->nodeport_addresses, &c->n_nodeport_addresses, p, len);
 
+                if (r < 0)
+                        return r;
+                if (!p[len])
+                        return 0;
+                p += len + 1;
+        }
+}
+
+/* kproxy's allow-lists: comma-separated CIDRs, or just "none"; the first
+ * use replaces, later ones append, as pflag's StringSlice. */
+static int flag_set_cidr_list(struct kproxy_config *c, const struct config_flag *f, const char *v, bool first,
+                              struct buf *why) {
+        struct config_cidr_list *l = flag_target(c, f);
+
+        if (first) {
+                config_value_strv_free(l->v, l->n);
+                *l = (struct config_cidr_list) {0};
+        }
+        if (!*v)
+                return 0;
+        for (const char *p = v;;) {
+                size_t len = strcspn(p, ",");
+                _cleanup_free_ char *item = xstrndup(p, len);
+                bool none = streq(item, "none");
+                if ((none && l->n > 0) || (!none && l->n == 1 && streq(l->v[0], "none"))) {
+                        buf_puts(why, "\"none\" cannot be combined with CIDRs");
+                        return -EINVAL;
+                }
+                if (!none && config_value_cidr_family(item) == 0) {
+                        buf_printf(why, "\"%s\" is not a CIDR (an address alone is ADDR/32 or ADDR/128; \"none\" "
+                                        "admits nothing)", item);
+                        return -EINVAL;
+                }
+                int r = config_value_strv_push(&l->v, &l->n, p, len);
                 if (r < 0)
                         return r;
                 if (!p[len])
@@ -438,6 +473,11 @@ static const struct config_flag flag_table[] = {
         { .name = "detect-local-mode", .set = flag_set_detect_local_mode, .type = "LocalMode", .def = "ClusterCIDR",
           .help = "How to recognise traffic from local pods: ClusterCIDR, NodeCIDR, BridgeInterface or "
                   "InterfaceNamePrefix." },
+        { .name = "external-ip-cidrs", .set = flag_set_cidr_list, CFG(external_ip_cidrs), .type = "strings",
+          .help = "kproxy's own: the CIDRs that Services' spec.externalIPs may take; others are not "
+                  "programmed, nor (unless listed alone, as ADDR/32) the API server's, this node's, loopback, "
+                  "link-local and multicast addresses; \"none\": no external IP at all. Unset: every "
+                  "address, as kube-proxy (docs/security.md). Kept with --config too." },
         { .name = "feature-gates", .set = flag_set_feature_gates, .type = "mapStringBool",
           .help = "Feature gates to switch, as name=true|false,... (kube-proxy 1.34's gates; an unknown "
                   "one, or a locked one set against its lock, stops kproxy at start-up). Ignored with "
@@ -505,6 +545,10 @@ static const struct config_flag flag_table[] = {
         { .name = "kubeconfig", .set = flag_set_string, CFG(kubeconfig), .type = "string",
           .help = "Kubeconfig file with the API server and credentials (--master overrides the "
                   "server)." },
+        { .name = "load-balancer-ip-cidrs", .set = flag_set_cidr_list, CFG(lb_ip_cidrs), .type = "strings",
+          .help = "kproxy's own: the CIDRs that Services' load-balancer ingress IPs may take, as "
+                  "--external-ip-cidrs for externalIPs. Unset: every address, as kube-proxy. Kept with "
+                  "--config too." },
         { .name = "log-flush-frequency", .set = flag_set_duration, CFG(log_flush_frequency_ms),
           .type = "duration", .def = "5s",
           .help = "Longest time buffered info lines (--log-*-info-buffer-size) wait before they are "

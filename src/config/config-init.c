@@ -96,6 +96,8 @@ void config_done(struct kproxy_config *c) {
         free(c->state_dir);
         free(c->socket_lb_cgroup);
         free(c->socket_lb_pin_dir);
+        config_value_strv_free(c->external_ip_cidrs.v, c->external_ip_cidrs.n);
+        config_value_strv_free(c->lb_ip_cidrs.v, c->lb_ip_cidrs.n);
         if (c->cmdline)
                 free(c->cmdline->hostname_override);
         free(c->cmdline);

@@ -66,6 +66,12 @@ struct config_cmdline;
 
 /* Optional strings are NULL when unset or empty, whichever way the input
  * spelled that ("", null, missing). */
+/* A flag's CIDRs, as given (checked when read). */
+struct config_cidr_list {
+        char **v;
+        size_t n;
+};
+
 struct kproxy_config {
         /* KubeProxyConfiguration fields */
         char *bind_address;             /* default "0.0.0.0" */
@@ -113,6 +119,10 @@ struct kproxy_config {
         bool socket_lb;                 /* --socket-lb, kproxy's own (docs/socket-lb.md) */
         char *socket_lb_cgroup;         /* --socket-lb-cgroup; NULL: the cgroup v2 root */
         char *socket_lb_pin_dir;        /* --socket-lb-pin-dir; NULL: /sys/fs/bpf/kproxy */
+        /* --external-ip-cidrs, --load-balancer-ip-cidrs, kproxy's own: the
+         * addresses services may claim (model/admit.h, docs/security.md).
+         * Empty: not in use, as upstream; just "none": nothing admitted. */
+        struct config_cidr_list external_ip_cidrs, lb_ip_cidrs;
         bool cleanup;                   /* --cleanup */
         bool init_only;                 /* --init-only */
         bool show_version;              /* --version */

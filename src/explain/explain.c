@@ -23,8 +23,10 @@
 #include "explain/explain-ipt.h"
 #include "explain/explain-nft.h"
 #include "explain/explain-plan.h"
+#include "model/admit.h"
 #include "model/model.h"
 #include "render/render.h"
+#include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/hmap.h"
 
@@ -133,6 +135,21 @@ static void set_match(struct explain_ctx *c, const struct svc *s, const struct s
         c->r->entry = e;
 }
 
+/* An address a service claims that the allow-lists refused: nothing
+ * programs it, and the note says why (model/admit.h). */
+static void note_refused(struct explain_ctx *c, const struct svc *s) {
+        for (uint32_t k = 0; k < s->n_refused; k++) {
+                const struct svc_refusal *r = &s->refused[k];
+                if (!inet_addr_equal(&r->addr, &c->q->dst))
+                        continue;
+                struct buf why = BUF_INIT;
+                admit_describe(r, &why);
+                explain_note(c->r, "%s claims the destination as its %s, which this node does not program: %s",
+                             s->key, admit_list_field((enum admit_list) r->list), why.data);
+                buf_done(&why);
+        }
+}
+
 /* The services' own addresses: cluster, external and load-balancer IPs. */
 static void locate_address(struct explain_ctx *c, const struct svc *const *svcs, size_t n_svcs) {
         const struct explain_query *q = c->q;
@@ -146,6 +163,8 @@ static void locate_address(struct explain_ctx *c, const struct svc *const *svcs,
                 bool is_ext = addr_in(&q->dst, s->external_ips, s->n_external_ips);
                 bool is_lb = addr_in(&q->dst, s->lb_ips, s->n_lb_ips);
                 bool any = false;
+                if (s->n_refused)
+                        note_refused(c, s);
                 if (!cip || !(is_cip || is_ext || is_lb))
                         continue;
                 for (size_t j = 0; j < s->n_ports; j++) {

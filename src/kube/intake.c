@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "kube/decode.h"
+#include "model/admit.h"
 #include "model/model.h"
 #include "model/servicecidrs.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/hmap.h"
@@ -29,7 +31,11 @@ struct intake {
         struct trigger *triggers;
         size_t n_triggers;
         bool node_deleted;              /* the API has no Node of ours (its last version is kept) */
+        const struct admit_policy *admit;       /* NULL: every claimed address admitted */
 };
+
+#define API_SERVER_SERVICE "default/kubernetes"
+
 
 static void replacing(struct intake *i, const char *key) {
         const struct svc *old = model_service_get(i->model, key);
@@ -48,16 +54,111 @@ static void mark(struct intake *i, const char *key) {
                 i->hooks.marked(i->hooks.ctx, key);
 }
 
+/* ---- The addresses services claim (model/admit.h). ---- */
+
+struct told {
+        struct intake *i;
+        const char *key;
+        const struct svc *now;
+};
+
+static void told_refused(const struct svc_refusal *r, void *ctx) {
+        struct told *t = ctx;
+        struct buf line = BUF_INIT;
+
+        admit_describe_refusal(t->key, r, &line);
+        log_warning("%s", line.data);
+        buf_done(&line);
+        if (t->i->hooks.refusal)
+                t->i->hooks.refusal(t->i->hooks.ctx, r, true);
+}
+
+static bool admitted_in(const struct svc *s, const struct svc_refusal *r) {
+        const struct inet_addr *l = r->list == ADMIT_EXTERNAL_IPS ? s->external_ips : s->lb_ips;
+        uint32_t n = r->list == ADMIT_EXTERNAL_IPS ? s->n_external_ips : s->n_lb_ips;
+        for (uint32_t k = 0; k < n; k++)
+                if (inet_addr_equal(&l[k], &r->addr))
+                        return true;
+        return false;
+}
+
+static void told_admitted(const struct svc_refusal *r, void *ctx) {
+        struct told *t = ctx;
+        char a[INET_ADDR_STRLEN];
+
+        if (t->now && admitted_in(t->now, r))
+                log_info("Service %s: programming its %s %s, which %s admits now", t->key,
+                         admit_list_field(r->list), inet_addr_format(&r->addr, a), admit_list_flag(r->list));
+        if (t->i->hooks.refusal)
+                t->i->hooks.refusal(t->i->hooks.ctx, r, false);
+}
+
+/* The refusals that came or went between two versions of a service. */
+static void tell(struct intake *i, const char *key, const struct svc *before, const struct svc *now) {
+        struct told t = {i, key, now};
+        if ((before && before->n_refused) || (now && now->n_refused))
+                admit_diff(before, now, told_refused, told_admitted, &t);
+}
+
+struct claimants {
+        const struct model *m;
+        char **keys;            /* owned copies: replacing a service frees its key */
+        size_t n;
+};
+
+static void collect_claimant(const char *key, void *ctx) {
+        struct claimants *c = ctx;
+        const struct svc *s = model_service_get(c->m, key);
+        if (!s || !admit_claims(s))
+                return;
+        c->keys = xrealloc(c->keys, (c->n + 1) * sizeof *c->keys);
+        c->keys[c->n++] = xstrdup(key);
+}
+
+static void replacing(struct intake *i, const char *key);
+static void mark(struct intake *i, const char *key);
+
+/* The API server's endpoints or the Node's addresses changed: every
+ * service that claims an address is decided again; those whose decision
+ * changed are replaced and marked, as if the API had changed them. */
+static unsigned readmit(struct intake *i) {
+        struct claimants c = {.m = i->model};
+        unsigned fx = 0;
+
+        if (!admit_policy_on(i->admit))
+                return 0;
+        model_service_keys(i->model, collect_claimant, &c);
+        for (size_t k = 0; k < c.n; k++) {
+                const struct svc *s = model_service_get(i->model, c.keys[k]);
+                struct svc *a = admit_service(i->admit, i->model, s);
+                if (a) {
+                        replacing(i, c.keys[k]);
+                        tell(i, c.keys[k], s, a);
+                        model_service_upsert(i->model, a);
+                        mark(i, c.keys[k]);
+                        fx |= INTAKE_SERVICE_CHANGE;
+                }
+                free(c.keys[k]);
+        }
+        free(c.keys);
+        return fx;
+}
+
+void intake_set_admission(struct intake *i, const struct admit_policy *p) {
+        i->admit = p;
+}
+
 static unsigned on_service(struct intake *i, const char *key, const json_t *obj) {
         char err[KUBE_ERRLEN];
         struct svc *s = NULL;
 
         if (!obj) {
                 replacing(i, key);
+                tell(i, key, model_service_get(i->model, key), NULL);
                 if (model_service_delete(i->model, key) < 0)
                         return 0;
                 mark(i, key);
-                return INTAKE_SERVICE_CHANGE;
+                return INTAKE_SERVICE_CHANGE | (strcmp(key, API_SERVER_SERVICE) == 0 ? readmit(i) : 0);
         }
         int r = kube_decode_service(obj, &s, err);
         if (r < 0) {
@@ -68,13 +169,21 @@ static unsigned on_service(struct intake *i, const char *key, const json_t *obj)
         replacing(i, key);
         if (r == KUBE_IGNORED) {
                 log_v(2, "Ignoring Service %s: %s", key, err);
+                tell(i, key, model_service_get(i->model, key), NULL);
                 if (model_service_delete(i->model, key) == 0)
                         mark(i, key);
                 return 0;
         }
+        struct svc *a = admit_service(i->admit, i->model, s);
+        if (a) {
+                svc_free(s);
+                s = a;
+        }
+        tell(i, key, model_service_get(i->model, key), s);
         model_service_upsert(i->model, s);
         mark(i, key);
-        return INTAKE_SERVICE_CHANGE;
+        /* The API server's cluster IP is never another service's. */
+        return INTAKE_SERVICE_CHANGE | (strcmp(key, API_SERVER_SERVICE) == 0 ? readmit(i) : 0);
 }
 
 static void add_trigger(struct intake *i, const struct slice *s) {
@@ -101,7 +210,7 @@ static unsigned on_slice(struct intake *i, const char *key, const json_t *obj) {
                 if (model_slice_delete(i->model, key) < 0 || !old_svc)
                         return 0;
                 mark(i, old_svc);
-                return INTAKE_ENDPOINTS_CHANGE;
+                return INTAKE_ENDPOINTS_CHANGE | (strcmp(old_svc, API_SERVER_SERVICE) == 0 ? readmit(i) : 0);
         }
         int r = kube_decode_slice(obj, &s, err);
         if (r < 0) {
@@ -111,8 +220,11 @@ static unsigned on_slice(struct intake *i, const char *key, const json_t *obj) {
         }
         if (r == KUBE_IGNORED) {
                 log_v(4, "Ignoring EndpointSlice %s: %s", key, err);
-                if (model_slice_delete(i->model, key) == 0 && old_svc)
+                if (model_slice_delete(i->model, key) == 0 && old_svc) {
                         mark(i, old_svc);
+                        if (strcmp(old_svc, API_SERVER_SERVICE) == 0)
+                                readmit(i);
+                }
                 return 0;
         }
         _cleanup_free_ char *svc = strdup(s->service_key);
@@ -123,7 +235,9 @@ static unsigned on_slice(struct intake *i, const char *key, const json_t *obj) {
         if (old_svc && strcmp(old_svc, svc) != 0)
                 mark(i, old_svc);
         mark(i, svc);
-        return INTAKE_ENDPOINTS_CHANGE;
+        /* The API server's endpoints are never another service's. */
+        bool api = strcmp(svc, API_SERVER_SERVICE) == 0 || (old_svc && strcmp(old_svc, API_SERVER_SERVICE) == 0);
+        return INTAKE_ENDPOINTS_CHANGE | (api ? readmit(i) : 0);
 }
 
 /* Labels (topology zone) and addresses change rules everywhere; the rest
@@ -157,7 +271,8 @@ static unsigned on_node(struct intake *i, const char *key, const json_t *obj) {
         unsigned fx = n->leaving ? INTAKE_NODE_INELIGIBLE : INTAKE_NODE_ELIGIBLE;
         bool same = node_same(model_node(i->model), n);
         model_node_set(i->model, n);
-        return same ? fx : fx | INTAKE_ALL_CHANGED;
+        /* Nor are this node's addresses. */
+        return same ? fx : fx | INTAKE_ALL_CHANGED | readmit(i);
 }
 
 static void log_service_cidrs(const struct intake *i) {

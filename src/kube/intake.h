@@ -22,6 +22,8 @@ struct hmap;
 struct inet_cidr;
 struct model;
 struct svc;
+struct svc_refusal;
+struct admit_policy;
 struct intake;
 
 enum intake_source {
@@ -48,11 +50,20 @@ struct intake_hooks {
         /* Service key was marked changed (the service may be gone). */
         void (*marked)(void *ctx, const char *key);
         void *ctx;
+        /* An address a service claims is refused now (refused), or no
+         * longer (the service admits it, dropped it or is gone): for the
+         * caller's counts. The intake logs each refusal as it appears. */
+        void (*refusal)(void *ctx, const struct svc_refusal *r, bool refused);
 };
 
 /* node_name: only this Node is taken in. Returns 0 or -ENOMEM. */
 int intake_new(const char *node_name, const struct intake_hooks *hooks, struct intake **ret);
 struct intake *intake_free(struct intake *i);
+/* Decides the addresses services claim with p (model/admit.h; borrowed;
+ * NULL, the default: every address admitted). Set before the first object.
+ * A change of the API server's endpoints or of the Node's addresses
+ * decides the claimants again, and marks those whose decision changed. */
+void intake_set_admission(struct intake *i, const struct admit_policy *p);
 
 /* An object now looks like obj (upsert), or is gone (obj NULL). Returns
  * what it meant, 0 for nothing. */

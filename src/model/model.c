@@ -92,6 +92,7 @@ struct svc *svc_free(struct svc *s) {
                 free(s->external_ips);
                 free(s->lb_ips);
                 free(s->source_ranges);
+                free(s->refused);
                 free(s->key);
         }
         free(s);
@@ -164,10 +165,12 @@ static size_t pack_room(size_t len, size_t align) {
         return len + align - 1;
 }
 
-struct svc *svc_pack(struct svc *s) {
+struct svc *svc_pack_copy(const struct svc *s) {
         size_t room = sizeof *s + pack_room(s->n_ports * sizeof *s->ports, _Alignof(struct svc_port)) +
                       s->n_external_ips * sizeof *s->external_ips + s->n_lb_ips * sizeof *s->lb_ips +
-                      s->n_source_ranges * sizeof *s->source_ranges + strlen(s->key) + 1;
+                      s->n_source_ranges * sizeof *s->source_ranges +
+                      pack_room(s->n_refused * sizeof *s->refused, _Alignof(struct svc_refusal)) +
+                      strlen(s->key) + 1;
         for (size_t i = 0; i < s->n_ports; i++)
                 room += strlen(s->ports[i].name) + 1;
         struct packer k;
@@ -177,10 +180,18 @@ struct svc *svc_pack(struct svc *s) {
         p->external_ips = pack_put(&k, s->external_ips, s->n_external_ips * sizeof *s->external_ips, 1);
         p->lb_ips = pack_put(&k, s->lb_ips, s->n_lb_ips * sizeof *s->lb_ips, 1);
         p->source_ranges = pack_put(&k, s->source_ranges, s->n_source_ranges * sizeof *s->source_ranges, 1);
+        p->refused = s->n_refused ? pack_put(&k, s->refused, s->n_refused * sizeof *s->refused,
+                                             _Alignof(struct svc_refusal))
+                                  : NULL;
         p->key = pack_str(&k, s->key);
         p->name = p->key + (s->name - s->key);
         for (size_t i = 0; i < s->n_ports; i++)
                 p->ports[i].name = pack_str(&k, s->ports[i].name);
+        return p;
+}
+
+struct svc *svc_pack(struct svc *s) {
+        struct svc *p = svc_pack_copy(s);
         svc_free(s);
         return p;
 }

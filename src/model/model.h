@@ -52,7 +52,17 @@ struct svc_port {
         uint16_t node_port;     /* 0: none */
 };
 
-/* Fields ordered so that a service is 120 bytes, not 144 (50k of them). */
+/* An address the service claims (spec.externalIPs, a VIP-mode
+ * load-balancer ingress IP) that this node does not program: kproxy's
+ * allow-lists refused it (model/admit.h). */
+struct svc_refusal {
+        struct inet_addr addr;
+        uint8_t list;           /* enum admit_list */
+        uint8_t reason;         /* enum admit_reason */
+        uint32_t index;         /* its place in the list the service gave */
+};
+
+/* Fields ordered so that a service is 128 bytes, not 152 (50k of them). */
 struct svc {
         char *key;              /* "namespace/name" ("name" when sent without a namespace) */
         const char *name;       /* points into key, past the slash (all of it without one) */
@@ -60,6 +70,9 @@ struct svc {
         struct inet_addr *external_ips;
         struct inet_addr *lb_ips;               /* VIP-mode ingress IPs only */
         struct inet_cidr *source_ranges;
+        /* Claimed but refused, in list then index order; external_ips and
+         * lb_ips hold only what is programmed. NULL without allow-lists. */
+        struct svc_refusal *refused;
         struct inet_addr cluster_ips[2];        /* at most one per family */
         uint8_t n_cluster_ips;
         bool affinity_client_ip;
@@ -67,6 +80,7 @@ struct svc {
         uint16_t health_check_node_port;        /* only for LoadBalancer + ETP Local */
         uint32_t n_ports, n_external_ips, n_lb_ips, n_source_ranges;
         uint32_t affinity_timeout;              /* seconds */
+        uint32_t n_refused;
         enum svc_type type;
         enum traffic_policy external_policy;
         enum traffic_policy internal_policy;
@@ -207,6 +221,8 @@ const struct inet_addr *svc_cluster_ip(const struct svc *s, uint8_t family);
  * excepted, rare), which saves malloc's overhead and rounding on each of
  * its pieces (100k objects at 50k services); s is freed. Aborts on OOM. */
 struct svc *svc_pack(struct svc *s);
+/* The same, of a service left as it is (it may be packed already). */
+struct svc *svc_pack_copy(const struct svc *s);
 struct slice *slice_pack(struct slice *s);
 struct node *node_free(struct node *n);
 

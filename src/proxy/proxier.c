@@ -25,11 +25,13 @@
 
 #include "config/config.h"
 #include "ev/ev.h"
+#include "host/admission.h"
 #include "host/host.h"
 #include "http/hcnp.h"
 #include "http/health.h"
 #include "http/metrics.h"
 #include "kube/intake.h"
+#include "model/admit.h"
 #include "model/model.h"
 #include "proxy/backend.h"
 #include "proxy/backends.h"
@@ -87,6 +89,11 @@ struct proxier {
         size_t n_fam;
         uint64_t n_syncs, n_failures;
         uint64_t n_kernel_changes;      /* findings of the backend's (env.changed) */
+        /* The allow-lists of the addresses services claim, and their
+         * refusals: now (a gauge), and since the start (a counter). */
+        struct admit_policy admit;
+        uint64_t refused_now[_ADMIT_LIST_MAX][_ADMIT_REASON_MAX];
+        uint64_t refused_total[_ADMIT_LIST_MAX][_ADMIT_REASON_MAX];
 };
 
 static void schedule_sync(struct proxier *p, uint64_t delay_ms);
@@ -145,6 +152,18 @@ static void on_marked(void *ctx, const char *key) {
                 for (size_t i = 0; i < p->n_fam; i++)
                         health_server_queued(p->health, p->fam[i].family);
         request_sync(p);
+}
+
+static void on_refusal(void *ctx, const struct svc_refusal *r, bool refused) {
+        struct proxier *p = ctx;
+        if (r->list >= _ADMIT_LIST_MAX || r->reason >= _ADMIT_REASON_MAX)
+                return;
+        if (refused) {
+                p->refused_now[r->list][r->reason]++;
+                p->refused_total[r->list][r->reason]++;
+        } else if (p->refused_now[r->list][r->reason] > 0) {
+                p->refused_now[r->list][r->reason]--;
+        }
 }
 
 void proxier_object(struct proxier *p, enum intake_source src, const char *key, const json_t *obj) {
@@ -226,9 +245,37 @@ static void on_backend_changed(void *core, uint8_t family, const char *why) {
                 request_sync(p);
 }
 
+/* The allow-lists' refusals, by list and reason (lists in use only). */
+static void expose_refusals(const struct proxier *p, struct buf *out) {
+        static const struct {
+                const char *name, *type, *help;
+        } m[2] = {
+                {"kproxy_service_ips_refused", "gauge",
+                 "Addresses that services claim (externalIPs, load-balancer ingress IPs) and this node does not "
+                 "program, by allow-list and reason."},
+                {"kproxy_service_ip_refusals_total", "counter",
+                 "Refusals of claimed service addresses logged since kproxy started, by allow-list and reason."},
+        };
+        for (int k = 0; k < 2; k++) {
+                buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name, m[k].type);
+                for (int l = 0; l < _ADMIT_LIST_MAX; l++) {
+                        if (!p->admit.lists[l].on)
+                                continue;
+                        for (int r = ADMIT_NOT_LISTED; r < _ADMIT_REASON_MAX; r++)
+                                buf_printf(out, "%s{list=\"%s\",reason=\"%s\"} %llu\n", m[k].name,
+                                           admit_list_label((enum admit_list) l),
+                                           admit_reason_name((enum admit_reason) r),
+                                           (unsigned long long) (k == 0 ? p->refused_now[l][r]
+                                                                        : p->refused_total[l][r]));
+                }
+        }
+}
+
 /* The mode's own metrics and /debug/backend, on the metrics server. */
 static void expose_backend(void *userdata, struct buf *out) {
         struct proxier *p = userdata;
+        if (admit_policy_on(&p->admit))
+                expose_refusals(p, out);
         if (p->ops->expose)
                 p->ops->expose(p->backend, out);
         if (p->companion_ops) {
@@ -573,7 +620,7 @@ static void schedule_sync(struct proxier *p, uint64_t delay_ms) {
 }
 
 int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier **ret) {
-        struct intake_hooks hooks = {on_replacing, on_marked, NULL};
+        struct intake_hooks hooks = {on_replacing, on_marked, NULL, on_refusal};
         struct proxier *p = xcalloc(1, sizeof *p);
         int r;
 
@@ -598,6 +645,12 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 proxier_free(p);
                 return r;
         }
+        r = admission_from_config(p->cfg, &p->admit);
+        if (r < 0) {
+                proxier_free(p);
+                return r;
+        }
+        intake_set_admission(p->intake, &p->admit);
         p->fam[p->n_fam++].family = 4;
         if (o->ipv6)
                 p->fam[p->n_fam++].family = 6;
@@ -631,7 +684,8 @@ int proxier_new(struct ev_loop *l, const struct proxier_opts *o, struct proxier 
                 health_server_set_socket_lb(p->health, "on");
         }
         p->check_timer = ev_timer_add(l, config_mode_sync(p->cfg)->sync_period_ms, on_check, p);
-        metrics_set_backend(p->metrics, p->ops->expose || p->companion_ops ? expose_backend : NULL,
+        metrics_set_backend(p->metrics,
+                            p->ops->expose || p->companion_ops || admit_policy_on(&p->admit) ? expose_backend : NULL,
                             p->ops->describe ? describe_backend : NULL, p);
         metrics_set_debug(p->metrics, explain_debug, p);
         *ret = p;
@@ -650,6 +704,7 @@ struct proxier *proxier_free(struct proxier *p) {
         if (p->companion)
                 p->companion_ops->destroy(p->companion);
         intake_free(p->intake);
+        admit_policy_done(&p->admit);
         udp_stale_free(p->udp);
         free(p->node_name);
         free(p);

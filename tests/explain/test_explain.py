@@ -463,5 +463,34 @@ class GoldenChains(unittest.TestCase):
         self.check_dir(os.path.join(ROOT, "tests", "golden-nft"), ["--proxy-mode", "nftables"])
 
 
+class AllowLists(unittest.TestCase):
+    """A claimed address that --external-ip-cidrs or --load-balancer-ip-cidrs
+    refuses (docs/security.md) is no service's: explain says which service
+    claims it and why this node does not program it."""
+
+    items = [service("ns1", "hijack", "172.30.0.70", P80, externalIPs=["203.0.113.9"], type="LoadBalancer",
+                     lb="198.51.100.9"),
+             slice_("ns1", "hijack", 1, [ep("10.180.0.9", "test-node")], P80)]
+
+    def test_refused_addresses_are_named(self):
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                j = explain(self.items, "10.0.0.5", "203.0.113.9:80", mode=mode)
+                self.assertEqual(flow_output(j), "10.180.0.9:80")
+                j = explain(self.items, "10.0.0.5", "203.0.113.9:80", "--external-ip-cidrs", "10.0.0.0/8",
+                            mode=mode)
+                self.assertEqual(j["verdict"], "none", j)
+                self.assertIn("ns1/hijack claims the destination as its externalIP, which this node does not "
+                              "program: not in --external-ip-cidrs", j["notes"])
+                j = explain(self.items, "10.0.0.5", "198.51.100.9:80", "--load-balancer-ip-cidrs", "none",
+                            mode=mode)
+                self.assertEqual(j["verdict"], "none", j)
+                self.assertIn("ns1/hijack claims the destination as its load-balancer IP, which this node does not "
+                              "program: not in --load-balancer-ip-cidrs", j["notes"])
+                # Its cluster IP is served as before.
+                self.assertEqual(flow_output(explain(self.items, "10.0.0.5", "172.30.0.70:80", "--load-balancer-ip-cidrs",
+                                                     "none", mode=mode)), "10.180.0.9:80")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -551,6 +551,44 @@ static void test_list_flags(void) {
         config_done(&c);
 }
 
+/* kproxy's allow-lists: CIDRs of both families, or just "none"; kept with
+ * --config (not a configuration field). */
+static void test_allow_list_flags(void) {
+        struct kproxy_config c;
+        char *err = NULL;
+
+        CHECK(setup(&c, NULL, NULL) == 0);
+        CHECK(c.external_ip_cidrs.n == 0 && c.lb_ip_cidrs.n == 0);
+        config_done(&c);
+        CHECK(setup(&c, NULL, "--external-ip-cidrs", "203.0.113.0/24,192.168.0.10/32", "--external-ip-cidrs",
+                    "2001:db8::/64", "--load-balancer-ip-cidrs=none", NULL) == 0);
+        CHECK(c.external_ip_cidrs.n == 3);
+        CHECK_STREQ(c.external_ip_cidrs.v[2], "2001:db8::/64");
+        CHECK(c.lb_ip_cidrs.n == 1);
+        CHECK_STREQ(c.lb_ip_cidrs.v[0], "none");
+        config_done(&c);
+
+        CHECK(setup(&c, &err, "--external-ip-cidrs", "203.0.113.7", NULL) == -EINVAL);
+        CHECK_CONTAINS(err, "invalid value \"203.0.113.7\" for flag --external-ip-cidrs: \"203.0.113.7\" is not a "
+                            "CIDR (an address alone is ADDR/32 or ADDR/128; \"none\" admits nothing)");
+        free(err);
+        config_done(&c);
+        CHECK(setup(&c, &err, "--load-balancer-ip-cidrs", "none", "--load-balancer-ip-cidrs", "10.0.0.0/8", NULL) ==
+              -EINVAL);
+        CHECK_CONTAINS(err, "for flag --load-balancer-ip-cidrs: \"none\" cannot be combined with CIDRs");
+        free(err);
+        config_done(&c);
+
+        char *path = write_temp("kubeadm.yaml", kubeadm_config);
+        err = NULL;
+        CHECK(setup(&c, &err, "--config", path, "--external-ip-cidrs", "203.0.113.0/24", NULL) == 0);
+        CHECK(c.external_ip_cidrs.n == 1 && c.lb_ip_cidrs.n == 0);
+        CHECK_STREQ(c.external_ip_cidrs.v[0], "203.0.113.0/24");
+        free(err);
+        config_done(&c);
+        free(path);
+}
+
 static void test_flag_validation(void) {
         struct kproxy_config c;
         char *err = NULL;
@@ -1413,6 +1451,7 @@ int main(void) {
         TEST_RUN(test_ip_port_flags);
         TEST_RUN(test_nftables_flags);
         TEST_RUN(test_list_flags);
+        TEST_RUN(test_allow_list_flags);
         TEST_RUN(test_flag_validation);
         TEST_RUN(test_extra_flags);
         TEST_RUN(test_kubeadm_file);

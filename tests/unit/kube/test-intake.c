@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "kube/intake.h"
+#include "model/admit.h"
 #include "model/model.h"
 #include "util/hmap.h"
 #include "util/inet.h"
@@ -183,6 +184,97 @@ static void test_node(void) {
         intake_free(i);
 }
 
+/* The allow-lists in the intake: a service is decided as it comes, and
+ * again when the API server's endpoints or the Node's addresses change;
+ * the refusals' hook sees each come and go once. */
+struct refusals {
+        int now, came, went;
+};
+
+static void on_refusal(void *ctx, const struct svc_refusal *r, bool refused) {
+        struct refusals *f = ctx;
+        (void) r;
+        f->now += refused ? 1 : -1;
+        *(refused ? &f->came : &f->went) += 1;
+}
+
+#define CLAIMANT(name, ext)                                                                                     \
+        "{\"kind\":\"Service\",\"metadata\":{\"name\":\"" name "\",\"namespace\":\"shop\"},"                  \
+        "\"spec\":{\"clusterIP\":\"10.96.7.7\",\"clusterIPs\":[\"10.96.7.7\"],\"ports\":[{\"port\":80}],"      \
+        "\"externalIPs\":[" ext "]}}"
+
+#define API_SLICE(ip)                                                                                           \
+        "{\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"kubernetes\",\"namespace\":\"default\","       \
+        "\"labels\":{\"kubernetes.io/service-name\":\"kubernetes\"}},\"addressType\":\"IPv4\","                 \
+        "\"endpoints\":[{\"addresses\":[\"" ip "\"]}],\"ports\":[{\"name\":\"https\",\"port\":6443}]}"
+
+static uint32_t n_ext(const struct intake *i, const char *key) {
+        const struct svc *s = model_service_get(intake_model(i), key);
+        return s ? s->n_external_ips : 99;
+}
+
+static void test_admission(void) {
+        struct refusals f = {0};
+        struct intake_hooks hooks = {.refusal = on_refusal, .ctx = &f};
+        struct intake *i = NULL;
+        struct admit_policy p = {0};
+        char *cidrs[] = {"10.0.0.0/8"};
+        char changed[256];
+
+        CHECK(admit_policy_set(&p, ADMIT_EXTERNAL_IPS, cidrs, 1) == 0);
+        CHECK(intake_new("n1", &hooks, &i) == 0);
+        if (!i)
+                return;
+        intake_set_admission(i, &p);
+        /* Services first, as a start lists them: 10.0.0.1 is nobody's yet. */
+        CHECK(put(i, INTAKE_SERVICES, "shop/a", CLAIMANT("a", "\"10.0.0.1\",\"203.0.113.1\"")) ==
+              INTAKE_SERVICE_CHANGE);
+        CHECK(put(i, INTAKE_SERVICES, "shop/b", CLAIMANT("b", "\"10.0.0.2\"")) == INTAKE_SERVICE_CHANGE);
+        CHECK(put(i, INTAKE_SERVICES, "shop/c", SVC("c", "80")) == INTAKE_SERVICE_CHANGE);
+        CHECK(n_ext(i, "shop/a") == 1 && n_ext(i, "shop/b") == 1);
+        CHECK(f.now == 1 && f.came == 1);
+        intake_applied(i);
+
+        /* The API server turns out to be 10.0.0.1: shop/a loses it, and only
+         * shop/a (with the API server's own service) is marked. */
+        CHECK(put(i, INTAKE_SLICES, "default/kubernetes", API_SLICE("10.0.0.1")) ==
+              (INTAKE_ENDPOINTS_CHANGE | INTAKE_SERVICE_CHANGE));
+        CHECK(n_ext(i, "shop/a") == 0 && n_ext(i, "shop/b") == 1);
+        changed_keys(i, changed, sizeof changed);
+        CHECK_STREQ(changed, "default/kubernetes,shop/a");
+        CHECK(f.now == 2 && f.came == 2);
+        intake_applied(i);
+
+        /* An unchanged API server decides nothing again. */
+        CHECK(put(i, INTAKE_SLICES, "default/kubernetes", API_SLICE("10.0.0.1")) == INTAKE_ENDPOINTS_CHANGE);
+        intake_applied(i);
+
+        /* The Node owns 10.0.0.2: shop/b loses it. */
+        const char *node = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":{\"addresses\":"
+                           "[{\"type\":\"InternalIP\",\"address\":\"10.0.0.2\"}]}}";
+        CHECK(put(i, INTAKE_NODE, "n1", node) ==
+              (INTAKE_NODE_ELIGIBLE | INTAKE_ALL_CHANGED | INTAKE_SERVICE_CHANGE));
+        CHECK(n_ext(i, "shop/b") == 0);
+        changed_keys(i, changed, sizeof changed);
+        CHECK_STREQ(changed, "shop/b");
+        CHECK(f.now == 3);
+        intake_applied(i);
+
+        /* The API server moves away: shop/a has its address again, at its place. */
+        CHECK(put(i, INTAKE_SLICES, "default/kubernetes", API_SLICE("10.0.0.9")) ==
+              (INTAKE_ENDPOINTS_CHANGE | INTAKE_SERVICE_CHANGE));
+        const struct svc *a = model_service_get(intake_model(i), "shop/a");
+        CHECK(a && a->n_external_ips == 1 && a->n_refused == 1 && a->refused[0].index == 1);
+        CHECK(f.now == 2 && f.went == 1);
+
+        /* Deleted services take their refusals with them. */
+        CHECK(put(i, INTAKE_SERVICES, "shop/a", NULL) == INTAKE_SERVICE_CHANGE);
+        CHECK(put(i, INTAKE_SERVICES, "shop/b", NULL) == INTAKE_SERVICE_CHANGE);
+        CHECK(f.now == 0);
+        intake_free(i);
+        admit_policy_done(&p);
+}
+
 static void test_service_cidrs(void) {
         struct intake *i = NULL;
         size_t n;
@@ -210,5 +302,6 @@ int main(void) {
         TEST_RUN(test_slices);
         TEST_RUN(test_node);
         TEST_RUN(test_service_cidrs);
+        TEST_RUN(test_admission);
         TEST_DONE();
 }
