@@ -59,6 +59,8 @@ run golden-nft "$here/golden-nft/run.sh" "$build"
 run golden-formats python3 "$here/golden/formats.py" "$build"
 # Socket load balancing sends this node's traffic where those rules do.
 run golden-socket-lb python3 "$here/golden/socketlb.py" "$build"
+# With the allow-lists, every scenario's rules are those of its state without the refused addresses.
+run golden-allow-list python3 "$here/golden/allowlist.py" "$build"
 # explain against upstream's packet-flow expectations, its reasons, and the goldens' chains.
 run explain env KPROXY_BUILD="$build" python3 "$here/explain/test_explain.py"
 run netns-restore "$here/netns/test-restore.sh" "$build"
