@@ -96,24 +96,48 @@ static bool listed_alone(const struct admit_cidrs *c, const struct inet_addr *a)
         return false;
 }
 
+/* The never-claimable kinds of address, of a (IPv4 or IPv6). */
+static enum admit_reason special(const struct model *m, const struct inet_addr *a) {
+        if (is_api_server(m, a))
+                return ADMIT_API_SERVER;
+        if (is_node(m, a))
+                return ADMIT_NODE;
+        if (inet_addr_is_loopback(a))
+                return ADMIT_LOOPBACK;
+        if (is_link_local(a))
+                return ADMIT_LINK_LOCAL;
+        if (is_multicast(a))
+                return ADMIT_MULTICAST;
+        if (inet_addr_is_unspecified(a))
+                return ADMIT_UNSPECIFIED;
+        return ADMIT_OK;
+}
+
+/* An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is its IPv4 address to a
+ * dual-stack socket (userspace mode's frontends): the special kinds are
+ * those of the IPv4 address too. */
+static bool mapped_ipv4(const struct inet_addr *a, struct inet_addr *ret) {
+        static const uint8_t prefix[12] = {[10] = 0xff, [11] = 0xff};
+        if (a->family != 6 || memcmp(a->bytes, prefix, sizeof prefix) != 0)
+                return false;
+        *ret = (struct inet_addr) {.family = 4};
+        memcpy(ret->bytes, a->bytes + 12, 4);
+        return true;
+}
+
 enum admit_reason admit_check(const struct admit_policy *p, const struct model *m, enum admit_list l,
                               const struct inet_addr *addr) {
         const struct admit_cidrs *c = p ? &p->lists[l] : NULL;
+        struct inet_addr v4;
+        enum admit_reason why;
 
         if (!c || !c->on || listed_alone(c, addr))
                 return ADMIT_OK;
-        if (is_api_server(m, addr))
-                return ADMIT_API_SERVER;
-        if (is_node(m, addr))
-                return ADMIT_NODE;
-        if (inet_addr_is_loopback(addr))
-                return ADMIT_LOOPBACK;
-        if (is_link_local(addr))
-                return ADMIT_LINK_LOCAL;
-        if (is_multicast(addr))
-                return ADMIT_MULTICAST;
-        if (inet_addr_is_unspecified(addr))
-                return ADMIT_UNSPECIFIED;
+        why = special(m, addr);
+        if (why == ADMIT_OK && mapped_ipv4(addr, &v4))
+                why = special(m, &v4);
+        if (why != ADMIT_OK)
+                return why;
         for (size_t i = 0; i < c->n; i++)
                 if (inet_cidr_contains(&c->cidrs[i], addr))
                         return ADMIT_OK;

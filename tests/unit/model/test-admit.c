@@ -93,6 +93,11 @@ static void test_reasons(void) {
         CHECK(check(&p, m, ADMIT_EXTERNAL_IPS, "224.0.0.251") == ADMIT_MULTICAST);
         CHECK(check(&p, m, ADMIT_EXTERNAL_IPS, "ff02::fb") == ADMIT_MULTICAST);
         CHECK(check(&p, m, ADMIT_EXTERNAL_IPS, "0.0.0.0") == ADMIT_UNSPECIFIED);
+        /* IPv4-mapped IPv6 addresses are what their IPv4 address is. */
+        CHECK(check(&p, m, ADMIT_EXTERNAL_IPS, "::ffff:127.0.0.1") == ADMIT_LOOPBACK);
+        CHECK(check(&p, m, ADMIT_EXTERNAL_IPS, "::ffff:192.168.0.10") == ADMIT_API_SERVER);
+        CHECK(check(&p, m, ADMIT_EXTERNAL_IPS, "::ffff:192.168.0.2") == ADMIT_NODE);
+        CHECK(check(&p, m, ADMIT_EXTERNAL_IPS, "::ffff:203.0.113.5") == ADMIT_OK);
         /* The load-balancer list is off: everything, as upstream. */
         CHECK(check(&p, m, ADMIT_LB_IPS, "192.168.0.10") == ADMIT_OK);
         CHECK(check(&p, m, ADMIT_LB_IPS, "127.0.0.1") == ADMIT_OK);
