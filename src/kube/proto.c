@@ -125,13 +125,11 @@ static void copy_name(const uint8_t *p, size_t n, char *out, size_t outlen) {
         size_t i;
 
         for (i = 0; i < n && i + 1 < outlen; i++) {
-                uint8_t c = p[i];
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                      c == '.')) {
+                if (!kube_name_char((char) p[i])) {
                         i = 0;
                         break;
                 }
-                out[i] = (char) c;
+                out[i] = (char) p[i];
         }
         out[i] = '\0';
 }

@@ -179,13 +179,11 @@ static void scan_string(const char *text, size_t len, const char *key, char *out
                 return;
         p += plen;
         for (const char *end = text + len; p < end && *p != '"' && i + 1 < outlen; p++, i++) {
-                char c = *p;
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                      c == '.')) {
+                if (!kube_name_char(*p)) {
                         out[0] = '\0';
                         return;
                 }
-                out[i] = c;
+                out[i] = *p;
         }
         out[i] = '\0';
 }

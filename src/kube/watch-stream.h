@@ -63,6 +63,12 @@ void kube_watch_stream_reset(struct kube_watch_stream *s);
 bool kube_watch_stream_lines(struct buf *b, bool (*fn)(void *userdata, const char *line, size_t len),
                              void *userdata);
 
+/* The characters a describe copies of a kind, namespace or name: those of
+ * DNS names (and kinds), so that untrusted bytes never reach a log line. */
+static inline bool kube_name_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+}
+
 /* What the first bytes of an event say it is about, for a message: "Service
  * ns/name" or as much of it as they hold; "" when nothing. Only name
  * characters are copied (the bytes are untrusted). Returns out. */
