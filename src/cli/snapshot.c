@@ -70,7 +70,6 @@ int cli_snapshot(const struct kproxy_config *c, const char *node, const struct a
         r = intake_new(node, NULL, &s.intake);
         if (r < 0)
                 goto out;
-        intake_set_admission(s.intake, admit);
         r = kube_client_new(s.loop, &conn, &client);
         if (r < 0)
                 goto out;
@@ -94,7 +93,9 @@ int cli_snapshot(const struct kproxy_config *c, const char *node, const struct a
                 r = -ETIMEDOUT;
         }
         if (r >= 0) {
-                intake_set_admission(s.intake, NULL);   /* the lists are in: admit is not kept */
+                /* Decided once every list is in, as render decides a
+                 * state's files: each refusal logged once, in key order. */
+                intake_set_admission(s.intake, admit);
                 *ret = s.intake;
                 s.intake = NULL;
                 r = 0;

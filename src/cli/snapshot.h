@@ -14,8 +14,8 @@ struct kproxy_config;
 
 /* Lists through c's API connection (--kubeconfig, --master, or in
  * cluster) into a new intake for node, waiting at most timeout_ms; the
- * services' claimed addresses are decided by admit (NULL: all admitted)
- * as the daemon decides them. Returns 0, or -errno with the problem
- * logged. */
+ * services' claimed addresses are then decided by admit (NULL: all
+ * admitted; borrowed by the intake, which reads it no more since no
+ * object comes in). Returns 0, or -errno with the problem logged. */
 int cli_snapshot(const struct kproxy_config *c, const char *node, const struct admit_policy *admit,
                  uint64_t timeout_ms, struct intake **ret);

@@ -64,14 +64,14 @@ struct config_feature_gate {
  * src/config/. */
 struct config_cmdline;
 
-/* Optional strings are NULL when unset or empty, whichever way the input
- * spelled that ("", null, missing). */
 /* A flag's CIDRs, as given (checked when read). */
 struct config_cidr_list {
         char **v;
         size_t n;
 };
 
+/* Optional strings are NULL when unset or empty, whichever way the input
+ * spelled that ("", null, missing). */
 struct kproxy_config {
         /* KubeProxyConfiguration fields */
         char *bind_address;             /* default "0.0.0.0" */

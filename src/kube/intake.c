@@ -34,9 +34,6 @@ struct intake {
         const struct admit_policy *admit;       /* NULL: every claimed address admitted */
 };
 
-#define API_SERVER_SERVICE "default/kubernetes"
-
-
 static void replacing(struct intake *i, const char *key) {
         const struct svc *old = model_service_get(i->model, key);
         if (old && i->hooks.replacing)
@@ -115,12 +112,14 @@ static void collect_claimant(const char *key, void *ctx) {
         c->keys[c->n++] = xstrdup(key);
 }
 
-static void replacing(struct intake *i, const char *key);
-static void mark(struct intake *i, const char *key);
+static int cmp_key(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
 
 /* The API server's endpoints or the Node's addresses changed: every
- * service that claims an address is decided again; those whose decision
- * changed are replaced and marked, as if the API had changed them. */
+ * service that claims an address is decided again, in key order (the log's
+ * order does not depend on the hash table's); those whose decision changed
+ * are replaced and marked, as if the API had changed them. */
 static unsigned readmit(struct intake *i) {
         struct claimants c = {.m = i->model};
         unsigned fx = 0;
@@ -128,6 +127,8 @@ static unsigned readmit(struct intake *i) {
         if (!admit_policy_on(i->admit))
                 return 0;
         model_service_keys(i->model, collect_claimant, &c);
+        if (c.n > 1)
+                qsort(c.keys, c.n, sizeof *c.keys, cmp_key);
         for (size_t k = 0; k < c.n; k++) {
                 const struct svc *s = model_service_get(i->model, c.keys[k]);
                 struct svc *a = admit_service(i->admit, i->model, s);
@@ -144,8 +145,9 @@ static unsigned readmit(struct intake *i) {
         return fx;
 }
 
-void intake_set_admission(struct intake *i, const struct admit_policy *p) {
+unsigned intake_set_admission(struct intake *i, const struct admit_policy *p) {
         i->admit = p;
+        return readmit(i);
 }
 
 static unsigned on_service(struct intake *i, const char *key, const json_t *obj) {
@@ -158,7 +160,7 @@ static unsigned on_service(struct intake *i, const char *key, const json_t *obj)
                 if (model_service_delete(i->model, key) < 0)
                         return 0;
                 mark(i, key);
-                return INTAKE_SERVICE_CHANGE | (strcmp(key, API_SERVER_SERVICE) == 0 ? readmit(i) : 0);
+                return INTAKE_SERVICE_CHANGE | (strcmp(key, ADMIT_API_SERVER_SERVICE) == 0 ? readmit(i) : 0);
         }
         int r = kube_decode_service(obj, &s, err);
         if (r < 0) {
@@ -170,9 +172,10 @@ static unsigned on_service(struct intake *i, const char *key, const json_t *obj)
         if (r == KUBE_IGNORED) {
                 log_v(2, "Ignoring Service %s: %s", key, err);
                 tell(i, key, model_service_get(i->model, key), NULL);
-                if (model_service_delete(i->model, key) == 0)
-                        mark(i, key);
-                return 0;
+                if (model_service_delete(i->model, key) < 0)
+                        return 0;
+                mark(i, key);
+                return strcmp(key, ADMIT_API_SERVER_SERVICE) == 0 ? readmit(i) : 0;
         }
         struct svc *a = admit_service(i->admit, i->model, s);
         if (a) {
@@ -183,7 +186,7 @@ static unsigned on_service(struct intake *i, const char *key, const json_t *obj)
         model_service_upsert(i->model, s);
         mark(i, key);
         /* The API server's cluster IP is never another service's. */
-        return INTAKE_SERVICE_CHANGE | (strcmp(key, API_SERVER_SERVICE) == 0 ? readmit(i) : 0);
+        return INTAKE_SERVICE_CHANGE | (strcmp(key, ADMIT_API_SERVER_SERVICE) == 0 ? readmit(i) : 0);
 }
 
 static void add_trigger(struct intake *i, const struct slice *s) {
@@ -210,7 +213,7 @@ static unsigned on_slice(struct intake *i, const char *key, const json_t *obj) {
                 if (model_slice_delete(i->model, key) < 0 || !old_svc)
                         return 0;
                 mark(i, old_svc);
-                return INTAKE_ENDPOINTS_CHANGE | (strcmp(old_svc, API_SERVER_SERVICE) == 0 ? readmit(i) : 0);
+                return INTAKE_ENDPOINTS_CHANGE | (strcmp(old_svc, ADMIT_API_SERVER_SERVICE) == 0 ? readmit(i) : 0);
         }
         int r = kube_decode_slice(obj, &s, err);
         if (r < 0) {
@@ -220,12 +223,10 @@ static unsigned on_slice(struct intake *i, const char *key, const json_t *obj) {
         }
         if (r == KUBE_IGNORED) {
                 log_v(4, "Ignoring EndpointSlice %s: %s", key, err);
-                if (model_slice_delete(i->model, key) == 0 && old_svc) {
-                        mark(i, old_svc);
-                        if (strcmp(old_svc, API_SERVER_SERVICE) == 0)
-                                readmit(i);
-                }
-                return 0;
+                if (model_slice_delete(i->model, key) < 0 || !old_svc)
+                        return 0;
+                mark(i, old_svc);
+                return strcmp(old_svc, ADMIT_API_SERVER_SERVICE) == 0 ? readmit(i) : 0;
         }
         _cleanup_free_ char *svc = strdup(s->service_key);
         if (!svc)
@@ -236,7 +237,7 @@ static unsigned on_slice(struct intake *i, const char *key, const json_t *obj) {
                 mark(i, old_svc);
         mark(i, svc);
         /* The API server's endpoints are never another service's. */
-        bool api = strcmp(svc, API_SERVER_SERVICE) == 0 || (old_svc && strcmp(old_svc, API_SERVER_SERVICE) == 0);
+        bool api = strcmp(svc, ADMIT_API_SERVER_SERVICE) == 0 || (old_svc && strcmp(old_svc, ADMIT_API_SERVER_SERVICE) == 0);
         return INTAKE_ENDPOINTS_CHANGE | (api ? readmit(i) : 0);
 }
 

@@ -60,10 +60,12 @@ struct intake_hooks {
 int intake_new(const char *node_name, const struct intake_hooks *hooks, struct intake **ret);
 struct intake *intake_free(struct intake *i);
 /* Decides the addresses services claim with p (model/admit.h; borrowed;
- * NULL, the default: every address admitted). Set before the first object.
- * A change of the API server's endpoints or of the Node's addresses
- * decides the claimants again, and marks those whose decision changed. */
-void intake_set_admission(struct intake *i, const struct admit_policy *p);
+ * NULL, the default: every address admitted): the services held now at
+ * once, in key order (those whose decision changed are marked; returns
+ * INTAKE_SERVICE_CHANGE if any did), and each that comes after. A change
+ * of the API server's endpoints or of the Node's addresses decides the
+ * claimants again, and marks those whose decision changed. */
+unsigned intake_set_admission(struct intake *i, const struct admit_policy *p);
 
 /* An object now looks like obj (upsert), or is gone (obj NULL). Returns
  * what it meant, 0 for nothing. */

@@ -9,8 +9,6 @@
 #include "util/alloc.h"
 #include "util/buf.h"
 
-#define API_SERVER_SERVICE "default/kubernetes"
-
 int admit_policy_set(struct admit_policy *p, enum admit_list l, char *const *values, size_t n) {
         struct admit_cidrs *a = &p->lists[l];
 
@@ -58,14 +56,14 @@ static bool is_multicast(const struct inet_addr *a) {
 }
 
 static bool is_api_server(const struct model *m, const struct inet_addr *a) {
-        const struct svc *k = model_service_get(m, API_SERVER_SERVICE);
+        const struct svc *k = model_service_get(m, ADMIT_API_SERVER_SERVICE);
         bool found = false;
 
         for (size_t i = 0; k && i < k->n_cluster_ips; i++)
                 if (inet_addr_equal(&k->cluster_ips[i], a))
                         return true;
         size_t n = 0;
-        const struct slice **slices = model_service_slices(m, API_SERVER_SERVICE, &n);
+        const struct slice **slices = model_service_slices(m, ADMIT_API_SERVER_SERVICE, &n);
         for (size_t i = 0; i < n && !found; i++) {
                 const struct slice *s = slices[i];
                 if (s->family != a->family)
@@ -304,7 +302,7 @@ const char *admit_reason_name(enum admit_reason r) {
 
 void admit_describe(const struct svc_refusal *r, struct buf *out) {
         static const char *const what[_ADMIT_REASON_MAX] = {
-                [ADMIT_API_SERVER] = "an address of the API server (" API_SERVER_SERVICE ")",
+                [ADMIT_API_SERVER] = "an address of the API server (" ADMIT_API_SERVER_SERVICE ")",
                 [ADMIT_NODE] = "an address of this node",
                 [ADMIT_LOOPBACK] = "a loopback address",
                 [ADMIT_LINK_LOCAL] = "a link-local address",

@@ -29,6 +29,9 @@ struct model;
 struct svc;
 struct svc_refusal;
 
+/* The Service whose cluster IP and EndpointSlices are the API server's. */
+#define ADMIT_API_SERVER_SERVICE "default/kubernetes"
+
 enum admit_list {
         ADMIT_EXTERNAL_IPS,     /* spec.externalIPs */
         ADMIT_LB_IPS,           /* status.loadBalancer.ingress[].ip */

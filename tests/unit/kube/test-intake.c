@@ -272,6 +272,24 @@ static void test_admission(void) {
         CHECK(put(i, INTAKE_SERVICES, "shop/b", NULL) == INTAKE_SERVICE_CHANGE);
         CHECK(f.now == 0);
         intake_free(i);
+
+        /* Lists first, the decision after (render and explain's snapshot):
+         * what is held is decided at once and marked. */
+        f = (struct refusals) {0};
+        CHECK(intake_new("n1", &hooks, &i) == 0);
+        if (!i)
+                return;
+        CHECK(put(i, INTAKE_SERVICES, "shop/a", CLAIMANT("a", "\"10.0.0.1\",\"203.0.113.1\"")) ==
+              INTAKE_SERVICE_CHANGE);
+        CHECK(put(i, INTAKE_SERVICES, "shop/c", SVC("c", "80")) == INTAKE_SERVICE_CHANGE);
+        intake_applied(i);
+        CHECK(n_ext(i, "shop/a") == 2);
+        CHECK(intake_set_admission(i, &p) == INTAKE_SERVICE_CHANGE);
+        CHECK(n_ext(i, "shop/a") == 1 && f.now == 1);
+        changed_keys(i, changed, sizeof changed);
+        CHECK_STREQ(changed, "shop/a");
+        CHECK(intake_set_admission(i, &p) == 0);       /* decided already */
+        intake_free(i);
         admit_policy_done(&p);
 }
 
