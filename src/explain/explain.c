@@ -30,13 +30,6 @@
 #include "util/cleanup.h"
 #include "util/hmap.h"
 
-static bool addr_in(const struct inet_addr *a, const struct inet_addr *v, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                if (inet_addr_equal(a, &v[i]))
-                        return true;
-        return false;
-}
-
 static bool host_has(const struct explain_node *n, const struct inet_addr *a) {
         for (size_t i = 0; i < n->n_host_addrs; i++)
                 if (inet_addr_equal(&n->host_addrs[i].addr, a))
@@ -160,8 +153,8 @@ static void locate_address(struct explain_ctx *c, const struct svc *const *svcs,
                 const struct svc *s = svcs[i];
                 const struct inet_addr *cip = svc_cluster_ip(s, fam);
                 bool is_cip = cip && inet_addr_equal(cip, &q->dst);
-                bool is_ext = addr_in(&q->dst, s->external_ips, s->n_external_ips);
-                bool is_lb = addr_in(&q->dst, s->lb_ips, s->n_lb_ips);
+                bool is_ext = inet_addr_in(&q->dst, s->external_ips, s->n_external_ips);
+                bool is_lb = inet_addr_in(&q->dst, s->lb_ips, s->n_lb_ips);
                 bool any = false;
                 if (s->n_refused)
                         note_refused(c, s);
@@ -202,7 +195,7 @@ static bool nodeport_address(const struct explain_ctx *c) {
                 return false;
         if (p->nodeports_match_all)
                 return c->dst_local;
-        return addr_in(d, p->nodeport_ips, p->n_nodeport_ips);
+        return inet_addr_in(d, p->nodeport_ips, p->n_nodeport_ips);
 }
 
 static void locate_node_port(struct explain_ctx *c, const struct svc *const *svcs, size_t n_svcs) {
@@ -287,7 +280,7 @@ static bool lb_source_admitted(const struct explain_ctx *c) {
         for (size_t i = 0; i < s->n_source_ranges; i++)
                 if (s->source_ranges[i].addr.family == fam && inet_cidr_contains(&s->source_ranges[i], &c->q->src))
                         return true;
-        return endpoints_lb_admits_node(s, fam, &c->n->p->node_ip) && addr_in(&c->q->src, s->lb_ips, s->n_lb_ips);
+        return endpoints_lb_admits_node(s, fam, &c->n->p->node_ip) && inet_addr_in(&c->q->src, s->lb_ips, s->n_lb_ips);
 }
 
 static void block(struct explain_ctx *c, enum endpoints_block b, bool internal) {

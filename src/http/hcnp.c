@@ -194,13 +194,6 @@ static int hcnp_port_set(struct hcnp_port *p, const struct hcnp_service *svc) {
         return 0;
 }
 
-static bool hcnp_addr_wanted(const struct inet_addr *a, const struct inet_addr *addrs, size_t n_addrs) {
-        for (size_t i = 0; i < n_addrs; i++)
-                if (inet_addr_equal(a, &addrs[i]))
-                        return true;
-        return false;
-}
-
 /* Makes p's listeners match addrs: closes the addresses no longer wanted,
  * then binds the missing ones (new, or failed before). Returns 0 or the
  * first -errno; every failure is logged here. */
@@ -209,7 +202,7 @@ static int hcnp_port_sync(struct hcnp_port *p, const struct inet_addr *addrs, si
         int ret = 0;
 
         for (size_t i = 0; i < p->n_listeners; i++) {
-                if (hcnp_addr_wanted(&p->listeners[i]->addr, addrs, n_addrs))
+                if (inet_addr_in(&p->listeners[i]->addr, addrs, n_addrs))
                         p->listeners[kept++] = p->listeners[i];
                 else
                         hcnp_listener_free(p->listeners[i]);
@@ -221,7 +214,7 @@ static int hcnp_port_sync(struct hcnp_port *p, const struct inet_addr *addrs, si
                 char text[INET_ADDR_STRLEN];
                 int r;
 
-                if (hcnp_addr_wanted(&addrs[i], addrs, i))
+                if (inet_addr_in(&addrs[i], addrs, i))
                         continue;       /* given twice */
                 for (size_t j = 0; j < p->n_listeners && !li; j++)
                         if (inet_addr_equal(&p->listeners[j]->addr, &addrs[i]))

@@ -71,12 +71,9 @@ static void told_refused(const struct svc_refusal *r, void *ctx) {
 }
 
 static bool admitted_in(const struct svc *s, const struct svc_refusal *r) {
-        const struct inet_addr *l = r->list == ADMIT_EXTERNAL_IPS ? s->external_ips : s->lb_ips;
-        uint32_t n = r->list == ADMIT_EXTERNAL_IPS ? s->n_external_ips : s->n_lb_ips;
-        for (uint32_t k = 0; k < n; k++)
-                if (inet_addr_equal(&l[k], &r->addr))
-                        return true;
-        return false;
+        if (r->list == ADMIT_EXTERNAL_IPS)
+                return inet_addr_in(&r->addr, s->external_ips, s->n_external_ips);
+        return inet_addr_in(&r->addr, s->lb_ips, s->n_lb_ips);
 }
 
 static void told_admitted(const struct svc_refusal *r, void *ctx) {
@@ -237,7 +234,8 @@ static unsigned on_slice(struct intake *i, const char *key, const json_t *obj) {
                 mark(i, old_svc);
         mark(i, svc);
         /* The API server's endpoints are never another service's. */
-        bool api = strcmp(svc, ADMIT_API_SERVER_SERVICE) == 0 || (old_svc && strcmp(old_svc, ADMIT_API_SERVER_SERVICE) == 0);
+        bool api = strcmp(svc, ADMIT_API_SERVER_SERVICE) == 0 ||
+                   (old_svc && strcmp(old_svc, ADMIT_API_SERVER_SERVICE) == 0);
         return INTAKE_ENDPOINTS_CHANGE | (api ? readmit(i) : 0);
 }
 

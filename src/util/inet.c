@@ -112,6 +112,13 @@ bool inet_addr_equal(const struct inet_addr *a, const struct inet_addr *b) {
         return a->family == b->family && memcmp(a->bytes, b->bytes, a->family == 4 ? 4 : 16) == 0;
 }
 
+bool inet_addr_in(const struct inet_addr *a, const struct inet_addr *v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (inet_addr_equal(a, &v[i]))
+                        return true;
+        return false;
+}
+
 bool inet_cidr_contains(const struct inet_cidr *c, const struct inet_addr *a) {
         if (c->addr.family != a->family)
                 return false;

@@ -32,6 +32,8 @@ int inet_cidr_parse(const char *s, struct inet_cidr *ret);
 const char *inet_addr_format(const struct inet_addr *a, char *out);
 const char *inet_cidr_format(const struct inet_cidr *c, char *out);
 bool inet_addr_equal(const struct inet_addr *a, const struct inet_addr *b);
+/* Whether a is one of the n addresses of v. */
+bool inet_addr_in(const struct inet_addr *a, const struct inet_addr *v, size_t n);
 bool inet_cidr_contains(const struct inet_cidr *c, const struct inet_addr *a);
 bool inet_addr_is_loopback(const struct inet_addr *a);
 bool inet_addr_is_unspecified(const struct inet_addr *a);

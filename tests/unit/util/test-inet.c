@@ -43,8 +43,21 @@ static void test_cidr(void) {
         CHECK(inet_addr_parse("::1", &a) == 0 && inet_addr_is_loopback(&a));
 }
 
+static void test_addr_in(void) {
+        struct inet_addr v[2], a;
+
+        CHECK(inet_addr_parse("10.0.0.1", &v[0]) == 0 && inet_addr_parse("fd00::1", &v[1]) == 0);
+        CHECK(inet_addr_parse("fd00::1", &a) == 0 && inet_addr_in(&a, v, 2) && !inet_addr_in(&a, v, 1));
+        /* The same bytes in the other family are another address. */
+        CHECK(inet_addr_parse("10.0.0.1", &a) == 0 && inet_addr_in(&a, v, 2));
+        a.family = 6;
+        CHECK(!inet_addr_in(&a, v, 2));
+        CHECK(!inet_addr_in(&a, NULL, 0));
+}
+
 int main(void) {
         TEST_RUN(test_parse_format);
         TEST_RUN(test_cidr);
+        TEST_RUN(test_addr_in);
         TEST_DONE();
 }
